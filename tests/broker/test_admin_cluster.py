@@ -1,0 +1,104 @@
+"""DescribeCluster against a real Broker."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from weir.broker.broker import Broker
+from weir.broker.cluster import handle_describe_cluster
+from weir.broker.config import BrokerConfig, HostPort
+from weir.broker.context import Handler, RequestContext
+from weir.wire.errors import ErrorCode
+from weir.wire.protocol import (
+    ApiKey,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    parse_request_header,
+)
+
+AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
+
+
+async def call(
+    broker: Broker, handler: Handler, api_key: int, version: int, body: Mapping[str, Any]
+) -> Any:
+    """Run `handler` on `body` as the wire decodes it; return the decoded response."""
+    frame = memoryview(encode_request(api_key, version, 42, "admin-test", body))[4:]
+    header = parse_request_header(frame)
+    response = await handler(RequestContext(header, broker), decode_request(header, frame))
+    assert response is not None
+    encoded = encode_response(api_key, version, header.correlation_id, response)
+    correlation_id, decoded = decode_response(api_key, version, memoryview(encoded)[4:])
+    assert correlation_id == 42
+    return decoded
+
+
+async def describe_cluster(broker: Broker, version: int, **body: Any) -> Any:
+    return await call(broker, handle_describe_cluster, ApiKey.DESCRIBE_CLUSTER, version, body)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("include_operations", [False, True])
+async def test_describes_this_node_as_the_whole_cluster(
+    tmp_path: Path, version: int, include_operations: bool
+) -> None:
+    config = BrokerConfig(
+        data_dir=tmp_path,
+        node_id=5,
+        kafka_listen=HostPort("0.0.0.0", 9092),
+        kafka_advertise=HostPort("broker.example", 29092),
+    )
+    broker = Broker(config)
+    try:
+        response = await describe_cluster(
+            broker, version, include_cluster_authorized_operations=include_operations
+        )
+    finally:
+        broker.close()
+    assert (response.error_code, response.error_message) == (ErrorCode.NONE, None)
+    assert response.cluster_id == broker.controller.cluster_id
+    assert len(response.cluster_id) == 22
+    assert response.controller_id == 5
+    assert [(b.broker_id, b.host, b.port, b.rack) for b in response.brokers] == [
+        (5, "broker.example", 29092, None)
+    ]
+    assert response.cluster_authorized_operations == AUTHORIZED_OPERATIONS_UNKNOWN
+    if version >= 1:
+        assert response.endpoint_type == 1
+
+
+async def test_without_advertise_the_listener_is_described(tmp_path: Path) -> None:
+    broker = Broker(BrokerConfig(data_dir=tmp_path, kafka_listen=HostPort("127.0.0.1", 9999)))
+    try:
+        response = await describe_cluster(broker, 1, endpoint_type=1)
+    finally:
+        broker.close()
+    assert [(b.broker_id, b.host, b.port) for b in response.brokers] == [(1, "127.0.0.1", 9999)]
+
+
+@pytest.mark.parametrize(
+    ("endpoint_type", "error"),
+    [
+        (2, ErrorCode.MISMATCHED_ENDPOINT_TYPE),
+        (0, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE),
+        (3, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE),
+        (-1, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE),
+    ],
+)
+async def test_other_endpoint_types_are_refused(
+    tmp_path: Path, endpoint_type: int, error: ErrorCode
+) -> None:
+    broker = Broker(BrokerConfig(data_dir=tmp_path))
+    try:
+        response = await describe_cluster(broker, 1, endpoint_type=endpoint_type)
+    finally:
+        broker.close()
+    assert response.error_code == error
+    assert response.error_message
+    assert (response.cluster_id, list(response.brokers)) == ("", [])

@@ -1,0 +1,122 @@
+import sys
+import types
+
+import pytest
+
+from weir.cli import main as cli_main
+from weir.cli.arguments import parse_args
+
+
+def test_topic_create_collects_configs_from_repeated_and_multi_value_flags() -> None:
+    args = parse_args(
+        [
+            "topic", "create", "orders", "--partitions", "3", "--replication-factor", "1",
+            "--config", "retention.ms=1000", "cleanup.policy=compact", "--config", "a=b=c",
+        ]
+    )  # fmt: skip
+    assert (args.command, args.topic_command, args.name) == ("topic", "create", "orders")
+    assert args.partitions == 3
+    assert args.replication_factor == 1
+    assert args.config == [("retention.ms", "1000"), ("cleanup.policy", "compact"), ("a", "b=c")]
+
+
+def test_topic_create_defaults_leave_counts_to_the_broker() -> None:
+    args = parse_args(["topic", "create", "t"])
+    assert args.partitions == -1
+    assert args.replication_factor == -1
+    assert args.config == []
+
+
+def test_global_options_work_before_and_after_the_subcommand() -> None:
+    before = parse_args(["--format", "json", "--bootstrap", "h:1", "topic", "list"])
+    after = parse_args(["topic", "list", "--format", "json", "--bootstrap", "h:1"])
+    for args in (before, after):
+        assert args.output_format == "json"
+        assert args.bootstrap == "h:1"
+    plain = parse_args(["topic", "list"])
+    assert plain.output_format == "table"
+    assert plain.bootstrap is None
+    assert plain.request_timeout_ms == 10_000
+
+
+def test_produce_options() -> None:
+    args = parse_args(
+        ["produce", "t", "--key-separator", ":", "--partition", "2", "--acks", "1",
+         "--compression", "zstd"]
+    )  # fmt: skip
+    assert args.key_separator == ":"
+    assert args.partition == 2
+    assert args.acks == "1"
+    assert args.compression == "zstd"
+    defaults = parse_args(["produce", "t"])
+    assert (defaults.acks, defaults.compression, defaults.key_separator) == ("all", "none", None)
+
+
+def test_consume_options() -> None:
+    args = parse_args(
+        ["consume", "t", "--partition", "1", "--offset", "5", "-n", "10", "--timeout-ms", "300",
+         "--print-key"]
+    )  # fmt: skip
+    assert (args.partition, args.offset, args.max_records, args.timeout_ms) == (1, 5, 10, 300)
+    assert args.print_key
+    assert not args.from_beginning
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["consume", "t", "--offset", "5"],
+        ["consume", "t", "--partition", "0", "--offset", "5", "--from-beginning"],
+        ["consume", "t", "-n", "0"],
+        ["produce", "t", "--acks", "2"],
+        ["produce", "t", "--compression", "brotli"],
+        ["produce", "t", "--key-separator", ""],
+        ["topic", "create", "t", "--partitions", "0"],
+        ["topic", "create", "t", "--config", "novalue"],
+        ["topic", "alter-config", "t"],
+        ["topic", "alter-config", "t", "--set", "a=1", "--delete", "a"],
+        ["topic", "alter-config", "t", "--delete", "a=1"],
+        ["topic"],
+        [],
+    ],
+)
+def test_misuse_exits_with_usage_code(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main.main(argv) == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_alter_config_takes_sets_and_deletes() -> None:
+    args = parse_args(["topic", "alter-config", "t", "--set", "a=1", "b=2", "--delete", "c", "d"])
+    assert args.set_configs == [("a", "1"), ("b", "2")]
+    assert args.delete_configs == ["c", "d"]
+
+
+def test_help_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for command in ("serve", "topic", "produce", "consume"):
+        assert command in out
+
+
+def test_serve_hands_every_argument_untouched_to_the_broker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    received: list[list[str]] = []
+
+    def fake_main_serve(argv: list[str]) -> int:
+        received.append(argv)
+        return 7
+
+    fake_app = types.ModuleType("weir.broker.app")
+    fake_app.main_serve = fake_main_serve  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "weir.broker.app", fake_app)
+    argv = ["serve", "--data-dir", "/x", "--format", "json", "--help", "--bogus"]
+    assert cli_main.main(argv) == 7
+    assert received == [argv[1:]]
+
+
+def test_bad_bootstrap_address_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main.main(["--bootstrap", "host:notaport", "topic", "list"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --bootstrap:")
+    assert err.count("\n") == 1

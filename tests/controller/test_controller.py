@@ -1,0 +1,92 @@
+from pathlib import Path
+
+import pytest
+
+from weir.controller.controller import Controller, ControllerError, TopicDefaults
+from weir.controller.metadata import EmbeddedMetadataStore
+from weir.wire.errors import ErrorCode
+
+
+def make_controller(data_dir: Path) -> Controller:
+    return Controller(EmbeddedMetadataStore(data_dir), node_id=1, defaults=TopicDefaults())
+
+
+def test_created_topic_survives_reload_with_same_id(tmp_path: Path) -> None:
+    controller = make_controller(tmp_path)
+    record = controller.plan_topic("orders", 3, 1, configs={"retention.ms": "1000"})
+    controller.add_topic(record)
+    reloaded = make_controller(tmp_path)
+    again = reloaded.topic("orders")
+    assert again is not None
+    assert again.topic_id == record.topic_id
+    assert again.partition_count == 3
+    assert again.configs == {"retention.ms": "1000"}
+    assert reloaded.cluster_id == controller.cluster_id
+    assert reloaded.topic_by_id(record.topic_id) is again
+
+
+@pytest.mark.parametrize(
+    ("name", "partitions", "replication", "configs", "error"),
+    [
+        ("bad name", 1, 1, {}, ErrorCode.INVALID_TOPIC_EXCEPTION),
+        ("..", 1, 1, {}, ErrorCode.INVALID_TOPIC_EXCEPTION),
+        ("x" * 250, 1, 1, {}, ErrorCode.INVALID_TOPIC_EXCEPTION),
+        ("t", 0, 1, {}, ErrorCode.INVALID_PARTITIONS),
+        ("t", 100_000, 1, {}, ErrorCode.INVALID_PARTITIONS),
+        ("t", 1, 3, {}, ErrorCode.INVALID_REPLICATION_FACTOR),
+        ("t", 1, 0, {}, ErrorCode.INVALID_REPLICATION_FACTOR),
+        ("t", 1, 1, {"no.such.config": "1"}, ErrorCode.INVALID_CONFIG),
+        ("t", 1, 1, {"retention.ms": "soon"}, ErrorCode.INVALID_CONFIG),
+    ],
+)
+def test_invalid_topic_is_rejected_with_kafka_error(
+    tmp_path: Path,
+    name: str,
+    partitions: int,
+    replication: int,
+    configs: dict[str, str],
+    error: ErrorCode,
+) -> None:
+    controller = make_controller(tmp_path)
+    with pytest.raises(ControllerError) as raised:
+        controller.plan_topic(name, partitions, replication, configs=configs)
+    assert raised.value.error_code == error
+
+
+def test_duplicate_topic_is_rejected(tmp_path: Path) -> None:
+    controller = make_controller(tmp_path)
+    controller.add_topic(controller.plan_topic("t", 1, 1))
+    with pytest.raises(ControllerError) as raised:
+        controller.plan_topic("t", 1, 1)
+    assert raised.value.error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+def test_defaults_apply_when_counts_are_minus_one(tmp_path: Path) -> None:
+    controller = Controller(
+        EmbeddedMetadataStore(tmp_path), node_id=1, defaults=TopicDefaults(partition_count=4)
+    )
+    record = controller.plan_topic("t", -1, -1)
+    assert record.partition_count == 4
+    assert record.replication_factor == 1
+
+
+def test_partition_count_only_grows(tmp_path: Path) -> None:
+    controller = make_controller(tmp_path)
+    controller.add_topic(controller.plan_topic("t", 2, 1))
+    with pytest.raises(ControllerError) as raised:
+        controller.plan_partition_increase("t", 2)
+    assert raised.value.error_code == ErrorCode.INVALID_PARTITIONS
+    controller.plan_partition_increase("t", 5)
+    controller.increase_partitions("t", 5)
+    record = make_controller(tmp_path).topic("t")
+    assert record is not None
+    assert record.partition_count == 5
+    assert record.leader_epochs == [0] * 5
+
+
+def test_replica_assignment_naming_other_brokers_is_rejected(tmp_path: Path) -> None:
+    controller = make_controller(tmp_path)
+    with pytest.raises(ControllerError) as raised:
+        controller.plan_topic("t", -1, -1, assignments=[[1], [2]])
+    assert raised.value.error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert controller.plan_topic("t", -1, -1, assignments=[[1], [1]]).partition_count == 2

@@ -1,0 +1,424 @@
+"""DescribeConfigs v1–v4, AlterConfigs v0–v2, IncrementalAlterConfigs v0–v1.
+
+Topic configs are the overrides the controller stores per topic, on top of the
+catalog defaults (`weir.log.config.TOPIC_CONFIGS`). Broker configs are static
+(`weir.broker.broker_configs`): described, never altered.
+
+Kafka's rules, resource by resource (one bad resource never fails the others;
+one bad config fails its whole resource):
+
+- a resource named twice in one request: INVALID_REQUEST for each;
+- a config name twice in one resource: INVALID_REQUEST;
+- a null value (except for IncrementalAlterConfigs DELETE): INVALID_REQUEST;
+- an unknown topic config or a bad value: INVALID_CONFIG, with the reason;
+- a topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION;
+- a broker resource must be named by this node's id (or empty); changing any
+  broker config is INVALID_REQUEST (they are static);
+- `validate_only` checks everything and changes nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from weir.broker.broker import Broker
+from weir.broker.broker_configs import (
+    CONFIG_TYPE_CODES,
+    ConfigSource,
+    broker_config_entries,
+    broker_synonym_of,
+)
+from weir.broker.context import RequestContext
+from weir.controller.controller import ControllerError, validate_topic_name
+from weir.controller.metadata import TopicRecord
+from weir.log.config import TOPIC_CONFIGS, ConfigType, InvalidConfig, LogConfig
+from weir.wire.errors import ErrorCode
+
+
+class ResourceType(enum.IntEnum):
+    """Kafka's ConfigResource.Type ids."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
+class ConfigOperation(enum.IntEnum):
+    """IncrementalAlterConfigs `config_operation`."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+BROKER_CONFIGS_ARE_STATIC = (
+    "Weir's broker configs are static: set them with `weir serve` flags, "
+    "WEIR_* environment variables or the --config file, and restart"
+)
+
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+class ResourceError(Exception):
+    """Fails one resource of a config request with an error code and message."""
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    name: str
+    value: str | None
+    operation: ConfigOperation = ConfigOperation.SET
+
+
+# -- describing ------------------------------------------------------------------------
+
+
+def topic_config_entries(
+    record: TopicRecord,
+    *,
+    keys: Collection[str] | None = None,
+    include_synonyms: bool = False,
+    include_documentation: bool = False,
+) -> list[dict[str, Any]]:
+    """Every catalog topic config (or those in `keys`) with its effective value.
+
+    The source is DYNAMIC_TOPIC_CONFIG for the topic's overrides, DEFAULT_CONFIG
+    otherwise; synonyms list the override first, then the broker-level default."""
+    config = Broker.log_config(record)
+    entries = []
+    for name, definition in TOPIC_CONFIGS.items():
+        if keys and name not in keys:
+            continue
+        value = definition.format(config.value(name))
+        synonyms: list[dict[str, Any]] = []
+        if name in record.configs:
+            synonyms.append(_synonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        broker_default = broker_synonym_of(name)
+        if broker_default is not None:
+            synonyms.append(
+                _synonym(broker_default.name, broker_default.value, broker_default.source)
+            )
+        source = synonyms[0]["source"] if synonyms else ConfigSource.DEFAULT_CONFIG
+        entries.append(
+            {
+                "name": name,
+                "value": value,
+                "read_only": False,
+                "is_default": source == ConfigSource.DEFAULT_CONFIG,
+                "config_source": source,
+                "is_sensitive": False,
+                "synonyms": synonyms if include_synonyms else [],
+                "config_type": CONFIG_TYPE_CODES[definition.type],
+                "documentation": definition.doc if include_documentation else None,
+            }
+        )
+    return entries
+
+
+def broker_entries(
+    broker: Broker,
+    *,
+    keys: Collection[str] | None = None,
+    include_synonyms: bool = False,
+    include_documentation: bool = False,
+) -> list[dict[str, Any]]:
+    entries = []
+    for entry in broker_config_entries(broker.config):
+        if keys and entry.name not in keys:
+            continue
+        entries.append(
+            {
+                "name": entry.name,
+                "value": None if entry.is_sensitive else entry.value,
+                "read_only": entry.read_only,
+                "is_default": entry.source == ConfigSource.DEFAULT_CONFIG,
+                "config_source": entry.source,
+                "is_sensitive": entry.is_sensitive,
+                "synonyms": (
+                    [_synonym(*synonym) for synonym in entry.synonyms()] if include_synonyms else []
+                ),
+                "config_type": entry.config_type,
+                "documentation": entry.doc if include_documentation else None,
+            }
+        )
+    return entries
+
+
+def _synonym(name: str, value: str | None, source: ConfigSource) -> dict[str, Any]:
+    return {"name": name, "value": value, "source": source}
+
+
+async def handle_describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    include_synonyms = bool(request.get("include_synonyms", False))
+    include_documentation = bool(request.get("include_documentation", False))
+    results = []
+    for resource in request.resources:
+        keys = resource.get("configuration_keys")
+        try:
+            configs = _describe(ctx.broker, resource, keys, include_synonyms, include_documentation)
+        except ResourceError as exc:
+            results.append(_describe_result(resource, exc.error_code, exc.message, []))
+        else:
+            results.append(_describe_result(resource, ErrorCode.NONE, None, configs))
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def _describe(
+    broker: Broker,
+    resource: Any,
+    keys: Collection[str] | None,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> list[dict[str, Any]]:
+    resource_type = resource.resource_type
+    name = resource.resource_name
+    if resource_type == ResourceType.TOPIC:
+        record = _existing_topic(broker, name)
+        return topic_config_entries(
+            record,
+            keys=keys,
+            include_synonyms=include_synonyms,
+            include_documentation=include_documentation,
+        )
+    if resource_type == ResourceType.BROKER:
+        if not name:
+            # The cluster-wide dynamic broker defaults: Weir has none.
+            return []
+        _check_this_node(broker, name)
+        return broker_entries(
+            broker,
+            keys=keys,
+            include_synonyms=include_synonyms,
+            include_documentation=include_documentation,
+        )
+    raise ResourceError(ErrorCode.INVALID_REQUEST, _unsupported_type_message(resource_type))
+
+
+def _describe_result(
+    resource: Any, error: ErrorCode, message: str | None, configs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "error_code": error,
+        "error_message": message,
+        "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name,
+        "configs": configs,
+    }
+
+
+# -- altering --------------------------------------------------------------------------
+
+
+async def handle_alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    """Legacy AlterConfigs: the given configs replace the resource's whole override set."""
+    validate_only = bool(request.get("validate_only", False))
+
+    def changes_of(resource: Any) -> list[ConfigChange]:
+        return [ConfigChange(c.name, c.value) for c in resource.configs]
+
+    responses = _alter_all(ctx.broker, request.resources, changes_of, validate_only, replace=True)
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    """SET, DELETE, APPEND and SUBTRACT (the last two for list configs) per config."""
+    validate_only = bool(request.get("validate_only", False))
+
+    def changes_of(resource: Any) -> list[ConfigChange]:
+        changes = []
+        for config in resource.configs:
+            try:
+                operation = ConfigOperation(config.config_operation)
+            except ValueError:
+                raise ResourceError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Unknown config operation type {config.config_operation} for {config.name}",
+                ) from None
+            changes.append(ConfigChange(config.name, config.value, operation))
+        return changes
+
+    responses = _alter_all(ctx.broker, request.resources, changes_of, validate_only, replace=False)
+    return {"throttle_time_ms": 0, "responses": responses}
+
+
+def _alter_all(
+    broker: Broker,
+    resources: Iterable[Any],
+    changes_of: Callable[[Any], list[ConfigChange]],
+    validate_only: bool,
+    *,
+    replace: bool,
+) -> list[dict[str, Any]]:
+    resources = list(resources)
+    named = Counter((r.resource_type, r.resource_name) for r in resources)
+    responses = []
+    for resource in resources:
+        try:
+            if named[(resource.resource_type, resource.resource_name)] > 1:
+                raise ResourceError(
+                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
+            changes = changes_of(resource)
+            _alter(broker, resource, changes, validate_only, replace=replace)
+        except ResourceError as exc:
+            responses.append(_alter_response(resource, exc.error_code, exc.message))
+        else:
+            responses.append(_alter_response(resource, ErrorCode.NONE, None))
+    return responses
+
+
+def _alter(
+    broker: Broker,
+    resource: Any,
+    changes: list[ConfigChange],
+    validate_only: bool,
+    *,
+    replace: bool,
+) -> None:
+    names = Counter(change.name for change in changes)
+    if any(count > 1 for count in names.values()):
+        raise ResourceError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    null_values = [
+        c.name for c in changes if c.value is None and c.operation != ConfigOperation.DELETE
+    ]
+    if null_values:
+        raise ResourceError(
+            ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(null_values)}"
+        )
+    resource_type = resource.resource_type
+    name = resource.resource_name
+    if resource_type == ResourceType.BROKER:
+        if name:
+            _check_this_node(broker, name)
+        if changes:
+            changed = ", ".join(sorted(names))
+            raise ResourceError(
+                ErrorCode.INVALID_REQUEST,
+                f"Cannot update these configs dynamically: {changed}. {BROKER_CONFIGS_ARE_STATIC}",
+            )
+        return
+    if resource_type != ResourceType.TOPIC:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, _unsupported_type_message(resource_type))
+    record = _existing_topic(broker, name)
+    base: Mapping[str, str] = {} if replace else record.configs
+    overrides = apply_config_changes(base, changes)
+    try:
+        LogConfig.from_overrides(overrides)
+    except InvalidConfig as exc:
+        raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    if validate_only:
+        return
+    try:
+        broker.set_topic_configs(record.name, overrides)
+    except ControllerError as exc:
+        raise ResourceError(exc.error_code, exc.message) from None
+    except OSError as exc:
+        raise ResourceError(
+            ErrorCode.KAFKA_STORAGE_ERROR, f"storing the configs failed: {exc}"
+        ) from None
+
+
+def apply_config_changes(
+    overrides: Mapping[str, str], changes: Iterable[ConfigChange]
+) -> dict[str, str]:
+    """The topic's overrides after `changes`, in order (not yet validated as values).
+
+    APPEND and SUBTRACT start from the override, or the default when there is
+    none, and leave an override behind (even an empty list)."""
+    result = dict(overrides)
+    for change in changes:
+        definition = TOPIC_CONFIGS.get(change.name)
+        if definition is None:
+            raise ResourceError(
+                ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {change.name}"
+            )
+        if change.operation == ConfigOperation.SET:
+            assert change.value is not None
+            result[change.name] = change.value
+        elif change.operation == ConfigOperation.DELETE:
+            result.pop(change.name, None)
+        else:
+            if definition.type is not ConfigType.LIST:
+                verb = "append" if change.operation == ConfigOperation.APPEND else "subtract"
+                raise ResourceError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Config value {verb} is not allowed for config key: {change.name}",
+                )
+            current = result.get(change.name)
+            items = _list_items(
+                current if current is not None else definition.format(definition.default)
+            )
+            assert change.value is not None
+            given = _list_items(change.value)
+            if change.operation == ConfigOperation.APPEND:
+                items.extend(item for item in given if item not in items)
+            else:
+                items = [item for item in items if item not in given]
+            result[change.name] = ",".join(items)
+    return result
+
+
+def _list_items(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _alter_response(resource: Any, error: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {
+        "error_code": error,
+        "error_message": message,
+        "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name,
+    }
+
+
+# -- resources -------------------------------------------------------------------------
+
+
+def _existing_topic(broker: Broker, name: str) -> TopicRecord:
+    if not name:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+    try:
+        validate_topic_name(name)
+    except ControllerError as exc:
+        raise ResourceError(exc.error_code, exc.message) from None
+    record = broker.controller.topic(name)
+    if record is None:
+        raise ResourceError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+        )
+    return record
+
+
+def _check_this_node(broker: Broker, name: str) -> None:
+    node_id = broker.config.node_id
+    if not _INTEGER.fullmatch(name):
+        raise ResourceError(
+            ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}"
+        )
+    if int(name) != node_id:
+        raise ResourceError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {node_id} or empty string, but received {name}",
+        )
+
+
+def _unsupported_type_message(resource_type: int) -> str:
+    try:
+        label = ResourceType(resource_type).name
+    except ValueError:
+        label = "UNKNOWN"
+    return f"Unsupported resource type {resource_type} ({label}): Weir serves TOPIC and BROKER"

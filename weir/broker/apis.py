@@ -1,0 +1,50 @@
+"""The registry of implemented APIs: the only place that says what is served.
+
+ApiVersions advertises exactly the keys listed here, with the version ranges the
+wire layer implements for them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import weir.broker.admin_configs as admin_configs
+import weir.broker.admin_records as admin_records
+import weir.broker.admin_topics as admin_topics
+import weir.broker.api_versions as api_versions
+import weir.broker.cluster as cluster
+import weir.broker.fetch as fetch
+import weir.broker.leader_epoch as leader_epoch
+import weir.broker.list_offsets as list_offsets
+import weir.broker.metadata as metadata
+import weir.broker.produce as produce
+from weir.broker.context import Handler
+from weir.wire.protocol import SUPPORTED_VERSIONS, ApiKey
+
+HANDLERS: dict[int, Handler] = {
+    ApiKey.API_VERSIONS: api_versions.handle_api_versions,
+    ApiKey.METADATA: metadata.handle_metadata,
+    ApiKey.PRODUCE: produce.handle_produce,
+    ApiKey.FETCH: fetch.handle_fetch,
+    ApiKey.LIST_OFFSETS: list_offsets.handle_list_offsets,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epoch.handle_offset_for_leader_epoch,
+    ApiKey.CREATE_TOPICS: admin_topics.handle_create_topics,
+    ApiKey.DELETE_TOPICS: admin_topics.handle_delete_topics,
+    ApiKey.CREATE_PARTITIONS: admin_topics.handle_create_partitions,
+    ApiKey.DESCRIBE_CONFIGS: admin_configs.handle_describe_configs,
+    ApiKey.ALTER_CONFIGS: admin_configs.handle_alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: admin_configs.handle_incremental_alter_configs,
+    ApiKey.DELETE_RECORDS: admin_records.handle_delete_records,
+    ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
+}
+
+
+def supported_api_versions() -> list[dict[str, Any]]:
+    return [
+        {
+            "api_key": int(key),
+            "min_version": SUPPORTED_VERSIONS[key][0],
+            "max_version": SUPPORTED_VERSIONS[key][1],
+        }
+        for key in sorted(HANDLERS)
+    ]

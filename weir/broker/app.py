@@ -1,0 +1,84 @@
+"""`weir serve`: start the broker, serve until SIGTERM/SIGINT, shut down cleanly."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+import trio
+
+from weir.broker.broker import Broker
+from weir.broker.config import BrokerConfig, ConfigError, check_data_dir, load_config
+from weir.broker.http import serve_http
+from weir.controller.metadata import MetadataCorruptError
+from weir.broker.server import serve_kafka
+
+log = logging.getLogger("weir")
+
+LOCK_FILE_NAME = ".lock"
+
+
+def main_serve(argv: Sequence[str]) -> int:
+    try:
+        config = load_config(argv, os.environ)
+        if config.etcd is not None:
+            raise ConfigError("--etcd: clustering over etcd is not available in this version yet")
+        check_data_dir(config.data_dir)
+        lock = _lock_data_dir(config.data_dir)
+    except ConfigError as exc:
+        print(f"weir serve: error: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=os.environ.get("WEIR_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        trio.run(serve, config)
+    except MetadataCorruptError as exc:
+        print(f"weir serve: error: cluster metadata is unreadable: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"weir serve: error: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    finally:
+        lock.close()
+    return 0
+
+
+def _lock_data_dir(data_dir: Path) -> IO[bytes]:
+    lock = open(data_dir / LOCK_FILE_NAME, "wb")  # noqa: SIM115 - held for the process lifetime
+    try:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        raise ConfigError(f"--data-dir: {data_dir} is in use by another weir process") from None
+    return lock
+
+
+async def serve(config: BrokerConfig) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        broker = Broker(config)
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(serve_http, broker)
+                broker.open_logs()
+                await nursery.start(broker.flusher.run)
+                await nursery.start(serve_kafka, broker)
+                nursery.start_soon(broker.run_retention)
+                broker.ready = True
+                log.info("weir broker %d ready, data in %s", config.node_id, config.data_dir)
+                async for signum in signals:
+                    log.info("received %s, shutting down", signal.Signals(signum).name)
+                    break
+                broker.ready = False
+                nursery.cancel_scope.cancel()
+        finally:
+            broker.close()
+            log.info("shutdown complete")

@@ -1,0 +1,180 @@
+"""The broker's state: topics, the partition replicas this node holds, and the
+wake-ups that connect appends to waiting fetches."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import trio
+
+from weir.broker.config import BrokerConfig
+from weir.broker.metrics import GaugeSample, Metrics
+from weir.controller.controller import Controller, TopicDefaults
+from weir.controller.metadata import EmbeddedMetadataStore, TopicRecord
+from weir.log.config import LogConfig
+from weir.log.flusher import GroupFlusher
+from weir.log.manager import LogManager
+from weir.log.partition import PartitionLog
+from weir.wire.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(eq=False)
+class PartitionReplica:
+    """One partition this broker leads: its log and the fetches parked on it."""
+
+    topic: TopicRecord
+    index: int
+    log: PartitionLog
+    waiters: set[trio.Event] = field(default_factory=set)
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.topic.leader_epochs[self.index]
+
+    @property
+    def high_watermark(self) -> int:
+        # Single node: a record is committed once it is durable on the leader.
+        return self.log.durable_end_offset
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> ErrorCode:
+        """KIP-320 fencing of a client's view of the leader epoch (-1: not checked)."""
+        if current_leader_epoch == -1 or current_leader_epoch == self.leader_epoch:
+            return ErrorCode.NONE
+        if current_leader_epoch < self.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+
+    def wake_fetchers(self) -> None:
+        for event in self.waiters:
+            event.set()
+        self.waiters.clear()
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.metrics = Metrics()
+        self.controller = Controller(
+            EmbeddedMetadataStore(config.data_dir),
+            node_id=config.node_id,
+            defaults=TopicDefaults(partition_count=config.default_partition_count),
+        )
+        self.flusher = GroupFlusher(fsync_enabled=not config.unsafe_skip_fsync)
+        self.log_manager = LogManager(config.data_dir, self.flusher)
+        self.partitions: dict[tuple[str, int], PartitionReplica] = {}
+        self.ready = False
+        self._register_gauges()
+
+    # -- lifecycle -------------------------------------------------------
+
+    def open_logs(self) -> None:
+        """Open (and recover) every partition log the metadata names."""
+        for topic in self.controller.topics():
+            config = self.log_config(topic)
+            for index in range(topic.partition_count):
+                self._attach(topic, index, config)
+
+    def close(self) -> None:
+        self.log_manager.close_all()
+
+    async def run_retention(self) -> None:
+        interval_s = self.config.retention_check_interval_ms / 1000
+        while True:
+            await trio.sleep(interval_s)
+            now_ms = wall_clock_ms()
+            for replica in list(self.partitions.values()):
+                try:
+                    replica.log.enforce_retention(now_ms)
+                except OSError:
+                    log.exception("retention failed for %s-%d", replica.topic.name, replica.index)
+
+    # -- topics ----------------------------------------------------------
+
+    @staticmethod
+    def log_config(topic: TopicRecord) -> LogConfig:
+        return LogConfig.from_overrides(topic.configs)
+
+    def partition(self, topic: str, index: int) -> PartitionReplica | None:
+        return self.partitions.get((topic, index))
+
+    def create_topic(self, record: TopicRecord) -> None:
+        self.controller.add_topic(record)
+        config = self.log_config(record)
+        for index in range(record.partition_count):
+            self._attach(record, index, config)
+
+    def auto_create_topic(self, name: str) -> TopicRecord | None:
+        """Create a topic with defaults when auto-creation is on; None when not allowed."""
+        if not self.config.auto_create_topics:
+            return None
+        record = self.controller.plan_topic(name, -1, -1)
+        self.create_topic(record)
+        log.info("auto-created topic %s with %d partitions", name, record.partition_count)
+        return record
+
+    def delete_topic(self, name: str) -> None:
+        record = self.controller.remove_topic(name)
+        for index in range(record.partition_count):
+            replica = self.partitions.pop((name, index), None)
+            if replica is not None:
+                replica.wake_fetchers()
+            self.log_manager.delete(name, index)
+
+    def increase_partitions(self, name: str, count: int) -> None:
+        record = self.controller.topic(name)
+        assert record is not None, "plan_partition_increase checks the topic exists"
+        old_count = record.partition_count
+        self.controller.increase_partitions(name, count)
+        config = self.log_config(record)
+        for index in range(old_count, count):
+            self._attach(record, index, config)
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        self.controller.set_topic_configs(name, configs)
+        record = self.controller.topic(name)
+        assert record is not None
+        config = self.log_config(record)
+        for index in range(record.partition_count):
+            replica = self.partitions.get((name, index))
+            if replica is not None:
+                replica.log.config = config
+
+    def _attach(self, topic: TopicRecord, index: int, config: LogConfig) -> None:
+        partition_log = self.log_manager.open(topic.name, index, config)
+        self.partitions[(topic.name, index)] = PartitionReplica(topic, index, partition_log)
+
+    # -- metrics ---------------------------------------------------------
+
+    def _register_gauges(self) -> None:
+        self.metrics.register_gauge(
+            "weir_partition_log_end_offset",
+            "Next offset to be assigned, per partition.",
+            lambda: self._partition_samples(lambda r: r.log.log_end_offset),
+        )
+        self.metrics.register_gauge(
+            "weir_partition_high_watermark",
+            "Offset up to which records are committed (durable), per partition.",
+            lambda: self._partition_samples(lambda r: r.high_watermark),
+        )
+        self.metrics.register_gauge(
+            "weir_partition_log_start_offset",
+            "First offset still in the log, per partition.",
+            lambda: self._partition_samples(lambda r: r.log.log_start_offset),
+        )
+        self.metrics.register_gauge(
+            "weir_topics", "Topics in the cluster.", lambda: [({}, len(self.controller.topics()))]
+        )
+
+    def _partition_samples(self, value_of: object) -> Iterable[GaugeSample]:
+        assert callable(value_of)
+        for (topic, index), replica in sorted(self.partitions.items()):
+            yield {"topic": topic, "partition": str(index)}, float(value_of(replica))

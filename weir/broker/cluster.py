@@ -1,0 +1,69 @@
+"""DescribeCluster v0–v1: the cluster id, its brokers and its controller.
+
+A single Weir node is the whole cluster and its own controller. KIP-919's
+endpoint type (v1): brokers (1) are described; asking a broker listener for the
+controllers (2) is MISMATCHED_ENDPOINT_TYPE, any other type
+UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0, which cannot name one).
+Authorized operations are never computed (no authorizer): the schema's
+"not provided" value is sent.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from weir.broker.context import RequestContext
+from weir.wire.errors import ErrorCode
+
+AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
+
+
+class EndpointType(enum.IntEnum):
+    UNKNOWN = 0
+    BROKER = 1
+    CONTROLLER = 2
+
+
+async def handle_describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    version = ctx.api_version
+    requested = request.get("endpoint_type", EndpointType.BROKER)
+    if requested not in (EndpointType.BROKER, EndpointType.CONTROLLER):
+        error = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE if version >= 1 else ErrorCode.INVALID_REQUEST
+        return _refusal(error, f"Unsupported endpoint type {requested}")
+    if requested == EndpointType.CONTROLLER:
+        error = ErrorCode.MISMATCHED_ENDPOINT_TYPE if version >= 1 else ErrorCode.INVALID_REQUEST
+        return _refusal(
+            error,
+            "The request was sent to an endpoint of type BROKER, "
+            "but we wanted an endpoint of type CONTROLLER",
+        )
+    broker = ctx.broker
+    node_id = broker.config.node_id
+    advertised = broker.config.advertised
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "endpoint_type": EndpointType.BROKER,
+        "cluster_id": broker.controller.cluster_id,
+        "controller_id": node_id,
+        "brokers": [
+            {"broker_id": node_id, "host": advertised.host, "port": advertised.port, "rack": None}
+        ],
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }
+
+
+def _refusal(error: ErrorCode, message: str) -> dict[str, Any]:
+    """Kafka answers a refused endpoint type with the code and message alone."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": error,
+        "error_message": message,
+        "endpoint_type": EndpointType.BROKER,
+        "cluster_id": "",
+        "controller_id": -1,
+        "brokers": [],
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }

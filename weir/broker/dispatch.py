@@ -1,0 +1,89 @@
+"""Turns one request frame into one response frame (or a decision to close)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from weir.broker.apis import HANDLERS, supported_api_versions
+from weir.broker.broker import Broker
+from weir.broker.context import RequestContext
+from weir.wire.errors import ErrorCode
+from weir.wire.protocol import (
+    ApiKey,
+    DecodeError,
+    RequestHeader,
+    decode_request,
+    encode_response,
+    is_supported,
+    parse_request_header,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RequestOutcome:
+    response: bytes | None
+    close_connection: bool = False
+
+
+CLOSE = RequestOutcome(response=None, close_connection=True)
+NO_RESPONSE = RequestOutcome(response=None)
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return "UNKNOWN"
+
+
+async def handle_frame(broker: Broker, frame: memoryview) -> RequestOutcome:
+    try:
+        header = parse_request_header(frame)
+    except DecodeError as exc:
+        log.debug("closing connection: bad request header: %s", exc)
+        broker.metrics.request_errors_total["UNKNOWN"] += 1
+        return CLOSE
+    name = _api_name(header.api_key)
+    broker.metrics.requests_total[name] += 1
+    outcome = await _handle(broker, header, frame)
+    if outcome.close_connection:
+        broker.metrics.request_errors_total[name] += 1
+    return outcome
+
+
+async def _handle(broker: Broker, header: RequestHeader, frame: memoryview) -> RequestOutcome:
+    handler = HANDLERS.get(header.api_key)
+    if header.api_key == ApiKey.API_VERSIONS and not is_supported(
+        header.api_key, header.api_version
+    ):
+        return _unsupported_api_versions(header)
+    if handler is None or not is_supported(header.api_key, header.api_version):
+        log.debug("closing connection: unsupported api %d v%d", header.api_key, header.api_version)
+        return CLOSE
+    try:
+        request = decode_request(header, frame)
+    except DecodeError as exc:
+        log.debug("closing connection: malformed %s request: %s", _api_name(header.api_key), exc)
+        return CLOSE
+    try:
+        body = await handler(RequestContext(header, broker), request)
+    except Exception:
+        log.exception("handler for %s failed", _api_name(header.api_key))
+        return CLOSE
+    if body is None:
+        return NO_RESPONSE
+    return RequestOutcome(
+        encode_response(header.api_key, header.api_version, header.correlation_id, body)
+    )
+
+
+def _unsupported_api_versions(header: RequestHeader) -> RequestOutcome:
+    """KIP-511: answer an unknown ApiVersions version with a v0 response."""
+    body = {
+        "error_code": ErrorCode.UNSUPPORTED_VERSION,
+        "api_keys": supported_api_versions(),
+    }
+    return RequestOutcome(encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, body))

@@ -1,0 +1,161 @@
+"""Fetch v4–v12: stored batches up to the high watermark, long-polled.
+
+A fetch that finds fewer than min_bytes parks one trio.Event on each partition
+it reads; the produce path sets them once new records are durable, so waiting
+costs nothing and wakes at once (no sleeping loops).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from weir.broker.broker import PartitionReplica
+from weir.broker.context import RequestContext
+from weir.log.errors import OffsetOutOfRange
+from weir.wire.errors import ErrorCode
+
+# A consumer fetch; followers (replica_id >= 0) arrive with replication.
+CONSUMER_REPLICA_ID = -1
+INVALID_SESSION_ID = 0
+FINAL_SESSION_EPOCH = -1
+
+
+@dataclass
+class FetchPlan:
+    """The partitions of one request, resolved once and read on every attempt."""
+
+    topics: list[tuple[str, list[tuple[Any, PartitionReplica | None]]]]
+    response_bytes_max: int
+    waiters: list[trio.Event] = field(default_factory=list)
+
+
+async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    limits = broker.config.limits
+    session_error = _check_session(request)
+    if session_error != ErrorCode.NONE:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": session_error,
+            "session_id": 0,
+            "responses": [],
+        }
+    plan = FetchPlan(
+        topics=[
+            (t.topic, [(p, broker.partition(t.topic, p.partition)) for p in t.partitions])
+            for t in request.topics
+        ],
+        response_bytes_max=min(
+            max(request.get("max_bytes", limits.fetch_response_bytes_max), 0),
+            limits.fetch_response_bytes_max,
+        ),
+    )
+    wait_s = min(max(request.max_wait_ms, 0), limits.fetch_wait_ms_max) / 1000
+    deadline = trio.current_time() + wait_s
+    min_bytes = max(request.min_bytes, 1)
+    while True:
+        responses, total_bytes, has_error = _read_all(plan)
+        if total_bytes >= min_bytes or has_error or trio.current_time() >= deadline:
+            break
+        await _wait_for_data(plan, deadline)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "session_id": INVALID_SESSION_ID,
+        "responses": responses,
+    }
+
+
+def _check_session(request: Any) -> ErrorCode:
+    """No incremental fetch sessions (KIP-227): every fetch is a full, sessionless one."""
+    session_id = request.get("session_id", INVALID_SESSION_ID)
+    if session_id != INVALID_SESSION_ID:
+        return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    return ErrorCode.NONE
+
+
+def _read_all(plan: FetchPlan) -> tuple[list[dict[str, Any]], int, bool]:
+    bytes_left = plan.response_bytes_max
+    total_bytes = 0
+    has_error = False
+    responses = []
+    for topic, partitions in plan.topics:
+        partition_responses = []
+        for request_part, replica in partitions:
+            response, size = _read_partition(request_part, replica, bytes_left, total_bytes == 0)
+            has_error = has_error or response["error_code"] != ErrorCode.NONE
+            bytes_left -= size
+            total_bytes += size
+            partition_responses.append(response)
+        responses.append({"topic": topic, "partitions": partition_responses})
+    return responses, total_bytes, has_error
+
+
+def _read_partition(
+    request_part: Any, replica: PartitionReplica | None, bytes_left: int, first: bool
+) -> tuple[dict[str, Any], int]:
+    index = request_part.partition
+    if replica is None:
+        return _partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
+    epoch_error = replica.check_leader_epoch(request_part.get("current_leader_epoch", -1))
+    if epoch_error != ErrorCode.NONE:
+        return _partition_error(index, epoch_error, replica), 0
+    high_watermark = replica.high_watermark
+    fetch_offset = request_part.fetch_offset
+    records: bytes | memoryview = b""
+    bytes_max = min(request_part.partition_max_bytes, bytes_left)
+    log_start_offset = replica.log.log_start_offset
+    if fetch_offset < log_start_offset or fetch_offset > replica.log.log_end_offset:
+        return _partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, replica), 0
+    if fetch_offset < high_watermark and (bytes_max > 0 or first):
+        try:
+            result = replica.log.read(
+                fetch_offset, bytes_max=max(bytes_max, 1), end_offset=high_watermark
+            )
+        except OffsetOutOfRange:
+            return _partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, replica), 0
+        records = result.records
+        # KIP-74: only the first non-empty partition may exceed the byte limits.
+        if not first and len(records) > bytes_max:
+            records = b""
+    return {
+        "partition_index": index,
+        "error_code": ErrorCode.NONE,
+        "high_watermark": high_watermark,
+        "last_stable_offset": high_watermark,
+        "log_start_offset": log_start_offset,
+        "aborted_transactions": [],
+        "preferred_read_replica": -1,
+        "records": records,
+    }, len(records)
+
+
+def _partition_error(
+    index: int, error: ErrorCode, replica: PartitionReplica | None = None
+) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": error,
+        "high_watermark": replica.high_watermark if replica else -1,
+        "last_stable_offset": replica.high_watermark if replica else -1,
+        "log_start_offset": replica.log.log_start_offset if replica else -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": None,
+    }
+
+
+async def _wait_for_data(plan: FetchPlan, deadline: float) -> None:
+    event = trio.Event()
+    replicas = [r for _, parts in plan.topics for _, r in parts if r is not None]
+    for replica in replicas:
+        replica.waiters.add(event)
+    try:
+        with trio.move_on_at(deadline):
+            await event.wait()
+    finally:
+        for replica in replicas:
+            replica.waiters.discard(event)

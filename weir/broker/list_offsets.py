@@ -1,0 +1,66 @@
+"""ListOffsets v1–v7: earliest, latest, max timestamp and offset-by-timestamp."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from weir.broker.broker import PartitionReplica
+from weir.broker.context import RequestContext
+from weir.wire.errors import ErrorCode
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+MAX_TIMESTAMP_VERSION_MIN = 7
+NO_TIMESTAMP = -1
+
+
+async def handle_list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    topics = []
+    for topic in request.topics:
+        partitions = [
+            _list_partition(broker.partition(topic.name, p.partition_index), p, ctx.api_version)
+            for p in topic.partitions
+        ]
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _list_partition(
+    replica: PartitionReplica | None, request_part: Any, version: int
+) -> dict[str, Any]:
+    index = request_part.partition_index
+    if replica is None:
+        return _result(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    epoch_error = replica.check_leader_epoch(request_part.get("current_leader_epoch", -1))
+    if epoch_error != ErrorCode.NONE:
+        return _result(index, epoch_error)
+    timestamp = request_part.timestamp
+    epoch = replica.leader_epoch
+    if timestamp == LATEST_TIMESTAMP:
+        return _result(index, ErrorCode.NONE, NO_TIMESTAMP, replica.high_watermark, epoch)
+    if timestamp == EARLIEST_TIMESTAMP:
+        return _result(index, ErrorCode.NONE, NO_TIMESTAMP, replica.log.log_start_offset, epoch)
+    if timestamp == MAX_TIMESTAMP and version >= MAX_TIMESTAMP_VERSION_MIN:
+        found = replica.log.max_timestamp()
+    elif timestamp >= 0:
+        found = replica.log.offset_for_timestamp(timestamp)
+    else:
+        return _result(index, ErrorCode.UNSUPPORTED_VERSION)
+    if found is None or found[0] >= replica.high_watermark:
+        return _result(index, ErrorCode.NONE, NO_TIMESTAMP, -1, -1)
+    offset, found_timestamp = found
+    return _result(index, ErrorCode.NONE, found_timestamp, offset, epoch)
+
+
+def _result(
+    index: int, error: ErrorCode, timestamp: int = NO_TIMESTAMP, offset: int = -1, epoch: int = -1
+) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": error,
+        "timestamp": timestamp,
+        "offset": offset,
+        "leader_epoch": epoch,
+    }

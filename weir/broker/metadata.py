@@ -1,0 +1,103 @@
+"""Metadata v0–v12: brokers, topics, partitions and leaders; topic auto-creation."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from weir.broker.broker import Broker
+from weir.broker.context import RequestContext
+from weir.controller.controller import ControllerError, validate_topic_name
+from weir.controller.metadata import TopicRecord
+from weir.wire.errors import ErrorCode
+
+AUTHORIZED_OPERATIONS_UNKNOWN = -2147483648
+ZERO_UUID = uuid.UUID(int=0)
+
+
+async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    version = ctx.api_version
+    allow_auto_create = (
+        bool(request.get("allow_auto_topic_creation", True)) if version >= 4 else True
+    )
+    requested = request.topics
+    if requested is None or (version == 0 and len(requested) == 0):
+        topics = [_describe_topic(broker, record) for record in broker.controller.topics()]
+    else:
+        topics = [_lookup_topic(broker, t, allow_auto_create) for t in requested]
+    advertised = broker.config.advertised
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [
+            {
+                "node_id": broker.config.node_id,
+                "host": advertised.host,
+                "port": advertised.port,
+                "rack": None,
+            }
+        ],
+        "cluster_id": broker.controller.cluster_id,
+        "controller_id": broker.config.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }
+
+
+def _lookup_topic(broker: Broker, requested: Any, allow_auto_create: bool) -> dict[str, Any]:
+    name = requested.get("name")
+    topic_id = requested.get("topic_id")
+    if name is None:
+        record = broker.controller.topic_by_id(topic_id) if topic_id else None
+        if record is None:
+            return _topic_error(None, topic_id or ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_ID)
+        return _describe_topic(broker, record)
+    record = broker.controller.topic(name)
+    if record is not None:
+        return _describe_topic(broker, record)
+    try:
+        validate_topic_name(name)
+    except ControllerError as exc:
+        return _topic_error(name, ZERO_UUID, exc.error_code)
+    if allow_auto_create:
+        try:
+            created = broker.auto_create_topic(name)
+        except ControllerError as exc:
+            return _topic_error(name, ZERO_UUID, exc.error_code)
+        if created is not None:
+            return _describe_topic(broker, created)
+    return _topic_error(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+def _topic_error(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> dict[str, Any]:
+    return {
+        "error_code": error,
+        "name": name,
+        "topic_id": topic_id,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }
+
+
+def _describe_topic(broker: Broker, record: TopicRecord) -> dict[str, Any]:
+    node_id = broker.config.node_id
+    return {
+        "error_code": ErrorCode.NONE,
+        "name": record.name,
+        "topic_id": record.topic_id,
+        "is_internal": record.is_internal,
+        "partitions": [
+            {
+                "error_code": ErrorCode.NONE,
+                "partition_index": index,
+                "leader_id": node_id,
+                "leader_epoch": record.leader_epochs[index],
+                "replica_nodes": [node_id],
+                "isr_nodes": [node_id],
+                "offline_replicas": [],
+            }
+            for index in range(record.partition_count)
+        ],
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }

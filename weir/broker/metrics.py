@@ -1,0 +1,106 @@
+"""Prometheus text exposition of the broker's counters and gauges."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+GaugeSample = tuple[dict[str, str], float]
+
+
+@dataclass
+class Metrics:
+    requests_total: Counter[str] = field(default_factory=Counter)
+    request_errors_total: Counter[str] = field(default_factory=Counter)
+    connections_open: int = 0
+    connections_total: int = 0
+    connections_rejected_total: int = 0
+    bytes_received_total: int = 0
+    bytes_sent_total: int = 0
+    produced_batches_total: int = 0
+    produced_bytes_total: int = 0
+    gauges: dict[str, tuple[str, Callable[[], Iterable[GaugeSample]]]] = field(default_factory=dict)
+
+    def register_gauge(
+        self, name: str, help_text: str, sample: Callable[[], Iterable[GaugeSample]]
+    ) -> None:
+        self.gauges[name] = (help_text, sample)
+
+    def render(self) -> str:
+        lines: list[str] = []
+        _counter_family(
+            lines, "weir_requests_total", "Requests handled, by API.", "api", self.requests_total
+        )
+        _counter_family(
+            lines,
+            "weir_request_errors_total",
+            "Requests that failed or closed the connection, by API.",
+            "api",
+            self.request_errors_total,
+        )
+        scalars = [
+            ("weir_connections_open", "gauge", "Open Kafka connections.", self.connections_open),
+            (
+                "weir_connections_total",
+                "counter",
+                "Accepted Kafka connections.",
+                self.connections_total,
+            ),
+            (
+                "weir_connections_rejected_total",
+                "counter",
+                "Connections closed at once because connections_max was reached.",
+                self.connections_rejected_total,
+            ),
+            (
+                "weir_bytes_received_total",
+                "counter",
+                "Kafka request bytes received.",
+                self.bytes_received_total,
+            ),
+            (
+                "weir_bytes_sent_total",
+                "counter",
+                "Kafka response bytes sent.",
+                self.bytes_sent_total,
+            ),
+            (
+                "weir_produced_batches_total",
+                "counter",
+                "Record batches appended.",
+                self.produced_batches_total,
+            ),
+            (
+                "weir_produced_bytes_total",
+                "counter",
+                "Record batch bytes appended.",
+                self.produced_bytes_total,
+            ),
+        ]
+        for name, kind, help_text, value in scalars:
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {value}"]
+        for name, (help_text, sample) in sorted(self.gauges.items()):
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+            for labels, sample_value in sample():
+                lines.append(f"{name}{_labels(labels)} {sample_value}")
+        return "\n".join(lines) + "\n"
+
+
+def _counter_family(
+    lines: list[str], name: str, help_text: str, label: str, counts: Counter[str]
+) -> None:
+    lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter"]
+    for key, value in sorted(counts.items()):
+        lines.append(f"{name}{_labels({label: key})} {value}")
+
+
+def _labels(labels: dict[str, str]) -> str:
+    if not labels:
+        return ""
+    body = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
+    return "{" + body + "}"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

@@ -1,0 +1,130 @@
+"""Produce v3–v9: append client batches as sent, answer once they are durable."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from weir.broker.broker import Broker, PartitionReplica
+from weir.broker.context import RequestContext
+from weir.log.errors import LogError
+from weir.wire.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+VALID_ACKS = (-1, 0, 1)
+
+
+@dataclass
+class PartitionOutcome:
+    """The result of appending one partition's records, before the response is built."""
+
+    index: int
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    replica: PartitionReplica | None = None
+    next_offset: int = 0
+
+
+async def handle_produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
+    broker = ctx.broker
+    acks = request.acks
+    results: list[tuple[str, list[PartitionOutcome]]] = []
+    for topic in request.topic_data:
+        outcomes = [
+            _append(broker, topic.name, part, acks, request.get("transactional_id"), ctx.now_ms())
+            for part in topic.partition_data
+        ]
+        results.append((topic.name, outcomes))
+    appended = [o for _, outcomes in results for o in outcomes if o.replica is not None]
+    timed_out = not await _wait_durable(broker, appended)
+    if acks == 0:
+        return None
+    if timed_out:
+        for outcome in appended:
+            if not outcome.replica or outcome.replica.high_watermark < outcome.next_offset:
+                outcome.error_code = ErrorCode.REQUEST_TIMED_OUT
+                outcome.error_message = "the append was not durable within the timeout"
+    return {
+        "responses": [
+            {"name": name, "partition_responses": [_partition_response(o) for o in outcomes]}
+            for name, outcomes in results
+        ],
+        "throttle_time_ms": 0,
+    }
+
+
+def _append(
+    broker: Broker,
+    topic: str,
+    partition: Any,
+    acks: int,
+    transactional_id: str | None,
+    now_ms: int,
+) -> PartitionOutcome:
+    outcome = PartitionOutcome(index=partition.index)
+    replica = broker.partition(topic, partition.index)
+    if acks not in VALID_ACKS:
+        outcome.error_code = ErrorCode.INVALID_REQUIRED_ACKS
+        return outcome
+    if transactional_id is not None:
+        outcome.error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        outcome.error_message = "transactions are not supported by this broker yet"
+        return outcome
+    if replica is None:
+        outcome.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return outcome
+    if acks == -1 and replica.log.config.min_insync_replicas > 1:
+        outcome.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
+        outcome.error_message = "min.insync.replicas exceeds the 1 in-sync replica"
+        return outcome
+    records = partition.records
+    if records is None or len(records) == 0:
+        outcome.error_code = ErrorCode.INVALID_RECORD
+        outcome.error_message = "the produce request carried no record batches"
+        return outcome
+    try:
+        result = replica.log.append(records, leader_epoch=replica.leader_epoch, now_ms=now_ms)
+    except LogError as exc:
+        outcome.error_code = exc.error_code
+        outcome.error_message = str(exc)
+        return outcome
+    broker.metrics.produced_batches_total += 1
+    broker.metrics.produced_bytes_total += len(records)
+    outcome.replica = replica
+    outcome.base_offset = result.base_offset
+    outcome.next_offset = result.last_offset + 1
+    outcome.log_append_time_ms = result.log_append_time_ms
+    outcome.log_start_offset = result.log_start_offset
+    return outcome
+
+
+async def _wait_durable(broker: Broker, appended: list[PartitionOutcome]) -> bool:
+    """Wait for every append to be fsynced, then wake fetches; False on timeout."""
+    timeout_s = broker.config.limits.produce_timeout_ms_max / 1000
+    with trio.move_on_after(timeout_s):
+        for outcome in appended:
+            assert outcome.replica is not None
+            await outcome.replica.log.wait_durable(outcome.next_offset)
+            outcome.replica.wake_fetchers()
+        return True
+    log.warning("produce: fsync did not complete within %.0f s", timeout_s)
+    return False
+
+
+def _partition_response(outcome: PartitionOutcome) -> dict[str, Any]:
+    return {
+        "index": outcome.index,
+        "error_code": outcome.error_code,
+        "base_offset": outcome.base_offset if outcome.error_code == ErrorCode.NONE else -1,
+        "log_append_time_ms": outcome.log_append_time_ms,
+        "log_start_offset": outcome.log_start_offset,
+        "record_errors": [],
+        "error_message": outcome.error_message,
+    }

@@ -1,0 +1,223 @@
+"""The `weir` command line: subcommands, options and their validation (argparse)."""
+
+from __future__ import annotations
+
+import argparse
+
+from weir.cli.formatting import FORMATS, TABLE
+
+BOOTSTRAP_DEFAULT = "127.0.0.1:9092"
+BOOTSTRAP_ENV = "WEIR_BOOTSTRAP"
+REQUEST_TIMEOUT_MS_DEFAULT = 10_000
+ADMIN_TIMEOUT_MS_DEFAULT = 30_000
+PRODUCE_TIMEOUT_MS_DEFAULT = 30_000
+COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+ACKS_NAMES = ("0", "1", "all", "-1")
+
+
+def positive_int(text: str) -> int:
+    value = _int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more, not {text!r}")
+    return value
+
+
+def config_entry(text: str) -> tuple[str, str]:
+    """`key=value` -> (key, value); the value may be empty or contain '='."""
+    key, found, value = text.partition("=")
+    if not found or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, not {text!r}")
+    return key.strip(), value
+
+
+def config_key(text: str) -> str:
+    if not text.strip() or "=" in text:
+        raise argparse.ArgumentTypeError(f"expected a config name, not {text!r}")
+    return text.strip()
+
+
+def key_separator(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("the key separator must not be empty")
+    return text
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _connection_options(suppress_defaults: bool) -> argparse.ArgumentParser:
+    """Options accepted both before and after the subcommand (`weir --format json topic list`
+    and `weir topic list --format json`). On subcommands their defaults are suppressed so a
+    value given before the subcommand is not overwritten."""
+    parent = argparse.ArgumentParser(add_help=False)
+    default = argparse.SUPPRESS if suppress_defaults else None
+    parent.add_argument(
+        "--bootstrap",
+        metavar="HOST:PORT",
+        default=default,
+        help=f"broker to connect to (env {BOOTSTRAP_ENV}; default {BOOTSTRAP_DEFAULT})",
+    )
+    parent.add_argument(
+        "--format",
+        dest="output_format",
+        choices=FORMATS,
+        default=argparse.SUPPRESS if suppress_defaults else TABLE,
+        help="table for people (default), json for scripts",
+    )
+    parent.add_argument(
+        "--request-timeout-ms",
+        type=positive_int,
+        metavar="MS",
+        default=argparse.SUPPRESS if suppress_defaults else REQUEST_TIMEOUT_MS_DEFAULT,
+        help=f"how long to wait for each answer (default {REQUEST_TIMEOUT_MS_DEFAULT})",
+    )
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _connection_options(suppress_defaults=True)
+    parser = argparse.ArgumentParser(
+        prog="weir",
+        description="Weir: a Kafka-compatible broker, and a client for it.",
+        parents=[_connection_options(suppress_defaults=False)],
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    serve = commands.add_parser(
+        "serve", help="run a broker (see `weir serve --help`)", add_help=False
+    )
+    serve.add_argument("serve_args", nargs=argparse.REMAINDER)
+
+    topic = commands.add_parser("topic", help="create, list, describe, alter or delete topics")
+    topic_commands = topic.add_subparsers(dest="topic_command", metavar="ACTION", required=True)
+
+    create = topic_commands.add_parser("create", parents=[common], help="create a topic")
+    create.add_argument("name")
+    create.add_argument(
+        "--partitions", type=positive_int, default=-1, help="number of partitions (broker default)"
+    )
+    create.add_argument(
+        "--replication-factor",
+        type=positive_int,
+        default=-1,
+        help="replicas per partition (broker default)",
+    )
+    create.add_argument(
+        "--config",
+        type=config_entry,
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="topic config overrides, e.g. retention.ms=60000",
+    )
+    create.add_argument("--timeout-ms", type=positive_int, default=ADMIN_TIMEOUT_MS_DEFAULT)
+
+    topic_commands.add_parser("list", parents=[common], help="list topics")
+
+    describe = topic_commands.add_parser(
+        "describe", parents=[common], help="partitions, leaders, offsets and configs of a topic"
+    )
+    describe.add_argument("name")
+    describe.add_argument(
+        "--all-configs", action="store_true", help="show every config, not only overrides"
+    )
+
+    delete = topic_commands.add_parser("delete", parents=[common], help="delete a topic")
+    delete.add_argument("name")
+    delete.add_argument("--timeout-ms", type=positive_int, default=ADMIN_TIMEOUT_MS_DEFAULT)
+
+    alter = topic_commands.add_parser(
+        "alter-config", parents=[common], help="set or remove topic config overrides"
+    )
+    alter.add_argument("name")
+    alter.add_argument(
+        "--set",
+        dest="set_configs",
+        type=config_entry,
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+    )
+    alter.add_argument(
+        "--delete",
+        dest="delete_configs",
+        type=config_key,
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY",
+    )
+
+    produce = commands.add_parser(
+        "produce", parents=[common], help="send stdin lines as records (one per line)"
+    )
+    produce.add_argument("topic")
+    produce.add_argument(
+        "--key-separator",
+        type=key_separator,
+        metavar="SEP",
+        help="split each line at the first SEP into key and value",
+    )
+    produce.add_argument("--partition", type=non_negative_int, metavar="P")
+    produce.add_argument("--acks", choices=ACKS_NAMES, default="all")
+    produce.add_argument("--compression", choices=COMPRESSION_NAMES, default="none")
+    produce.add_argument(
+        "--timeout-ms",
+        type=positive_int,
+        default=PRODUCE_TIMEOUT_MS_DEFAULT,
+        help="how long the broker may take to make a write durable",
+    )
+
+    consume = commands.add_parser("consume", parents=[common], help="print a topic's records")
+    consume.add_argument("topic")
+    consume.add_argument(
+        "--from-beginning", action="store_true", help="start at the log start, not the end"
+    )
+    consume.add_argument("--partition", type=non_negative_int, metavar="P")
+    consume.add_argument(
+        "--offset", type=non_negative_int, metavar="O", help="start offset (needs --partition)"
+    )
+    consume.add_argument(
+        "-n", "--max-records", type=positive_int, metavar="N", help="stop after N records"
+    )
+    consume.add_argument(
+        "--timeout-ms",
+        type=positive_int,
+        metavar="T",
+        help="stop after T ms without a new record (default: wait forever)",
+    )
+    consume.add_argument(
+        "--print-key", action="store_true", help="print key<TAB>value instead of the value"
+    )
+    return parser
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """Parse and cross-check options; argparse exits with code 2 on misuse."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "consume":
+        if args.offset is not None and args.partition is None:
+            parser.error("consume: --offset needs --partition")
+        if args.offset is not None and args.from_beginning:
+            parser.error("consume: --offset and --from-beginning exclude each other")
+    if args.command == "topic" and args.topic_command == "alter-config":
+        if not args.set_configs and not args.delete_configs:
+            parser.error("topic alter-config: give --set KEY=VALUE and/or --delete KEY")
+        overlap = {k for k, _ in args.set_configs} & set(args.delete_configs)
+        if overlap:
+            parser.error(f"topic alter-config: both set and deleted: {', '.join(sorted(overlap))}")
+    return args

@@ -1,0 +1,182 @@
+"""Cluster metadata as the CLI sees it, and one connection per broker it must talk to.
+
+Produce, Fetch and ListOffsets go to each partition's leader; topic admin
+requests go to the controller. With a single broker every request shares the
+bootstrap connection.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from weir.cli.errors import CliError, kafka_error
+from weir.cli.kafka_client import Address, KafkaClient
+from weir.wire.errors import ErrorCode
+from weir.wire.protocol import ApiKey
+
+LEADER_WAIT_MS_MAX = 3_000
+LEADER_RETRY_INTERVAL_S = 0.1
+NO_LEADER = -1
+
+
+@dataclass(frozen=True)
+class PartitionMetadata:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+    error_code: int
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    name: str
+    topic_id: str | None
+    is_internal: bool
+    error_code: int
+    partitions: tuple[PartitionMetadata, ...]
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.partitions[0].replicas) if self.partitions else 0
+
+    def has_all_leaders(self) -> bool:
+        return all(p.leader != NO_LEADER for p in self.partitions)
+
+
+def topic_id_text(value: Any) -> str | None:
+    """A decoded topic id as text; the all-zero id (no id) as None."""
+    if value is None:
+        return None
+    if isinstance(value, uuid.UUID):
+        return None if value.int == 0 else str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+        return None if not any(raw) else str(uuid.UUID(bytes=raw))
+    return str(value)
+
+
+def parse_topic_metadata(topic: Any) -> TopicMetadata:
+    partitions = tuple(
+        sorted(
+            (
+                PartitionMetadata(
+                    partition=int(p["partition_index"]),
+                    leader=int(p["leader_id"]),
+                    leader_epoch=int(p.get("leader_epoch", -1)),
+                    replicas=tuple(int(n) for n in p["replica_nodes"]),
+                    isr=tuple(int(n) for n in p["isr_nodes"]),
+                    offline_replicas=tuple(int(n) for n in (p.get("offline_replicas") or [])),
+                    error_code=int(p["error_code"]),
+                )
+                for p in topic["partitions"]
+            ),
+            key=lambda p: p.partition,
+        )
+    )
+    return TopicMetadata(
+        name=str(topic["name"]),
+        topic_id=topic_id_text(topic.get("topic_id")),
+        is_internal=bool(topic.get("is_internal", False)),
+        error_code=int(topic["error_code"]),
+        partitions=partitions,
+    )
+
+
+class Cluster:
+    """Connections to the brokers of one cluster, opened lazily from a bootstrap address."""
+
+    def __init__(self, bootstrap: Address, *, request_timeout_ms: int) -> None:
+        self.bootstrap_address = bootstrap
+        self.request_timeout_ms = request_timeout_ms
+        self._bootstrap: KafkaClient | None = None
+        self._nodes: dict[int, Address] = {}
+        self._clients: dict[int, KafkaClient] = {}
+        self.controller_id = NO_LEADER
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+        if self._bootstrap is not None:
+            self._bootstrap.close()
+            self._bootstrap = None
+
+    def any_broker(self) -> KafkaClient:
+        if self._bootstrap is None:
+            self._bootstrap = KafkaClient.connect(
+                self.bootstrap_address, request_timeout_ms=self.request_timeout_ms
+            )
+        return self._bootstrap
+
+    def broker(self, node_id: int) -> KafkaClient:
+        """The connection to broker `node_id` (known from the last Metadata answer)."""
+        client = self._clients.get(node_id)
+        if client is not None:
+            return client
+        address = self._nodes.get(node_id)
+        if address is None:
+            raise CliError(f"broker {node_id} is not in the cluster metadata")
+        if len(self._nodes) == 1 or address == self.bootstrap_address:
+            return self.any_broker()
+        client = KafkaClient.connect(address, request_timeout_ms=self.request_timeout_ms)
+        self._clients[node_id] = client
+        return client
+
+    def controller(self) -> KafkaClient:
+        if self.controller_id == NO_LEADER or self.controller_id not in self._nodes:
+            self.metadata([])
+        if self.controller_id in self._nodes:
+            return self.broker(self.controller_id)
+        return self.any_broker()
+
+    def metadata(self, topics: Sequence[str] | None) -> list[TopicMetadata]:
+        """Metadata for `topics` (None: every topic); never auto-creates a topic."""
+        body = {
+            "topics": None if topics is None else [{"name": name} for name in topics],
+            "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": False,
+            "include_topic_authorized_operations": False,
+        }
+        response = self.any_broker().request(ApiKey.METADATA, body)
+        self._nodes = {
+            int(b["node_id"]): Address(str(b["host"]), int(b["port"])) for b in response["brokers"]
+        }
+        self.controller_id = int(response.get("controller_id", NO_LEADER))
+        return [parse_topic_metadata(t) for t in response["topics"]]
+
+    def topic(self, name: str, *, action: str | None = None) -> TopicMetadata:
+        """One existing topic whose partitions all have leaders (waits briefly for them)."""
+        deadline = time.monotonic() + LEADER_WAIT_MS_MAX / 1000
+        while True:
+            found = [t for t in self.metadata([name]) if t.name == name]
+            if not found:
+                raise kafka_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, topic=name)
+            topic = found[0]
+            retriable = topic.error_code == ErrorCode.LEADER_NOT_AVAILABLE or (
+                topic.error_code == ErrorCode.NONE and not topic.has_all_leaders()
+            )
+            if not retriable or time.monotonic() >= deadline:
+                break
+            time.sleep(LEADER_RETRY_INTERVAL_S)
+        if topic.error_code != ErrorCode.NONE:
+            raise kafka_error(topic.error_code, topic=name, action=action)
+        return topic

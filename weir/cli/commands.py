@@ -1,0 +1,102 @@
+"""Runs one parsed client command against a cluster and prints its result."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO, TextIO
+
+from weir.cli import topic_commands
+from weir.cli.cluster import Cluster
+from weir.cli.consume_command import ConsumeOptions, Consumer, printer
+from weir.cli.formatting import JSON, render_json
+from weir.cli.produce_command import (
+    ACKS,
+    COMPRESSION_CODECS,
+    ProduceOptions,
+    produce_lines,
+    read_lines,
+    render_summary,
+)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+
+
+def run_command(args: argparse.Namespace, cluster: Cluster, stdin: BinaryIO, stdout: TextIO) -> int:
+    if args.command == "topic":
+        return _run_topic_command(args, cluster, stdout)
+    if args.command == "produce":
+        return _run_produce(args, cluster, stdin, stdout)
+    if args.command == "consume":
+        return _run_consume(args, cluster, stdout)
+    raise AssertionError(f"unknown command {args.command!r}")
+
+
+def _run_topic_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:
+    action = args.topic_command
+    document: dict[str, Any]
+    render: Callable[[dict[str, Any]], str]
+    if action == "create":
+        document = topic_commands.create_topic(
+            cluster,
+            args.name,
+            partitions=args.partitions,
+            replication_factor=args.replication_factor,
+            configs=args.config,
+            timeout_ms=args.timeout_ms,
+        )
+        render = topic_commands.render_created
+    elif action == "list":
+        document = topic_commands.list_topics(cluster)
+        render = topic_commands.render_topic_list
+    elif action == "describe":
+        document = topic_commands.describe_topic(cluster, args.name, all_configs=args.all_configs)
+        render = topic_commands.render_description
+    elif action == "delete":
+        document = topic_commands.delete_topic(cluster, args.name, timeout_ms=args.timeout_ms)
+        render = topic_commands.render_deleted
+    elif action == "alter-config":
+        document = topic_commands.alter_topic_config(
+            cluster, args.name, set_configs=args.set_configs, delete=args.delete_configs
+        )
+        render = topic_commands.render_altered
+    else:
+        raise AssertionError(f"unknown topic action {action!r}")
+    stdout.write(render_json(document) if args.output_format == JSON else render(document))
+    return EXIT_OK
+
+
+def _run_produce(
+    args: argparse.Namespace, cluster: Cluster, stdin: BinaryIO, stdout: TextIO
+) -> int:
+    options = ProduceOptions(
+        key_separator=None if args.key_separator is None else args.key_separator.encode("utf-8"),
+        partition=args.partition,
+        acks=ACKS[args.acks],
+        compression=COMPRESSION_CODECS[args.compression],
+        timeout_ms=args.timeout_ms,
+        send_each_line=stdin.isatty(),
+    )
+    summary = produce_lines(cluster, args.topic, read_lines(stdin), options)
+    document = summary.to_document()
+    stdout.write(render_json(document) if args.output_format == JSON else render_summary(document))
+    stdout.flush()
+    for error in summary.errors:
+        print(f"error: {error}", file=sys.stderr)
+    return EXIT_FAILURE if summary.errors else EXIT_OK
+
+
+def _run_consume(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:
+    options = ConsumeOptions(
+        from_beginning=args.from_beginning,
+        partition=args.partition,
+        offset=args.offset,
+        max_records=args.max_records,
+        idle_timeout_ms=args.timeout_ms,
+    )
+    stdout.flush()
+    emit = printer(stdout.buffer, output_json=args.output_format == JSON, print_key=args.print_key)
+    Consumer(cluster, args.topic, options, emit).run()
+    return EXIT_OK

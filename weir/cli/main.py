@@ -1,0 +1,84 @@
+"""The `weir` command: `serve` runs a broker; `topic`, `produce`, `consume` are clients.
+
+`weir serve ...` hands every argument, untouched, to `weir.broker.app.main_serve`.
+Client commands report expected failures (connection refused, unknown topic, Kafka
+error codes) as one `error: ...` line on stderr and a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from weir.cli.arguments import BOOTSTRAP_DEFAULT, BOOTSTRAP_ENV, parse_args
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["serve"]:
+        return run_serve(args_list[1:])
+    try:
+        args = parse_args(args_list)
+    except SystemExit as exc:  # argparse: --help (0) or misuse (2), already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command == "serve":
+        return run_serve(args.serve_args)
+    try:
+        return run_client_command(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout was closed early (`weir consume t | head`): not an error of ours.
+        _silence_stdout()
+        return EXIT_OK
+
+
+def run_serve(argv: list[str]) -> int:
+    # Looked up at run time: the CLI must work (and type-check) whatever state the broker is in.
+    try:
+        app = importlib.import_module("weir.broker.app")
+    except ImportError as exc:
+        print(f"error: the broker cannot be loaded: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    main_serve: Callable[[list[str]], int] = app.main_serve
+    return main_serve(argv)
+
+
+def run_client_command(args: argparse.Namespace) -> int:
+    # Imported here so that `weir serve` and `weir --help` never depend on the client stack.
+    from weir.cli.cluster import Cluster
+    from weir.cli.commands import run_command
+    from weir.cli.errors import CliError
+    from weir.cli.kafka_client import parse_address
+
+    bootstrap_text = args.bootstrap or os.environ.get(BOOTSTRAP_ENV) or BOOTSTRAP_DEFAULT
+    try:
+        bootstrap = parse_address(bootstrap_text)
+    except ValueError as exc:
+        print(f"error: --bootstrap: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        with Cluster(bootstrap, request_timeout_ms=args.request_timeout_ms) as cluster:
+            return run_command(args, cluster, sys.stdin.buffer, sys.stdout)
+    except CliError as exc:
+        sys.stdout.flush()
+        print(f"error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

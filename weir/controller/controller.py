@@ -1,0 +1,194 @@
+"""Topic decisions: validation, placement and persistence of topic metadata.
+
+A plain state machine over a `MetadataStore`; it never touches sockets or logs.
+The broker applies its decisions to the partition logs.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from weir.controller.metadata import ClusterMetadata, MetadataStore, TopicRecord
+from weir.log.config import InvalidConfig, LogConfig
+from weir.wire.errors import ErrorCode
+
+TOPIC_NAME_LENGTH_MAX = 249
+TOPIC_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+class ControllerError(Exception):
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class TopicDefaults:
+    partition_count: int = 1
+    replication_factor: int = 1
+    partitions_per_topic_max: int = 1000
+    topics_max: int = 10_000
+
+
+def validate_topic_name(name: str) -> None:
+    if not name or name in (".", ".."):
+        raise ControllerError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"illegal topic name {name!r}")
+    if len(name) > TOPIC_NAME_LENGTH_MAX:
+        raise ControllerError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"topic name is longer than {TOPIC_NAME_LENGTH_MAX} characters",
+        )
+    if not TOPIC_NAME_PATTERN.match(name):
+        raise ControllerError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_', '-'",
+        )
+
+
+class Controller:
+    """Owns cluster metadata for one node (single-node: this node leads everything)."""
+
+    def __init__(self, store: MetadataStore, node_id: int, defaults: TopicDefaults) -> None:
+        self._store = store
+        self.node_id = node_id
+        self.defaults = defaults
+        self.metadata: ClusterMetadata = store.load()
+        self._topics_by_id = {t.topic_id: t for t in self.metadata.topics.values()}
+
+    @property
+    def cluster_id(self) -> str:
+        return self.metadata.cluster_id
+
+    def topics(self) -> list[TopicRecord]:
+        return list(self.metadata.topics.values())
+
+    def topic(self, name: str) -> TopicRecord | None:
+        return self.metadata.topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicRecord | None:
+        return self._topics_by_id.get(topic_id)
+
+    def plan_topic(
+        self,
+        name: str,
+        partition_count: int,
+        replication_factor: int,
+        assignments: Sequence[Sequence[int]] = (),
+        configs: Mapping[str, str] | None = None,
+    ) -> TopicRecord:
+        """Validate a new topic and return its record without persisting it."""
+        validate_topic_name(name)
+        if name in self.metadata.topics:
+            raise ControllerError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        if len(self.metadata.topics) >= self.defaults.topics_max:
+            raise ControllerError(
+                ErrorCode.POLICY_VIOLATION, f"the broker holds {self.defaults.topics_max} topics"
+            )
+        if assignments:
+            partition_count = self._check_assignments(assignments)
+        elif partition_count == -1:
+            partition_count = self.defaults.partition_count
+        self._check_partition_count(partition_count)
+        if replication_factor == -1:
+            replication_factor = self.defaults.replication_factor
+        if replication_factor != 1:
+            raise ControllerError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"replication factor {replication_factor} is larger than the 1 available broker"
+                if replication_factor > 1
+                else f"replication factor must be at least 1, not {replication_factor}",
+            )
+        overrides = dict(configs or {})
+        check_topic_configs(overrides)
+        return TopicRecord(
+            name=name,
+            topic_id=uuid.uuid4(),
+            partition_count=partition_count,
+            replication_factor=replication_factor,
+            configs=overrides,
+        )
+
+    def add_topic(self, record: TopicRecord) -> None:
+        self.metadata.topics[record.name] = record
+        self._topics_by_id[record.topic_id] = record
+        self._store.save(self.metadata)
+
+    def remove_topic(self, name: str) -> TopicRecord:
+        record = self._require(name)
+        del self.metadata.topics[name]
+        self._topics_by_id.pop(record.topic_id, None)
+        self._store.save(self.metadata)
+        return record
+
+    def plan_partition_increase(
+        self, name: str, count: int, assignments: Sequence[Sequence[int]] = ()
+    ) -> TopicRecord:
+        record = self._require(name)
+        if count <= record.partition_count:
+            raise ControllerError(
+                ErrorCode.INVALID_PARTITIONS,
+                f"topic {name!r} has {record.partition_count} partitions; "
+                f"the new count must be larger, not {count}",
+            )
+        self._check_partition_count(count)
+        if assignments:
+            if len(assignments) != count - record.partition_count:
+                raise ControllerError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    "assignments must name exactly the new partitions",
+                )
+            self._check_assignments(assignments)
+        return record
+
+    def increase_partitions(self, name: str, count: int) -> None:
+        record = self._require(name)
+        record.leader_epochs.extend([0] * (count - record.partition_count))
+        record.partition_count = count
+        self._store.save(self.metadata)
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        record = self._require(name)
+        check_topic_configs(configs)
+        record.configs = dict(configs)
+        self._store.save(self.metadata)
+
+    def _require(self, name: str) -> TopicRecord:
+        record = self.metadata.topics.get(name)
+        if record is None:
+            raise ControllerError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+            )
+        return record
+
+    def _check_partition_count(self, count: int) -> None:
+        if count < 1:
+            raise ControllerError(
+                ErrorCode.INVALID_PARTITIONS, f"partition count must be at least 1, not {count}"
+            )
+        if count > self.defaults.partitions_per_topic_max:
+            raise ControllerError(
+                ErrorCode.INVALID_PARTITIONS,
+                f"partition count {count} exceeds the limit of "
+                f"{self.defaults.partitions_per_topic_max}",
+            )
+
+    def _check_assignments(self, assignments: Sequence[Sequence[int]]) -> int:
+        for replicas in assignments:
+            if list(replicas) != [self.node_id]:
+                raise ControllerError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"replica assignment {list(replicas)} names brokers other than "
+                    f"the only broker {self.node_id}",
+                )
+        return len(assignments)
+
+
+def check_topic_configs(configs: Mapping[str, str]) -> LogConfig:
+    try:
+        return LogConfig.from_overrides(configs)
+    except InvalidConfig as exc:
+        raise ControllerError(ErrorCode.INVALID_CONFIG, str(exc)) from exc

@@ -1,0 +1,130 @@
+"""Cluster metadata: topics, their ids, partition counts and config overrides.
+
+The controller owns every decision about topics; a `MetadataStore` only persists
+the result. The embedded store keeps one JSON document in the data directory,
+replaced atomically (write temp file, fsync, rename, fsync the directory), so a
+crash leaves either the old or the new document, never a torn one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+METADATA_FILE_NAME = "cluster-metadata.json"
+METADATA_FORMAT_VERSION = 1
+
+
+@dataclass
+class TopicRecord:
+    name: str
+    topic_id: uuid.UUID
+    partition_count: int
+    replication_factor: int = 1
+    configs: dict[str, str] = field(default_factory=dict)
+    # One leader epoch per partition; bumped on every leadership change.
+    leader_epochs: list[int] = field(default_factory=list)
+    is_internal: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.leader_epochs:
+            self.leader_epochs = [0] * self.partition_count
+        assert len(self.leader_epochs) == self.partition_count
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "topic_id": str(self.topic_id),
+            "partition_count": self.partition_count,
+            "replication_factor": self.replication_factor,
+            "configs": dict(self.configs),
+            "leader_epochs": list(self.leader_epochs),
+            "is_internal": self.is_internal,
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, object]) -> TopicRecord:
+        configs = doc.get("configs", {})
+        epochs = doc.get("leader_epochs", [])
+        assert isinstance(configs, dict) and isinstance(epochs, list)
+        return cls(
+            name=str(doc["name"]),
+            topic_id=uuid.UUID(str(doc["topic_id"])),
+            partition_count=int(str(doc["partition_count"])),
+            replication_factor=int(str(doc.get("replication_factor", 1))),
+            configs={str(k): str(v) for k, v in configs.items()},
+            leader_epochs=[int(e) for e in epochs],
+            is_internal=bool(doc.get("is_internal", False)),
+        )
+
+
+@dataclass
+class ClusterMetadata:
+    cluster_id: str
+    topics: dict[str, TopicRecord] = field(default_factory=dict)
+
+
+class MetadataStore(Protocol):
+    """Persistence of cluster metadata; embedded now, etcd-backed later."""
+
+    def load(self) -> ClusterMetadata: ...
+
+    def save(self, metadata: ClusterMetadata) -> None: ...
+
+
+class MetadataCorruptError(Exception):
+    pass
+
+
+class EmbeddedMetadataStore:
+    """A single JSON document in the data directory, replaced atomically."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._path = data_dir / METADATA_FILE_NAME
+
+    def load(self) -> ClusterMetadata:
+        if not self._path.exists():
+            metadata = ClusterMetadata(cluster_id=_new_cluster_id())
+            self.save(metadata)
+            return metadata
+        try:
+            doc = json.loads(self._path.read_text(encoding="utf-8"))
+            topics = [TopicRecord.from_json(t) for t in doc["topics"]]
+            return ClusterMetadata(
+                cluster_id=str(doc["cluster_id"]), topics={t.name: t for t in topics}
+            )
+        except (ValueError, KeyError, TypeError, AssertionError) as exc:
+            raise MetadataCorruptError(f"{self._path}: {exc}") from exc
+
+    def save(self, metadata: ClusterMetadata) -> None:
+        doc = {
+            "format_version": METADATA_FORMAT_VERSION,
+            "cluster_id": metadata.cluster_id,
+            "topics": [t.to_json() for t in metadata.topics.values()],
+        }
+        temp_path = self._path.with_suffix(".tmp")
+        with open(temp_path, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp_path, self._path)
+        _fsync_directory(self._path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _new_cluster_id() -> str:
+    # Kafka cluster ids are 22-character url-safe base64 UUIDs.
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")

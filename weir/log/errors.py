@@ -1,0 +1,49 @@
+"""Errors raised by partition logs. Each carries the Kafka error code to answer with."""
+
+from __future__ import annotations
+
+from weir.wire.errors import ErrorCode
+
+
+class LogError(Exception):
+    """A request the log refuses; `error_code` is what the client is told."""
+
+    def __init__(self, error_code: ErrorCode, message: str = "") -> None:
+        super().__init__(message or error_code.name)
+        self.error_code = error_code
+
+
+class OffsetOutOfRange(LogError):  # noqa: N818 (the contract names it)
+    """The offset lies before the log start offset or after the log end offset."""
+
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
+        super().__init__(
+            ErrorCode.OFFSET_OUT_OF_RANGE,
+            f"offset {offset} is outside [{log_start_offset}, {log_end_offset}]",
+        )
+        self.offset = offset
+
+
+class LogClosed(LogError):  # noqa: N818
+    """The log was closed or deleted while the caller waited on it."""
+
+    def __init__(self, message: str = "the partition log is closed") -> None:
+        super().__init__(ErrorCode.NOT_LEADER_OR_FOLLOWER, message)
+
+
+class LogTruncated(LogError):  # noqa: N818
+    """The offset a caller waited for was truncated away (leadership moved)."""
+
+    def __init__(self, offset: int, log_end_offset: int) -> None:
+        super().__init__(
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"offset {offset} was truncated; the log now ends at {log_end_offset}",
+        )
+
+
+class LogCorrupt(LogError):  # noqa: N818
+    """A stored batch header that does not parse outside recovery (bit rot, or
+    files changed under the broker)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.KAFKA_STORAGE_ERROR, message)

@@ -1,0 +1,249 @@
+"""Group commit: one worker-thread fsync round serves every append waiting on it.
+
+Protocol (numbered as in ARCHITECTURE.md, "fsync and recovery"):
+
+1. `PartitionLog.append` writes batches to the active segment with `os.write`
+   (page cache only) and records the segment's file as unsynced.
+2. `wait_durable(offset)` parks the caller and asks the flusher for a round.
+3. A round takes a `FlushJob` from every partition that asked: the files
+   written since its previous job (held, so nobody closes them), the
+   directories that gained a file, and the log end offset at that moment.
+   A partition has at most one job in flight.
+4. One worker thread (`trio.to_thread.run_sync`) runs `fdatasync` on every
+   file, then `fsync` on every directory.
+5. Back on the Trio thread, each partition advances `durable_end_offset` to
+   its job's end offset and wakes the waiters it now covers. Appends that
+   arrived during the round are served by the next round.
+
+A failed fsync leaves the page cache in an unknown state: the partition goes
+offline (KAFKA_STORAGE_ERROR) rather than guess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import trio
+
+log = logging.getLogger(__name__)
+
+RELAXED_FLUSH_INTERVAL_MS = 1000
+
+
+class SyncedFile:
+    """A file descriptor shared with the flusher's worker thread.
+
+    `close` is deferred while a flush round holds the descriptor, so a roll,
+    truncation or deletion never closes an fd under an in-flight fsync. Only the
+    Trio thread calls these methods."""
+
+    __slots__ = ("fd", "path", "_holds", "_close_requested")
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd = fd
+        self.path = path
+        self._holds = 0
+        self._close_requested = False
+
+    @classmethod
+    def open(cls, path: Path, flags: int, mode: int = 0o644) -> SyncedFile:
+        return cls(os.open(path, flags, mode), path)
+
+    @property
+    def closed(self) -> bool:
+        return self._close_requested
+
+    def hold(self) -> None:
+        assert not self._close_requested, f"{self.path} is closed"
+        self._holds += 1
+
+    def release(self) -> None:
+        assert self._holds > 0
+        self._holds -= 1
+        if self._holds == 0 and self._close_requested:
+            os.close(self.fd)
+
+    def close(self) -> None:
+        if self._close_requested:
+            return
+        self._close_requested = True
+        if self._holds == 0:
+            os.close(self.fd)
+
+
+@dataclass
+class FlushJob:
+    """What one partition needs synced in one round."""
+
+    files: list[SyncedFile]
+    directories: list[Path]
+    end_offset: int  # everything before it is durable once the job's files are synced
+    generation: int  # the target's truncation count when the job was taken
+    sealed_below_offset: int = 0  # target-specific: segments below it are sealed, in the job
+    released: bool = field(default=False)
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            for synced in self.files:
+                synced.release()
+
+
+class FlushTarget(Protocol):
+    def begin_flush(self, *, overlap: bool = False) -> FlushJob | None:
+        """The next job; None when clean. A target has at most one round job in
+        flight (None while it has one) unless `overlap`, which also covers the
+        in-flight job's files (synchronous flushes)."""
+        ...
+
+    def end_flush(self, job: FlushJob, error: OSError | None) -> None: ...
+
+
+def fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class GroupFlusher:
+    """One per broker: runs fsync rounds on a worker thread, one round at a time.
+
+    `fsync_enabled=False` is the opt-in relaxed mode (`unsafe_skip_fsync`):
+    appends count as durable as soon as they are written, and rounds run at
+    most every `relaxed_interval_ms` in the background. A crash or power loss
+    can then lose acknowledged records."""
+
+    def __init__(
+        self,
+        *,
+        fsync_enabled: bool = True,
+        relaxed_interval_ms: int = RELAXED_FLUSH_INTERVAL_MS,
+        sync_file: Callable[[int], None] = os.fdatasync,
+        sync_directory: Callable[[Path], None] = fsync_directory,
+    ) -> None:
+        self.fsync_enabled = fsync_enabled
+        self.relaxed_interval_ms = relaxed_interval_ms
+        self.sync_file = sync_file
+        self.sync_directory = sync_directory
+        self._requested: dict[FlushTarget, None] = {}
+        self._wakeup = trio.Event()
+        self.rounds_count = 0
+        self.files_synced_count = 0
+        self.running = False
+
+    def request(self, target: FlushTarget) -> None:
+        """Ask for `target` to be included in the next round."""
+        self._requested[target] = None
+        self._wakeup.set()
+
+    def forget(self, target: FlushTarget) -> None:
+        self._requested.pop(target, None)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve rounds until cancelled."""
+        self.running = True
+        if self._requested:
+            self._wakeup.set()
+        task_status.started()
+        try:
+            while True:
+                await self._wakeup.wait()
+                self._wakeup = trio.Event()
+                if not self.fsync_enabled:
+                    await trio.sleep(self.relaxed_interval_ms / 1000)
+                await self._run_round()
+        finally:
+            self.running = False
+
+    async def _run_round(self) -> None:
+        jobs = self._take_jobs()
+        if not jobs:
+            return
+        # Until the round reports, count it as failed: nothing becomes durable
+        # on an exception nobody expected.
+        unfinished = OSError("the fsync round did not complete")
+        errors: list[OSError | None] = [unfinished] * len(jobs)
+        try:
+            # Not abandoned on cancel: the round finishes before its files are
+            # released, so nobody closes an fd this thread is syncing.
+            errors = await trio.to_thread.run_sync(self._sync, [job for _, job in jobs])
+        finally:
+            self._finish(jobs, errors)
+
+    def _take_jobs(self) -> list[tuple[FlushTarget, FlushJob]]:
+        targets = list(self._requested)
+        self._requested.clear()
+        jobs = []
+        for target in targets:
+            job = target.begin_flush()
+            if job is not None:
+                jobs.append((target, job))
+        return jobs
+
+    def _finish(
+        self, jobs: Sequence[tuple[FlushTarget, FlushJob]], errors: Sequence[OSError | None]
+    ) -> None:
+        self.rounds_count += 1
+        for (target, job), error in zip(jobs, errors, strict=True):
+            job.release()
+            target.end_flush(job, error)
+
+    def _sync(self, jobs: Sequence[FlushJob]) -> list[OSError | None]:
+        """Worker thread: fdatasync every file, then fsync every directory.
+        Returns each job's first error (one failing partition fails alone)."""
+        errors: list[OSError | None] = [None] * len(jobs)
+        for i, job in enumerate(jobs):
+            errors[i] = self._sync_files(job)
+        for i, job in enumerate(jobs):
+            if errors[i] is None:
+                errors[i] = self._sync_directories(job)
+        for error in errors:
+            if error is not None:
+                log.error("fsync failed: %s", error)
+        return errors
+
+    def _sync_files(self, job: FlushJob) -> OSError | None:
+        try:
+            for synced in job.files:
+                self.sync_file(synced.fd)
+                self.files_synced_count += 1
+        except OSError as exc:
+            return exc
+        return None
+
+    def _sync_directories(self, job: FlushJob) -> OSError | None:
+        try:
+            for directory in job.directories:
+                with contextlib.suppress(FileNotFoundError):  # deleted meanwhile
+                    self.sync_directory(directory)
+        except OSError as exc:
+            return exc
+        return None
+
+    def flush_now(self, target: FlushTarget) -> None:
+        """Synchronously sync one target on the calling thread (close, truncation).
+        Raises the OSError of a failed fsync (the target has gone offline)."""
+        self.forget(target)
+        job = target.begin_flush(overlap=True)
+        if job is None:
+            return
+        errors: list[OSError | None] = [OSError("the fsync did not complete")]
+        try:
+            errors = self._sync([job])
+        finally:
+            self._finish([(target, job)], errors)
+        if errors[0] is not None:
+            raise errors[0]
+
+    def flush_all(self) -> None:
+        """Synchronously sync every target that asked for a round (clean shutdown)."""
+        for target in list(self._requested):
+            self.flush_now(target)

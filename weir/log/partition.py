@@ -1,0 +1,876 @@
+"""A partition's log: segments, offsets, durability, recovery and retention.
+
+Directory `<topic>-<partition>/` holds:
+
+- `<20-digit base offset>.log|.index|.timeindex`: the segments (see segment.py);
+- `leader-epoch-checkpoint`: epoch -> start offset (see epoch_cache.py);
+- `log-start-offset-checkpoint`: the log start offset set by DeleteRecords;
+- `recovery-point-offset-checkpoint`: R such that every segment wholly below R
+  was sealed and fsynced with its final indexes (written at each roll, at
+  clean close and after recovery);
+- `.clean-shutdown`: written by `close` after the last fsync, removed on open.
+
+Offsets: `log_start_offset <= durable_end_offset <= log_end_offset`.
+`durable_end_offset` is the high watermark on a single node; it advances only
+after an fsync round returns (flusher.py, steps 1-5), except in relaxed mode.
+
+Recovery (`PartitionLog.open`):
+
+1. If `.clean-shutdown` exists, remove it durably (unlink, fsync the directory):
+   every segment but the last is trusted. Otherwise trust only the segments
+   wholly below the recovery point.
+2. A trusted segment is loaded, not scanned: its indexes must exist and be
+   sane (sizes, strictly increasing entries, within the file and the next
+   segment's base), the last offset index entry must point at a batch with
+   that last offset, and the batches after it must parse to the end of file.
+   Otherwise it is scanned like the rest.
+3. Every other segment is scanned batch by batch: header, monotonic offsets,
+   records_count, CRC32C. The first batch that fails and everything after it
+   is truncated; both indexes are rebuilt. If a segment ends short of the
+   next segment's base, the later segments are deleted (no holes).
+4. The epoch cache is truncated to the recovered log end, then completed from
+   the epochs seen in scanned batches; it is trimmed to the log start.
+5. What was scanned is fsynced (the process may have died with it only in the
+   page cache), the directory is fsynced, and the recovery point is written.
+   Only then does `durable_end_offset` equal the log end offset.
+
+Checkpoints and segment creation are rare and written synchronously; batch
+appends never fsync on the caller's thread. All methods run on the Trio thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
+from weir.log.config import LogConfig
+from weir.log.epoch_cache import LeaderEpochCache
+from weir.log.errors import LogClosed, LogError, LogTruncated, OffsetOutOfRange
+from weir.log.flusher import FlushJob, GroupFlusher, SyncedFile
+from weir.log.segment import (
+    NO_TIMESTAMP,
+    AppendedBatch,
+    Segment,
+    parse_segment_file_name,
+)
+from weir.wire.errors import ErrorCode
+from weir.wire.record_batch import (
+    BATCH_HEADER_SIZE,
+    TIMESTAMP_LOG_APPEND_TIME,
+    BatchHeader,
+    InvalidBatch,
+    decode_records,
+    parse_batch_header,
+    patch_base_offset,
+    patch_leader_epoch,
+    set_log_append_time,
+    verify_crc,
+)
+
+log = logging.getLogger(__name__)
+
+LOG_START_CHECKPOINT_FILE_NAME = "log-start-offset-checkpoint"
+RECOVERY_POINT_CHECKPOINT_FILE_NAME = "recovery-point-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE_NAME = ".clean-shutdown"
+COMPRESSION_CODEC_MAX = 4  # none, gzip, snappy, lz4, zstd
+# Bound on inflating one batch to find a record's timestamp (ListOffsets).
+TIMESTAMP_LOOKUP_INFLATE_BYTES_MAX = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    records: bytes  # whole batches, b"" when there is nothing to return
+    next_offset: int  # the offset after the last returned batch (`offset` when empty)
+
+
+@dataclass(eq=False)
+class _Waiter:
+    offset: int
+    event: trio.Event = field(default_factory=trio.Event)
+    error: LogError | None = None
+
+
+class PartitionLog:
+    """Use `PartitionLog.open`. Offsets: `log_start_offset <= durable_end_offset
+    <= log_end_offset`; `log_end_offset` is the next offset to assign."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        flusher: GroupFlusher,
+        segments: list[Segment],
+        epoch_cache: LeaderEpochCache,
+        log_start_offset: int,
+    ) -> None:
+        assert segments
+        self.directory = directory
+        self.config = config
+        self.flusher = flusher
+        self._segments = segments
+        self.epoch_cache = epoch_cache
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = segments[-1].next_offset
+        self.durable_end_offset = self.log_end_offset
+        # What fsync covers; ahead of it durable_end_offset only in relaxed mode.
+        self._fsynced_end_offset = self.log_end_offset
+        # Segments below it were sealed and then fsynced with their indexes.
+        self._sealed_synced_below = segments[-1].base_offset
+        self._sealed_with_open_indexes: list[Segment] = []
+        self._unsynced: dict[SyncedFile, None] = {}
+        self._directory_unsynced = False
+        self._inflight: FlushJob | None = None
+        self._generation = 0
+        self._waiters: list[_Waiter] = []
+        self._failure: OSError | None = None
+        self._closed = False
+        self._recovery_point = self.log_end_offset
+        self._roll_jitter_ms = self._draw_roll_jitter_ms()
+        self._check_invariants()
+
+    # -- opening -------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig, flusher: GroupFlusher) -> PartitionLog:
+        """Open (creating if needed) and recover the log in `directory`."""
+        _ensure_directory(directory)
+        clean = _consume_clean_shutdown_marker(directory)
+        _remove_stray_files(directory)
+        epoch_cache = LeaderEpochCache(directory)
+        recovery_point = _read_single(directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME, 0)
+        loader = _SegmentLoader(directory, config, trust_below=None if clean else recovery_point)
+        loader.recovery_point = recovery_point
+        segments = loader.load()
+        log_start = max(_read_single(directory / LOG_START_CHECKPOINT_FILE_NAME, 0),
+                        segments[0].base_offset if segments else 0)  # fmt: skip
+        if not segments or log_start > segments[-1].next_offset:
+            for segment in segments:
+                segment.delete()
+            segments = [Segment(directory, log_start, config.segment_index_bytes)]
+            if epoch_cache.entries:
+                epoch_cache.clear()
+        partition = cls(directory, config, flusher, segments, epoch_cache, log_start)
+        partition._finish_recovery(loader, clean)
+        return partition
+
+    def _finish_recovery(self, loader: _SegmentLoader, clean: bool) -> None:
+        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        changed = False
+        for epoch, start_offset in loader.epoch_starts:
+            if start_offset < self.log_end_offset:
+                changed = self.epoch_cache.assign(epoch, start_offset, persist=False) or changed
+        if changed:
+            self.epoch_cache.flush()
+        self.epoch_cache.truncate_from_start(self.log_start_offset)
+        # What recovery read may still be only in the page cache (the process,
+        # not the machine, crashed): make it durable before serving it.
+        for segment in loader.scanned:
+            if not segment.log_file.closed:
+                for synced in segment.files:
+                    self.flusher.sync_file(synced.fd)
+        self.flusher.sync_directory(self.directory)
+        for segment in self._segments[:-1]:
+            segment.release_index_files()
+        self._recovery_point = loader.recovery_point
+        if not clean:
+            self._write_recovery_point(self.log_end_offset)
+        log.info(
+            "opened %s: offsets %d..%d, %d segments, %s shutdown, %d bytes truncated",
+            self.directory.name, self.log_start_offset, self.log_end_offset,
+            len(self._segments), "clean" if clean else "unclean", loader.truncated_bytes,
+        )  # fmt: skip
+
+    # -- appending -----------------------------------------------------------
+
+    def append(
+        self,
+        records: memoryview | bytes | bytearray,
+        *,
+        leader_epoch: int,
+        now_ms: int,
+        allow_control_batches: bool = False,
+    ) -> AppendResult:
+        """Validate every batch, assign offsets, stamp the leader epoch (and the
+        append time under LogAppendTime) and write them, without fsync."""
+        self._check_writable()
+        view = memoryview(records).cast("B") if isinstance(records, memoryview) else records
+        headers = self._validate(view, now_ms, allow_control_batches)
+        if len(view) > self.config.segment_bytes:
+            raise LogError(
+                ErrorCode.RECORD_LIST_TOO_LARGE,
+                f"{len(view)} bytes of batches exceed segment.bytes {self.config.segment_bytes}",
+            )
+        base_offset = self.log_end_offset
+        last_offset = base_offset + sum(h.last_offset_delta + 1 for _, h in headers) - 1
+        data, batches = self._assign(view, headers, base_offset, leader_epoch, now_ms)
+        try:
+            self._maybe_roll(len(view), last_offset, len(headers), now_ms)
+            segment = self._segments[-1]
+            segment.append(data, batches, self.config.index_interval_bytes)
+        except OSError as exc:
+            log.error("append to %s failed: %s", self.directory, exc)
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
+        self.log_end_offset = last_offset + 1
+        self._unsynced[segment.log_file] = None
+        self._after_write()
+        if leader_epoch >= 0:
+            self._assign_epoch(leader_epoch, base_offset)
+        append_time_ms = now_ms if self.config.log_append_time else -1
+        return AppendResult(base_offset, last_offset, append_time_ms, self.log_start_offset)
+
+    def _assign_epoch(self, leader_epoch: int, base_offset: int) -> None:
+        latest = self.epoch_cache.latest_epoch
+        if latest is not None and leader_epoch < latest:
+            log.warning("%s: append with epoch %d after epoch %d",
+                        self.directory.name, leader_epoch, latest)  # fmt: skip
+            return
+        try:
+            self.epoch_cache.assign(leader_epoch, base_offset)
+        except OSError as exc:
+            self._fail(exc)
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise LogClosed()
+        if self._failure is not None:
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, f"log is offline: {self._failure}")
+
+    def _validate(
+        self, view: memoryview | bytes | bytearray, now_ms: int, allow_control: bool
+    ) -> list[tuple[int, BatchHeader]]:
+        total = len(view)
+        if total == 0:
+            raise LogError(ErrorCode.INVALID_RECORD, "no record batches")
+        headers = []
+        position = 0
+        while position < total:
+            header = self._validate_batch(view, position, total - position, now_ms)
+            if header.is_control and not allow_control:
+                raise LogError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
+            headers.append((position, header))
+            position += header.size
+        return headers
+
+    def _validate_batch(
+        self, view: memoryview | bytes | bytearray, position: int, remaining: int, now_ms: int
+    ) -> BatchHeader:
+        if remaining < BATCH_HEADER_SIZE:
+            raise LogError(ErrorCode.CORRUPT_MESSAGE, f"{remaining} trailing bytes after batches")
+        try:
+            header = parse_batch_header(view, position)
+        except InvalidBatch as exc:
+            raise LogError(exc.error_code, str(exc)) from exc
+        if header.size > remaining:
+            raise LogError(ErrorCode.CORRUPT_MESSAGE, "record batch is truncated")
+        if header.size > self.config.max_message_bytes:
+            raise LogError(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"batch of {header.size} bytes exceeds max.message.bytes "
+                f"{self.config.max_message_bytes}",
+            )
+        if header.records_count < 1 or header.last_offset_delta != header.records_count - 1:
+            raise LogError(
+                ErrorCode.INVALID_RECORD,
+                f"records_count {header.records_count} does not match last_offset_delta "
+                f"{header.last_offset_delta}",
+            )
+        if header.compression > COMPRESSION_CODEC_MAX:
+            raise LogError(ErrorCode.CORRUPT_MESSAGE, f"unknown codec {header.compression}")
+        if not verify_crc(view, position, header):
+            raise LogError(ErrorCode.CORRUPT_MESSAGE, "record batch CRC32C mismatch")
+        if not self.config.log_append_time:
+            self._check_timestamps(header, now_ms)
+        return header
+
+    def _check_timestamps(self, header: BatchHeader, now_ms: int) -> None:
+        config = self.config
+        before_max = min(config.message_timestamp_before_max_ms,
+                         config.message_timestamp_difference_max_ms)  # fmt: skip
+        after_max = min(config.message_timestamp_after_max_ms,
+                        config.message_timestamp_difference_max_ms)  # fmt: skip
+        for timestamp_ms in (header.base_timestamp, header.max_timestamp):
+            if timestamp_ms < now_ms - before_max or timestamp_ms > now_ms + after_max:
+                raise LogError(
+                    ErrorCode.INVALID_TIMESTAMP,
+                    f"timestamp {timestamp_ms} is out of range of the broker's {now_ms}",
+                )
+
+    def _assign(
+        self,
+        view: memoryview | bytes | bytearray,
+        headers: list[tuple[int, BatchHeader]],
+        base_offset: int,
+        leader_epoch: int,
+        now_ms: int,
+    ) -> tuple[bytearray, list[AppendedBatch]]:
+        """Copy once, patch base offsets and epochs (and LogAppendTime)."""
+        data = bytearray(view)
+        log_append_time = self.config.log_append_time
+        batches = []
+        next_offset = base_offset
+        for position, header in headers:
+            patch_base_offset(data, position, next_offset)
+            patch_leader_epoch(data, position, leader_epoch)
+            max_timestamp_ms = header.max_timestamp
+            if log_append_time:
+                set_log_append_time(data, position, now_ms)
+                max_timestamp_ms = now_ms
+            last_offset = next_offset + header.last_offset_delta
+            batches.append(AppendedBatch(position, last_offset, max_timestamp_ms, header.size))
+            next_offset = last_offset + 1
+        return data, batches
+
+    def _after_write(self) -> None:
+        if not self.flusher.fsync_enabled:
+            # Relaxed mode: acknowledged once written; synced in the background.
+            self.durable_end_offset = self.log_end_offset
+            self._wake_waiters()
+        self.flusher.request(self)
+        assert self.log_start_offset <= self.durable_end_offset <= self.log_end_offset
+
+    # -- rolling -------------------------------------------------------------
+
+    def _maybe_roll(
+        self, size_bytes: int, last_offset: int, batches_count: int, now_ms: int
+    ) -> None:
+        active = self._segments[-1]
+        if active.is_empty:
+            return
+        if (
+            active.size_bytes + size_bytes > self.config.segment_bytes
+            or self._segment_expired(active, now_ms)
+            or not active.can_hold(last_offset, batches_count)
+        ):
+            self.roll()
+
+    def _segment_expired(self, segment: Segment, now_ms: int) -> bool:
+        started_ms = segment.rolling_timestamp_ms
+        if started_ms is None:
+            return False
+        return now_ms - started_ms > self.config.segment_ms - self._roll_jitter_ms
+
+    def _draw_roll_jitter_ms(self) -> int:
+        jitter_ms = min(self.config.segment_jitter_ms, self.config.segment_ms)
+        return random.randrange(jitter_ms) if jitter_ms > 0 else 0
+
+    def roll(self) -> Segment:
+        """Seal the active segment and start a new one at the log end offset."""
+        self._check_writable()
+        active = self._segments[-1]
+        if active.is_empty:
+            return active
+        active.seal()
+        self._unsynced.update(dict.fromkeys(active.files))
+        self._sealed_with_open_indexes.append(active)
+        segment = Segment(self.directory, self.log_end_offset, self.config.segment_index_bytes)
+        self._segments.append(segment)
+        self._directory_unsynced = True
+        self._roll_jitter_ms = self._draw_roll_jitter_ms()
+        # Segments wholly below this point are fsynced with their final indexes.
+        self._write_recovery_point(min(self._fsynced_end_offset, self._sealed_synced_below))
+        self.flusher.request(self)
+        return segment
+
+    def _write_recovery_point(self, offset: int) -> None:
+        if offset != self._recovery_point:
+            write_checkpoint(self.directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME, [[offset]])
+            self._recovery_point = offset
+
+    # -- durability ----------------------------------------------------------
+
+    async def wait_durable(self, offset: int) -> None:
+        """Return once every byte of every batch before `offset` is fsynced.
+        Raises LogClosed, LogTruncated, or LogError(KAFKA_STORAGE_ERROR)."""
+        while offset > self.durable_end_offset:
+            self._check_waitable(offset)
+            waiter = _Waiter(offset)
+            self._waiters.append(waiter)
+            self.flusher.request(self)
+            await waiter.event.wait()
+            if waiter.error is not None:
+                raise waiter.error
+
+    def _check_waitable(self, offset: int) -> None:
+        if self._failure is not None:
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, f"log is offline: {self._failure}")
+        if self._closed:
+            raise LogClosed()
+        if offset > self.log_end_offset:
+            raise LogTruncated(offset, self.log_end_offset)
+
+    def begin_flush(self, *, overlap: bool = False) -> FlushJob | None:
+        """Flusher protocol: the files to sync and the offset they make durable."""
+        if self._closed or (self._inflight is not None and not overlap):
+            return None
+        files = dict(self._unsynced)
+        if overlap and self._inflight is not None:
+            files.update(dict.fromkeys(self._inflight.files))
+        files_list = [f for f in files if not f.closed]
+        if not files_list and not self._directory_unsynced:
+            return None
+        for synced in files_list:
+            synced.hold()
+        directories = [self.directory] if self._directory_unsynced else []
+        job = FlushJob(
+            files_list,
+            directories,
+            self.log_end_offset,
+            self._generation,
+            sealed_below_offset=self._segments[-1].base_offset,
+        )
+        self._unsynced.clear()
+        self._directory_unsynced = False
+        if not overlap:
+            self._inflight = job
+        return job
+
+    def end_flush(self, job: FlushJob, error: OSError | None) -> None:
+        if job is self._inflight:
+            self._inflight = None
+        if error is not None:
+            self._fail(error)
+            return
+        if job.generation == self._generation:
+            self._fsynced_end_offset = max(self._fsynced_end_offset, job.end_offset)
+            self._sealed_synced_below = max(self._sealed_synced_below, job.sealed_below_offset)
+            self._release_synced_indexes()
+            if job.end_offset > self.durable_end_offset:
+                self.durable_end_offset = job.end_offset
+                self._wake_waiters()
+        if not self._closed and (self._unsynced or self._directory_unsynced or self._waiters):
+            self.flusher.request(self)
+
+    def _release_synced_indexes(self) -> None:
+        """Close the index files of sealed segments once a round synced them."""
+        if not self._sealed_with_open_indexes:
+            return
+        active = self._segments[-1]
+        still_open = []
+        for segment in self._sealed_with_open_indexes:
+            if segment is active:
+                continue
+            if segment.base_offset < self._sealed_synced_below:
+                segment.release_index_files()
+            else:
+                still_open.append(segment)
+        self._sealed_with_open_indexes = still_open
+
+    def _wake_waiters(self) -> None:
+        if not self._waiters:
+            return
+        durable = self.durable_end_offset
+        still_waiting = []
+        for waiter in self._waiters:
+            if waiter.offset <= durable:
+                waiter.event.set()
+            else:
+                still_waiting.append(waiter)
+        self._waiters = still_waiting
+
+    def _fail_waiters(self, make_error: type[LogError] | None, offset_above: int = -1) -> None:
+        still_waiting = []
+        for waiter in self._waiters:
+            if waiter.offset > offset_above:
+                if make_error is LogTruncated:
+                    waiter.error = LogTruncated(waiter.offset, self.log_end_offset)
+                elif make_error is LogClosed:
+                    waiter.error = LogClosed()
+                else:
+                    waiter.error = LogError(
+                        ErrorCode.KAFKA_STORAGE_ERROR, f"log is offline: {self._failure}"
+                    )
+                waiter.event.set()
+            else:
+                still_waiting.append(waiter)
+        self._waiters = still_waiting
+
+    def _fail(self, error: OSError) -> None:
+        """fsync failed: what is on disk is unknown, so stop accepting writes."""
+        log.error("%s goes offline after a failed fsync: %s", self.directory, error)
+        self._failure = error
+        self._fail_waiters(None)
+
+    def flush(self) -> None:
+        """Synchronously fsync everything written so far (shutdown, tests)."""
+        if self._closed:
+            return
+        self.flusher.flush_now(self)
+        self._wake_waiters()
+
+    # -- reading -------------------------------------------------------------
+
+    def read(self, offset: int, *, bytes_max: int, end_offset: int) -> ReadResult:
+        """Whole batches from the one holding `offset`, none reaching
+        `end_offset` (the high watermark), within `bytes_max` unless the first
+        batch alone is larger (KIP-74). Raises OffsetOutOfRange."""
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRange(offset, self.log_start_offset, self.log_end_offset)
+        end_offset = min(end_offset, self.log_end_offset)
+        if offset >= end_offset:
+            return ReadResult(b"", offset)
+        try:
+            for segment in self._segments[self._segment_index(offset) :]:
+                found = segment.read(offset, bytes_max, end_offset)
+                if found is not None:
+                    data, next_offset = found
+                    return ReadResult(data, next_offset if data else offset)
+        except OSError as exc:
+            log.error("read from %s failed: %s", self.directory, exc)
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
+        return ReadResult(b"", offset)
+
+    def _segment_index(self, offset: int) -> int:
+        return max(0, bisect_right(self._segments, offset, key=lambda s: s.base_offset) - 1)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after the log start whose
+        timestamp is >= `timestamp_ms`, or None."""
+        start = self._segment_index(self.log_start_offset)
+        for segment in self._segments[start:]:
+            for position, header in segment.batches_from_timestamp(timestamp_ms):
+                if header.last_offset < self.log_start_offset:
+                    continue
+                located = self._record_at_or_after(segment, position, header, timestamp_ms)
+                if located is not None:
+                    return located
+        return None
+
+    def _record_at_or_after(
+        self, segment: Segment, position: int, header: BatchHeader, timestamp_ms: int
+    ) -> tuple[int, int] | None:
+        """Refine a batch-level match to the first record (from the log start)."""
+        first_offset = max(header.base_offset, self.log_start_offset)
+        if header.timestamp_type == TIMESTAMP_LOG_APPEND_TIME:  # every record: max_timestamp
+            return first_offset, header.max_timestamp
+        try:
+            batch = segment.read_batch(position, header)
+            for record in decode_records(
+                batch, uncompressed_bytes_max=TIMESTAMP_LOOKUP_INFLATE_BYTES_MAX,
+                include_control=True,
+            ):  # fmt: skip
+                if record.offset >= first_offset and record.timestamp_ms >= timestamp_ms:
+                    return record.offset, record.timestamp_ms
+        except InvalidBatch as exc:
+            log.warning("%s: cannot decode batch at %d: %s", segment.log_path, position, exc)
+            return first_offset, header.max_timestamp
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying the largest timestamp
+        (ListOffsets MAX_TIMESTAMP, KIP-734), or None for an empty log."""
+        best: Segment | None = None
+        for segment in self._segments:
+            if segment.max_timestamp_ms == NO_TIMESTAMP or segment.is_empty:
+                continue
+            if best is None or segment.max_timestamp_ms > best.max_timestamp_ms:
+                best = segment
+        if best is None:
+            return None
+        found = best.find_batch(max(best.offset_of_max_timestamp, self.log_start_offset))
+        if found is not None:
+            position, header = found
+            located = self._record_at_or_after(best, position, header, best.max_timestamp_ms)
+            if located is not None:
+                return located
+        return max(best.offset_of_max_timestamp, self.log_start_offset), best.max_timestamp_ms
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (largest epoch <= `epoch`, where it ends), or (-1, -1)."""
+        return self.epoch_cache.end_offset_for(epoch, self.log_end_offset)
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.epoch_cache.latest_epoch
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size_bytes for segment in self._segments)
+
+    @property
+    def segments(self) -> list[Segment]:
+        return list(self._segments)
+
+    # -- truncation, deletion, retention ------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding an offset >= `offset` (a follower diverged).
+        The new log end is the base of the first removed batch (<= `offset`).
+        Below the log start, the log is emptied and restarts at `offset`."""
+        self._check_writable()
+        if offset >= self.log_end_offset:
+            return
+        self._generation += 1
+        if offset < self.log_start_offset:
+            self._restart_at(offset)
+        else:
+            while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+                self._delete_segment(self._segments.pop())
+            self._segments[-1].truncate_to(offset)
+            self.log_end_offset = self._segments[-1].next_offset
+        self._unsynced[self._segments[-1].log_file] = None
+        self.durable_end_offset = min(self.durable_end_offset, self.log_end_offset)
+        self._fsynced_end_offset = min(self._fsynced_end_offset, self.log_end_offset)
+        self._sealed_synced_below = min(self._sealed_synced_below, self._segments[-1].base_offset)
+        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        self._write_recovery_point(min(self._recovery_point, self.log_end_offset))
+        self._fail_waiters(LogTruncated, offset_above=self.log_end_offset)
+        self.flush()
+        self._check_invariants()
+
+    def _restart_at(self, offset: int) -> None:
+        for segment in self._segments:
+            self._delete_segment(segment)
+        self._segments = [Segment(self.directory, offset, self.config.segment_index_bytes)]
+        self._directory_unsynced = True
+        self.log_start_offset = offset
+        self.log_end_offset = offset
+        self.durable_end_offset = offset
+        self._fsynced_end_offset = offset
+        self._sealed_synced_below = offset
+        self.epoch_cache.clear()
+        write_checkpoint(self.directory / LOG_START_CHECKPOINT_FILE_NAME, [[offset]])
+
+    def delete_records_before(self, offset: int) -> int:
+        """Move the log start offset up to `offset` (checkpointed) and delete
+        the segments wholly below it. Returns the new log start offset."""
+        self._check_writable()
+        if offset > self.durable_end_offset or offset < 0:
+            raise OffsetOutOfRange(offset, self.log_start_offset, self.durable_end_offset)
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        self.log_start_offset = offset
+        write_checkpoint(self.directory / LOG_START_CHECKPOINT_FILE_NAME, [[offset]])
+        self.epoch_cache.truncate_from_start(offset)
+        self._delete_oldest_while(lambda segment, next_base: next_base <= offset)
+        self._check_invariants()
+        return self.log_start_offset
+
+    def enforce_retention(self, now_ms: int) -> int:
+        """Delete whole segments past retention.ms (by their largest timestamp)
+        or while the log exceeds retention.bytes. Only committed (durable)
+        segments go; an expired active segment is rolled first. Returns the
+        number of segments deleted."""
+        if self._closed or self._failure is not None or not self.config.deletes_by_retention:
+            return 0
+        deleted = self._enforce_retention_ms(now_ms) + self._enforce_retention_bytes()
+        if deleted:
+            self._advance_log_start(self._segments[0].base_offset)
+        return deleted
+
+    def _enforce_retention_ms(self, now_ms: int) -> int:
+        retention_ms = self.config.retention_ms
+        if retention_ms < 0:
+            return 0
+
+        def expired(segment: Segment, next_base: int) -> bool:
+            return now_ms - segment.max_timestamp_ms > retention_ms
+
+        deleted = self._delete_oldest_while(expired)
+        active = self._segments[-1]
+        if (
+            len(self._segments) == 1
+            and not active.is_empty
+            and expired(active, active.next_offset)
+            and active.next_offset <= self.durable_end_offset
+        ):
+            self.roll()
+            deleted += self._delete_oldest_while(expired)
+        return deleted
+
+    def _enforce_retention_bytes(self) -> int:
+        retention_bytes = self.config.retention_bytes
+        if retention_bytes < 0:
+            return 0
+        excess_bytes = self.size_bytes - retention_bytes
+
+        def over(segment: Segment, next_base: int) -> bool:
+            nonlocal excess_bytes
+            if excess_bytes - segment.size_bytes < 0:
+                return False
+            excess_bytes -= segment.size_bytes
+            return True
+
+        return self._delete_oldest_while(over)
+
+    def _delete_oldest_while(self, predicate: Callable[[Segment, int], bool]) -> int:
+        """Delete non-active, durable segments from the oldest while `predicate`
+        (segment, next segment's base offset) holds."""
+        deleted = 0
+        while len(self._segments) > 1:
+            segment, next_base = self._segments[0], self._segments[1].base_offset
+            if next_base > self.durable_end_offset or not predicate(segment, next_base):
+                break
+            self._segments.pop(0)
+            self._delete_segment(segment)
+            deleted += 1
+        if deleted:
+            self._advance_log_start(self._segments[0].base_offset)
+        return deleted
+
+    def _advance_log_start(self, offset: int) -> None:
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.epoch_cache.truncate_from_start(offset)
+
+    def _delete_segment(self, segment: Segment) -> None:
+        for synced in segment.files:
+            self._unsynced.pop(synced, None)
+        segment.delete()
+
+    # -- closing -------------------------------------------------------------
+
+    def close(self) -> None:
+        """fsync everything, mark a clean shutdown, close the files."""
+        if self._closed:
+            return
+        try:
+            if self._failure is None:
+                self._unsynced.update(dict.fromkeys(self._segments[-1].files))
+                self.flush()
+                self._write_recovery_point(self.log_end_offset)
+                _write_clean_shutdown_marker(self.directory)
+        finally:
+            self._closed = True
+            self.flusher.forget(self)
+            for segment in self._segments:
+                segment.close()
+            self._fail_waiters(LogClosed)
+
+    def delete_files(self) -> None:
+        """Close without flushing and remove the segment files (topic deletion)."""
+        self._closed = True
+        self.flusher.forget(self)
+        for segment in self._segments:
+            self._delete_segment(segment)
+        self._fail_waiters(LogClosed)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_invariants(self) -> None:
+        assert self.log_start_offset <= self.durable_end_offset <= self.log_end_offset, (
+            self.log_start_offset, self.durable_end_offset, self.log_end_offset,
+        )  # fmt: skip
+        for earlier, later in zip(self._segments, self._segments[1:]):  # noqa: B905
+            assert earlier.base_offset < later.base_offset
+            assert earlier.next_offset <= later.base_offset, (earlier, later)
+        assert self._segments[-1].next_offset == self.log_end_offset
+
+
+class _SegmentLoader:
+    """Opens a partition's segments, trusting or scanning each (see `open`)."""
+
+    def __init__(self, directory: Path, config: LogConfig, trust_below: int | None) -> None:
+        self.directory = directory
+        self.config = config
+        self.trust_below = trust_below  # None: clean shutdown, trust all but the active
+        self.scanned: list[Segment] = []
+        self.recovery_point = 0
+        self.epoch_starts: list[tuple[int, int]] = []
+        self.truncated_bytes = 0
+
+    def load(self) -> list[Segment]:
+        bases = _segment_bases(self.directory)
+        segments: list[Segment] = []
+        for i, base in enumerate(bases):
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            segment = Segment(self.directory, base, self.config.segment_index_bytes)
+            segments.append(segment)
+            intact = self._open_segment(segment, next_base)
+            if not intact:
+                for later in bases[i + 1 :]:
+                    Segment(self.directory, later, self.config.segment_index_bytes).delete()
+                break
+        return segments
+
+    def _open_segment(self, segment: Segment, next_base: int | None) -> bool:
+        """Load or scan one segment; False when what follows it must go."""
+        trusted = next_base is not None and (
+            self.trust_below is None or next_base <= self.trust_below
+        )
+        if not (trusted and segment.load(next_base)):
+            if trusted:
+                log.warning("%s: index not sane, rebuilding", segment.log_path)
+            truncated = segment.recover(self.config.index_interval_bytes, self._on_batch)
+            self.scanned.append(segment)
+            self.truncated_bytes += truncated
+            if truncated:
+                log.warning("%s: truncated %d bytes of torn or corrupt batches",
+                            segment.log_path, truncated)  # fmt: skip
+        if next_base is not None and segment.next_offset != next_base:
+            log.warning("%s ends at %d but the next segment starts at %d: dropping what follows",
+                        segment.log_path, segment.next_offset, next_base)  # fmt: skip
+            return False
+        return True
+
+    def _on_batch(self, header: BatchHeader) -> None:
+        epoch = header.partition_leader_epoch
+        if epoch >= 0 and (not self.epoch_starts or epoch > self.epoch_starts[-1][0]):
+            self.epoch_starts.append((epoch, header.base_offset))
+
+
+def _segment_bases(directory: Path) -> list[int]:
+    bases = []
+    for name in os.listdir(directory):
+        base = parse_segment_file_name(name)
+        if base is not None:
+            bases.append(base)
+    return sorted(bases)
+
+
+def _ensure_directory(directory: Path) -> None:
+    if directory.is_dir():
+        return
+    directory.mkdir(parents=True)
+    fsync_directory(directory.parent)
+
+
+def _consume_clean_shutdown_marker(directory: Path) -> bool:
+    marker = directory / CLEAN_SHUTDOWN_FILE_NAME
+    if not marker.exists():
+        return False
+    marker.unlink()
+    # Durable removal: a crash from now on must not look like a clean shutdown.
+    fsync_directory(directory)
+    return True
+
+
+def _write_clean_shutdown_marker(directory: Path) -> None:
+    fd = os.open(directory / CLEAN_SHUTDOWN_FILE_NAME, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.close(fd)
+    fsync_directory(directory)
+
+
+def _remove_stray_files(directory: Path) -> None:
+    """Temporary checkpoint files, and index files whose log file is gone."""
+    names = set(os.listdir(directory))
+    for name in names:
+        stem, _, suffix = name.rpartition(".")
+        orphan_index = suffix in ("index", "timeindex") and f"{stem}.log" not in names
+        if name.endswith(".tmp") or orphan_index:
+            os.unlink(directory / name)
+
+
+def _read_single(path: Path, default: int) -> int:
+    entries = read_checkpoint(path, width=1)
+    if not entries or entries[0][0] < 0:
+        return default
+    return entries[0][0]

@@ -1,0 +1,400 @@
+"""One segment of a partition log: `<base offset>.log` and its two indexes.
+
+The log file holds RecordBatch v2 batches back to back, byte-for-byte as
+appended. All file access is `os.write` (appends, O_APPEND) and `os.pread`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from weir.log.errors import LogCorrupt
+from weir.log.flusher import SyncedFile
+from weir.log.index import (
+    OFFSET_ENTRY_BYTES,
+    RELATIVE_OFFSET_MAX,
+    TIME_ENTRY_BYTES,
+    OffsetIndex,
+    TimeIndex,
+)
+from weir.wire.record_batch import (
+    BATCH_HEADER_SIZE,
+    BatchHeader,
+    InvalidBatch,
+    parse_batch_header,
+    verify_crc,
+)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+OFFSET_DIGITS = 20
+
+HEADER_SCAN_CHUNK_BYTES = 64 * 1024
+RECOVERY_CHUNK_BYTES = 8 * 1024 * 1024
+NO_TIMESTAMP = -1
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    """Kafka's naming: the base offset zero-padded to 20 digits."""
+    return f"{base_offset:0{OFFSET_DIGITS}d}{suffix}"
+
+
+def parse_segment_file_name(name: str, suffix: str = LOG_SUFFIX) -> int | None:
+    stem = name.removesuffix(suffix)
+    if stem == name or len(stem) != OFFSET_DIGITS or not stem.isdigit():
+        return None
+    return int(stem)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendedBatch:
+    """Where one batch of an append landed: position relative to the append's start."""
+
+    position: int
+    last_offset: int
+    max_timestamp_ms: int
+    size: int
+
+
+class Segment:
+    def __init__(self, directory: Path, base_offset: int, index_bytes_max: int) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
+        offset_index_path = directory / segment_file_name(base_offset, INDEX_SUFFIX)
+        time_index_path = directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX)
+        self.indexes_existed = offset_index_path.exists() and time_index_path.exists()
+        self.log_file = SyncedFile.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        try:
+            self.offset_index = OffsetIndex(
+                offset_index_path, base_offset, index_bytes_max // OFFSET_ENTRY_BYTES
+            )
+            self.time_index = TimeIndex(
+                time_index_path, base_offset, index_bytes_max // TIME_ENTRY_BYTES
+            )
+        except OSError:
+            self.log_file.close()
+            raise
+        self.size_bytes = 0
+        self.next_offset = base_offset
+        self.max_timestamp_ms = NO_TIMESTAMP
+        self.offset_of_max_timestamp = -1
+        # segment.ms counts from here: the first batch's append time (its max
+        # timestamp after a restart); None while the segment is empty.
+        self.rolling_timestamp_ms: int | None = None
+        self._bytes_since_index_entry = 0
+
+    def __repr__(self) -> str:
+        return f"Segment({self.log_path.name}, {self.base_offset}..{self.next_offset})"
+
+    @property
+    def is_empty(self) -> bool:
+        return self.size_bytes == 0
+
+    @property
+    def files(self) -> list[SyncedFile]:
+        """The open files: the log, and the indexes unless released."""
+        files = [self.log_file, self.offset_index.file, self.time_index.file]
+        return [f for f in files if f is not None]
+
+    def release_index_files(self) -> None:
+        """A sealed segment whose indexes are synced needs only its log file open."""
+        self.offset_index.release()
+        self.time_index.release()
+
+    def can_hold(self, last_offset: int, batches_count: int) -> bool:
+        """Whether offsets up to `last_offset` and that many index entries still fit."""
+        return (
+            last_offset - self.base_offset <= RELATIVE_OFFSET_MAX // 2
+            and len(self.offset_index) + batches_count <= self.offset_index.entries_max
+            and len(self.time_index) + batches_count <= self.time_index.entries_max
+        )
+
+    # -- appending ---------------------------------------------------------
+
+    def append(
+        self, data: bytes | bytearray, batches: list[AppendedBatch], index_interval_bytes: int
+    ) -> None:
+        """Write `data` (whole batches, offsets assigned) at the end of the log file."""
+        start = self.size_bytes
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self.log_file.fd, view) :]
+        except OSError:
+            os.ftruncate(self.log_file.fd, start)
+            raise
+        self.size_bytes = start + len(data)
+        for batch in batches:
+            self._track(
+                start + batch.position,
+                batch.last_offset,
+                batch.max_timestamp_ms,
+                batch.size,
+                index_interval_bytes,
+            )
+
+    def _track(
+        self,
+        position: int,
+        last_offset: int,
+        max_timestamp_ms: int,
+        size: int,
+        index_interval_bytes: int,
+    ) -> None:
+        """Kafka's LogSegment bookkeeping for one batch at `position`."""
+        assert last_offset >= self.next_offset, (last_offset, self.next_offset)
+        if self.rolling_timestamp_ms is None:
+            self.rolling_timestamp_ms = max_timestamp_ms
+        if max_timestamp_ms > self.max_timestamp_ms:
+            self.max_timestamp_ms = max_timestamp_ms
+            self.offset_of_max_timestamp = last_offset
+        if self._bytes_since_index_entry > index_interval_bytes:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp)
+            self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += size
+        self.next_offset = last_offset + 1
+
+    def seal(self) -> None:
+        """The segment stops being active: record its max timestamp in the time index."""
+        if self.max_timestamp_ms != NO_TIMESTAMP:
+            self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp)
+
+    # -- opening -----------------------------------------------------------
+
+    def recover(self, index_interval_bytes: int, on_batch: Callable[[BatchHeader], None]) -> int:
+        """Scan every batch (header, offsets, CRC), rebuild both indexes and truncate
+        the file at the first batch that fails. Returns the bytes truncated."""
+        self._reset_state()
+        file_size = os.fstat(self.log_file.fd).st_size
+        position = 0
+        for header in self._valid_batches(file_size):
+            self._track(
+                position, header.last_offset, header.max_timestamp, header.size,
+                index_interval_bytes,
+            )  # fmt: skip
+            on_batch(header)
+            position += header.size
+        self.size_bytes = position
+        if position < file_size:
+            os.ftruncate(self.log_file.fd, position)
+        return file_size - position
+
+    def _reset_state(self) -> None:
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.size_bytes = 0
+        self.next_offset = self.base_offset
+        self.max_timestamp_ms = NO_TIMESTAMP
+        self.offset_of_max_timestamp = -1
+        self.rolling_timestamp_ms = None
+        self._bytes_since_index_entry = 0
+
+    def _valid_batches(self, file_size: int) -> Iterator[BatchHeader]:
+        """Batches from the start of the file up to the first torn or corrupt one."""
+        chunk = b""
+        chunk_start = 0
+        position = 0
+        next_offset = self.base_offset
+        while file_size - position >= BATCH_HEADER_SIZE:
+            if position + BATCH_HEADER_SIZE > chunk_start + len(chunk):
+                chunk, chunk_start = self._pread(RECOVERY_CHUNK_BYTES, position), position
+            try:
+                header = parse_batch_header(chunk, position - chunk_start)
+            except InvalidBatch:
+                return
+            if header.size > file_size - position or not self._offsets_fit(header, next_offset):
+                return
+            if position + header.size > chunk_start + len(chunk):
+                chunk_bytes = max(RECOVERY_CHUNK_BYTES, header.size)
+                chunk, chunk_start = self._pread(chunk_bytes, position), position
+            if not verify_crc(chunk, position - chunk_start, header):
+                return
+            yield header
+            position += header.size
+            next_offset = header.last_offset + 1
+
+    def _offsets_fit(self, header: BatchHeader, next_offset: int) -> bool:
+        return (
+            header.base_offset >= next_offset
+            and header.records_count >= 1
+            and header.last_offset - self.base_offset <= RELATIVE_OFFSET_MAX // 2
+        )
+
+    def _pread(self, size: int, position: int) -> bytes:
+        return os.pread(self.log_file.fd, size, position)
+
+    def load(self, next_segment_base: int | None) -> bool:
+        """Trust the file and its indexes if the indexes are sane and the batches
+        after the last index entry parse up to the end of the file. False when
+        the caller must `recover` instead."""
+        self.size_bytes = os.fstat(self.log_file.fd).st_size
+        if not self.indexes_existed:
+            return False
+        offset_limit = next_segment_base if next_segment_base is not None else 2**63 - 1
+        try:
+            if not self.offset_index.load(self.size_bytes, offset_limit):
+                return False
+            self._load_tail()
+            if next_segment_base is not None and self.next_offset > next_segment_base:
+                return False
+            if not self.time_index.load(self.next_offset):
+                return False
+            self._merge_time_index_max()
+            self.rolling_timestamp_ms = self._first_batch_timestamp()
+        except LogCorrupt:
+            return False
+        return True
+
+    def _load_tail(self) -> None:
+        """Walk the batches after the last offset index entry (at most about one
+        index interval) to learn the next offset and their timestamps."""
+        last = self.offset_index.last_entry()
+        start = last[1] if last is not None else 0
+        self.next_offset = last[0] + 1 if last is not None else self.base_offset
+        self.max_timestamp_ms = NO_TIMESTAMP
+        self.offset_of_max_timestamp = -1
+        first = True
+        for position, header in self.headers(start):
+            if first and last is not None and header.last_offset != last[0]:
+                raise LogCorrupt(f"{self.log_path}: index entry does not match batch at {position}")
+            if not first and header.base_offset < self.next_offset:
+                raise LogCorrupt(f"{self.log_path}: offsets go backwards at {position}")
+            first = False
+            if header.max_timestamp > self.max_timestamp_ms:
+                self.max_timestamp_ms = header.max_timestamp
+                self.offset_of_max_timestamp = header.last_offset
+            self.next_offset = header.last_offset + 1
+        self._bytes_since_index_entry = self.size_bytes - start
+
+    def _merge_time_index_max(self) -> None:
+        last = self.time_index.last_entry()
+        if last is not None and last[0] >= self.max_timestamp_ms:
+            self.max_timestamp_ms, self.offset_of_max_timestamp = last
+
+    def _first_batch_timestamp(self) -> int | None:
+        if self.size_bytes == 0:
+            return None
+        for _, header in self.headers(0):
+            return header.max_timestamp
+        return None
+
+    # -- reading -----------------------------------------------------------
+
+    def headers(
+        self, position: int, end_position: int | None = None
+    ) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of consecutive batches from `position` (a batch
+        boundary) to the end of the file; raises LogCorrupt on a malformed one."""
+        end = self.size_bytes if end_position is None else end_position
+        chunk = b""
+        chunk_start = position
+        while position < end:
+            if position + BATCH_HEADER_SIZE > chunk_start + len(chunk):
+                chunk_bytes = max(BATCH_HEADER_SIZE, min(HEADER_SCAN_CHUNK_BYTES, end - position))
+                chunk, chunk_start = self._pread(chunk_bytes, position), position
+            try:
+                header = parse_batch_header(chunk, position - chunk_start)
+            except InvalidBatch as exc:
+                raise LogCorrupt(f"{self.log_path} at {position}: {exc}") from exc
+            if header.size > end - position:
+                raise LogCorrupt(f"{self.log_path} at {position}: batch overruns the segment")
+            yield position, header
+            position += header.size
+
+    def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """The first batch whose last offset is >= `offset`, or None."""
+        if offset >= self.next_offset:
+            return None
+        for position, header in self.headers(self.offset_index.lookup(offset)):
+            if header.last_offset >= offset:
+                return position, header
+        return None
+
+    def read(self, offset: int, bytes_max: int, end_offset: int) -> tuple[bytes, int] | None:
+        """Whole batches from the one holding `offset`, none reaching `end_offset`,
+        at most `bytes_max` bytes unless the first batch alone is larger.
+        Returns (bytes, next offset), or None when no batch here holds `offset`."""
+        found = self.find_batch(offset)
+        if found is None:
+            return None
+        start, first = found
+        if first.last_offset >= end_offset:
+            return b"", first.base_offset
+        end_limit = self.size_bytes
+        if end_offset < self.next_offset:
+            bound = self.find_batch(end_offset)
+            assert bound is not None
+            end_limit = bound[0]
+        limit = min(end_limit, start + max(bytes_max, first.size))
+        stop = self._last_boundary(start + first.size, limit)
+        data = self._pread(stop - start, start)
+        if len(data) != stop - start:
+            raise LogCorrupt(f"{self.log_path}: short read at {start}")
+        return data, self._offset_at(stop)
+
+    def _last_boundary(self, first_end: int, limit: int) -> int:
+        """The largest batch boundary <= `limit`, given one at `first_end` <= `limit`."""
+        boundary = max(first_end, self.offset_index.floor_position(limit))
+        for position, header in self.headers(boundary):
+            if position + header.size > limit:
+                break
+            boundary = position + header.size
+        return boundary
+
+    def _offset_at(self, position: int) -> int:
+        """The base offset of the batch at `position` (the next offset at the end)."""
+        if position >= self.size_bytes:
+            return self.next_offset
+        for _, header in self.headers(position):
+            return header.base_offset
+        raise AssertionError("unreachable")
+
+    def batches_from_timestamp(self, timestamp_ms: int) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of the batches whose max timestamp is >= `timestamp_ms`,
+        starting from the first (found through the time and offset indexes)."""
+        if self.max_timestamp_ms < timestamp_ms:
+            return
+        start = self.offset_index.lookup(self.time_index.lookup(timestamp_ms))
+        for position, header in self.headers(start):
+            if header.max_timestamp >= timestamp_ms:
+                yield position, header
+
+    def read_batch(self, position: int, header: BatchHeader) -> bytes:
+        return self._pread(header.size, position)
+
+    # -- truncation and removal ---------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch whose last offset is >= `offset`."""
+        found = self.find_batch(offset)
+        if found is None:
+            return
+        position, header = found
+        os.ftruncate(self.log_file.fd, position)
+        self.size_bytes = position
+        self.offset_index.truncate_to_position(position)
+        self.time_index.truncate_to_offset(header.base_offset)
+        self._load_tail()
+        self._merge_time_index_max()
+        if self.size_bytes == 0:
+            self.rolling_timestamp_ms = None
+
+    def close(self) -> None:
+        self.log_file.close()
+        self.offset_index.close()
+        self.time_index.close()
+
+    def delete(self) -> None:
+        """Close (deferred while a flush holds the files) and unlink all three files."""
+        self.close()
+        for suffix in SEGMENT_SUFFIXES:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.directory / segment_file_name(self.base_offset, suffix))
