@@ -16,8 +16,8 @@ import trio
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig, ConfigError, check_data_dir, load_config
 from weir.broker.http import serve_http
-from weir.controller.metadata import MetadataCorruptError
 from weir.broker.server import serve_kafka
+from weir.controller.metadata import MetadataCorruptError
 
 log = logging.getLogger("weir")
 
@@ -47,9 +47,23 @@ def main_serve(argv: Sequence[str]) -> int:
     except OSError as exc:
         print(f"weir serve: error: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    except BaseExceptionGroup as group:
+        os_error = _first_os_error(group)
+        if os_error is None:
+            raise
+        print(f"weir serve: error: {os_error.strerror or os_error}", file=sys.stderr)
+        return 1
     finally:
         lock.close()
     return 0
+
+
+def _first_os_error(group: BaseExceptionGroup) -> OSError | None:
+    """A listener that cannot bind surfaces as an OSError inside Trio's exception group."""
+    matched: BaseException | None = group.subgroup(OSError)
+    while isinstance(matched, BaseExceptionGroup):
+        matched = matched.exceptions[0] if matched.exceptions else None
+    return matched if isinstance(matched, OSError) else None
 
 
 def _lock_data_dir(data_dir: Path) -> IO[bytes]:
@@ -65,6 +79,7 @@ def _lock_data_dir(data_dir: Path) -> IO[bytes]:
 async def serve(config: BrokerConfig) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         broker = Broker(config)
+        started = False
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(serve_http, broker)
@@ -72,7 +87,7 @@ async def serve(config: BrokerConfig) -> None:
                 await nursery.start(broker.flusher.run)
                 await nursery.start(serve_kafka, broker)
                 nursery.start_soon(broker.run_retention)
-                broker.ready = True
+                broker.ready = started = True
                 log.info("weir broker %d ready, data in %s", config.node_id, config.data_dir)
                 async for signum in signals:
                     log.info("received %s, shutting down", signal.Signals(signum).name)
@@ -81,4 +96,5 @@ async def serve(config: BrokerConfig) -> None:
                 nursery.cancel_scope.cancel()
         finally:
             broker.close()
-            log.info("shutdown complete")
+            if started:
+                log.info("shutdown complete")

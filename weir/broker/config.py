@@ -9,7 +9,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 ENV_PREFIX = "WEIR_"
 
@@ -77,8 +77,15 @@ def parse_host_port(text: str, setting: str) -> HostPort:
     return HostPort(host.strip("[]"), port)
 
 
+class _FlagParser(argparse.ArgumentParser):
+    """Reports a bad flag as a ConfigError (one line), not usage text plus exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(message)
+
+
 def build_argument_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="weir serve", description="Run a Weir broker.")
+    parser = _FlagParser(prog="weir serve", description="Run a Weir broker.")
     parser.add_argument("--config", metavar="FILE", help="TOML settings file")
     parser.add_argument("--data-dir", metavar="DIR")
     parser.add_argument("--node-id", metavar="N")

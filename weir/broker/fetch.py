@@ -144,7 +144,8 @@ def _partition_error(
         "log_start_offset": replica.log.log_start_offset if replica else -1,
         "aborted_transactions": None,
         "preferred_read_replica": -1,
-        "records": None,
+        # Empty, not null: librdkafka rejects a null record set even beside an error.
+        "records": b"",
     }
 
 

@@ -23,7 +23,7 @@ async def serve_http(
     listen = broker.config.http_listen
     listeners = await trio.open_tcp_listeners(listen.port, host=listen.host)
     port = listeners[0].socket.getsockname()[1]
-    log.info("HTTP listener on %s:%d", listen.host, port)
+    log.debug("HTTP listener on %s:%d", listen.host, port)
     task_status.started(port)
     connection_slots = trio.CapacityLimiter(HTTP_CONNECTIONS_MAX)
     await trio.serve_listeners(

@@ -74,7 +74,7 @@ async def serve_kafka(
     listen = broker.config.kafka_listen
     listeners = await trio.open_tcp_listeners(listen.port, host=listen.host)
     port = listeners[0].socket.getsockname()[1]
-    log.info("Kafka listener on %s:%d", listen.host, port)
+    log.debug("Kafka listener on %s:%d", listen.host, port)
     task_status.started(port)
     await trio.serve_listeners(functools.partial(_serve_connection, broker), listeners)
 
