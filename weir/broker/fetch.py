@@ -14,7 +14,7 @@ import trio
 
 from weir.broker.broker import PartitionReplica
 from weir.broker.context import RequestContext
-from weir.log.errors import OffsetOutOfRange
+from weir.log.errors import LogError, OffsetOutOfRange
 from weir.wire.errors import ErrorCode
 
 # A consumer fetch; followers (replica_id >= 0) arrive with replication.
@@ -117,6 +117,8 @@ def _read_partition(
             )
         except OffsetOutOfRange:
             return _partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, replica), 0
+        except LogError as exc:
+            return _partition_error(index, exc.error_code, replica), 0
         records = result.records
         # KIP-74: only the first non-empty partition may exceed the byte limits.
         if not first and len(records) > bytes_max:

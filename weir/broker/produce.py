@@ -48,7 +48,9 @@ async def handle_produce(ctx: RequestContext, request: Any) -> dict[str, Any] | 
         return None
     if timed_out:
         for outcome in appended:
-            if not outcome.replica or outcome.replica.high_watermark < outcome.next_offset:
+            if outcome.error_code == ErrorCode.NONE and (
+                outcome.replica is None or outcome.replica.high_watermark < outcome.next_offset
+            ):
                 outcome.error_code = ErrorCode.REQUEST_TIMED_OUT
                 outcome.error_message = "the append was not durable within the timeout"
     return {
@@ -111,7 +113,13 @@ async def _wait_durable(broker: Broker, appended: list[PartitionOutcome]) -> boo
     with trio.move_on_after(timeout_s):
         for outcome in appended:
             assert outcome.replica is not None
-            await outcome.replica.log.wait_durable(outcome.next_offset)
+            try:
+                await outcome.replica.log.wait_durable(outcome.next_offset)
+            except LogError as exc:
+                # Deleted, truncated or failed fsync: never acknowledge it.
+                outcome.error_code = exc.error_code
+                outcome.error_message = str(exc)
+                continue
             outcome.replica.wake_fetchers()
         return True
     log.warning("produce: fsync did not complete within %.0f s", timeout_s)
