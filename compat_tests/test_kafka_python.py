@@ -390,11 +390,6 @@ def test_produce_with_acks_stores_every_message(
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: kafka-python 3 enables idempotence by default and needs InitProducerId, "
-    "which Weir does not implement yet (idempotent producers come with weir/txn)",
-)
 def test_default_producer_config_round_trips(
     broker: WeirProcess, admin: KafkaAdminClient, topic: str
 ) -> None:

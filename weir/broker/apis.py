@@ -18,6 +18,7 @@ import weir.broker.leader_epoch as leader_epoch
 import weir.broker.list_offsets as list_offsets
 import weir.broker.metadata as metadata
 import weir.broker.produce as produce
+import weir.broker.producer_ids as producer_ids
 from weir.broker.context import Handler
 from weir.wire.protocol import SUPPORTED_VERSIONS, ApiKey
 
@@ -36,6 +37,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: admin_configs.handle_incremental_alter_configs,
     ApiKey.DELETE_RECORDS: admin_records.handle_delete_records,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
+    ApiKey.INIT_PRODUCER_ID: producer_ids.handle_init_producer_id,
 }
 
 

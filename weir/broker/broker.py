@@ -18,6 +18,7 @@ from weir.log.config import LogConfig
 from weir.log.flusher import GroupFlusher
 from weir.log.manager import LogManager
 from weir.log.partition import PartitionLog
+from weir.txn.producer_ids import ProducerIdAllocator
 from weir.wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class Broker:
             node_id=config.node_id,
             defaults=TopicDefaults(partition_count=config.default_partition_count),
         )
+        self.producer_ids = ProducerIdAllocator(self.controller.allocate_producer_ids)
         self.flusher = GroupFlusher(fsync_enabled=not config.unsafe_skip_fsync)
         self.log_manager = LogManager(config.data_dir, self.flusher)
         self.partitions: dict[tuple[str, int], PartitionReplica] = {}

@@ -20,6 +20,8 @@ class Metrics:
     bytes_sent_total: int = 0
     produced_batches_total: int = 0
     produced_bytes_total: int = 0
+    produced_duplicate_batches_total: int = 0
+    producer_ids_allocated_total: int = 0
     gauges: dict[str, tuple[str, Callable[[], Iterable[GaugeSample]]]] = field(default_factory=dict)
 
     def register_gauge(
@@ -76,6 +78,18 @@ class Metrics:
                 "counter",
                 "Record batch bytes appended.",
                 self.produced_bytes_total,
+            ),
+            (
+                "weir_produced_duplicate_batches_total",
+                "counter",
+                "Idempotent producers' retries answered from the log, not appended again.",
+                self.produced_duplicate_batches_total,
+            ),
+            (
+                "weir_producer_ids_allocated_total",
+                "counter",
+                "Producer ids handed out by InitProducerId.",
+                self.producer_ids_allocated_total,
             ),
         ]
         for name, kind, help_text, value in scalars:

@@ -97,8 +97,11 @@ def _append(
         outcome.error_code = exc.error_code
         outcome.error_message = str(exc)
         return outcome
-    broker.metrics.produced_batches_total += 1
-    broker.metrics.produced_bytes_total += len(records)
+    if result.duplicate:
+        broker.metrics.produced_duplicate_batches_total += 1
+    else:
+        broker.metrics.produced_batches_total += 1
+        broker.metrics.produced_bytes_total += len(records)
     outcome.replica = replica
     outcome.base_offset = result.base_offset
     outcome.next_offset = result.last_offset + 1

@@ -49,6 +49,9 @@ def validate_topic_name(name: str) -> None:
         )
 
 
+PRODUCER_ID_MAX = 2**63 - 1
+
+
 class Controller:
     """Owns cluster metadata for one node (single-node: this node leads everything)."""
 
@@ -116,6 +119,17 @@ class Controller:
         self.metadata.topics[record.name] = record
         self._topics_by_id[record.topic_id] = record
         self._store.save(self.metadata)
+
+    def allocate_producer_ids(self, count: int) -> int:
+        """Reserve `count` producer ids, persisted before they are used; returns
+        the first. Ids are never handed out twice, across restarts too."""
+        assert count > 0
+        first = self.metadata.next_producer_id
+        if first + count > PRODUCER_ID_MAX:
+            raise ControllerError(ErrorCode.UNKNOWN_SERVER_ERROR, "producer ids are exhausted")
+        self.metadata.next_producer_id = first + count
+        self._store.save(self.metadata)
+        return first
 
     def remove_topic(self, name: str) -> TopicRecord:
         record = self._require(name)

@@ -66,6 +66,8 @@ class TopicRecord:
 class ClusterMetadata:
     cluster_id: str
     topics: dict[str, TopicRecord] = field(default_factory=dict)
+    # Producer ids below this were handed out (in blocks) and are never reused.
+    next_producer_id: int = 0
 
 
 class MetadataStore(Protocol):
@@ -95,7 +97,9 @@ class EmbeddedMetadataStore:
             doc = json.loads(self._path.read_text(encoding="utf-8"))
             topics = [TopicRecord.from_json(t) for t in doc["topics"]]
             return ClusterMetadata(
-                cluster_id=str(doc["cluster_id"]), topics={t.name: t for t in topics}
+                cluster_id=str(doc["cluster_id"]),
+                topics={t.name: t for t in topics},
+                next_producer_id=int(doc.get("next_producer_id", 0)),
             )
         except (ValueError, KeyError, TypeError, AssertionError) as exc:
             raise MetadataCorruptError(f"{self._path}: {exc}") from exc
@@ -105,6 +109,7 @@ class EmbeddedMetadataStore:
             "format_version": METADATA_FORMAT_VERSION,
             "cluster_id": metadata.cluster_id,
             "topics": [t.to_json() for t in metadata.topics.values()],
+            "next_producer_id": metadata.next_producer_id,
         }
         temp_path = self._path.with_suffix(".tmp")
         with open(temp_path, "w", encoding="utf-8") as f:

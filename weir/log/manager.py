@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 DELETED_SUFFIX = ".deleted"
 # Retention runs at least this often, so it is enforced within 30 s.
 RETENTION_CHECK_INTERVAL_MS = 10_000
+# Kafka's producer.id.expiration.ms: idempotent-producer state idle this long is dropped.
+PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 
 LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -127,6 +129,7 @@ class LogManager:
         for (topic, index), partition_log in self:
             try:
                 deleted += partition_log.enforce_retention(now_ms)
+                partition_log.expire_producers(now_ms, PRODUCER_ID_EXPIRATION_MS)
             except OSError:
                 log.exception("retention failed for %s-%d", topic, index)
         return deleted

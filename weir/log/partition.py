@@ -43,8 +43,9 @@ from __future__ import annotations
 import logging
 import os
 import random
+import time
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,13 +54,25 @@ import trio
 from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
 from weir.log.config import LogConfig
 from weir.log.epoch_cache import LeaderEpochCache
-from weir.log.errors import LogClosed, LogError, LogTruncated, OffsetOutOfRange
+from weir.log.errors import LogClosed, LogCorrupt, LogError, LogTruncated, OffsetOutOfRange
 from weir.log.flusher import FlushJob, GroupFlusher, SyncedFile
+from weir.log.producer_snapshots import (
+    delete_all_snapshots,
+    load_latest_snapshot,
+    write_snapshot,
+)
 from weir.log.segment import (
     NO_TIMESTAMP,
     AppendedBatch,
     Segment,
     parse_segment_file_name,
+)
+from weir.txn.producer_state import (
+    NO_PRODUCER_ID,
+    PendingBatch,
+    ProducerBatch,
+    ProducerStateError,
+    ProducerStateTable,
 )
 from weir.wire.errors import ErrorCode
 from weir.wire.record_batch import (
@@ -91,6 +104,7 @@ class AppendResult:
     last_offset: int
     log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
+    duplicate: bool = False  # a producer's retry of batches already in the log
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +156,7 @@ class PartitionLog:
         self._closed = False
         self._recovery_point = self.log_end_offset
         self._roll_jitter_ms = self._draw_roll_jitter_ms()
+        self.producer_state = ProducerStateTable()
         self._check_invariants()
 
     # -- opening -------------------------------------------------------------
@@ -167,6 +182,7 @@ class PartitionLog:
                 epoch_cache.clear()
         partition = cls(directory, config, flusher, segments, epoch_cache, log_start)
         partition._finish_recovery(loader, clean)
+        partition._load_producer_state()
         return partition
 
     def _finish_recovery(self, loader: _SegmentLoader, clean: bool) -> None:
@@ -216,6 +232,11 @@ class PartitionLog:
                 ErrorCode.RECORD_LIST_TOO_LARGE,
                 f"{len(view)} bytes of batches exceed segment.bytes {self.config.segment_bytes}",
             )
+        pending = self._check_producers(headers)
+        if isinstance(pending, ProducerBatch):
+            return AppendResult(
+                pending.first_offset, pending.last_offset, -1, self.log_start_offset, True
+            )
         base_offset = self.log_end_offset
         last_offset = base_offset + sum(h.last_offset_delta + 1 for _, h in headers) - 1
         data, batches = self._assign(view, headers, base_offset, leader_epoch, now_ms)
@@ -228,11 +249,55 @@ class PartitionLog:
             raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
         self.log_end_offset = last_offset + 1
         self._unsynced[segment.log_file] = None
+        self._commit_producers(pending, batches, base_offset, now_ms)
         self._after_write()
         if leader_epoch >= 0:
             self._assign_epoch(leader_epoch, base_offset)
         append_time_ms = now_ms if self.config.log_append_time else -1
         return AppendResult(base_offset, last_offset, append_time_ms, self.log_start_offset)
+
+    def _check_producers(
+        self, headers: list[tuple[int, BatchHeader]]
+    ) -> list[PendingBatch | None] | ProducerBatch:
+        """Sequence and epoch checks of idempotent batches (weir.txn.producer_state):
+        per batch a PendingBatch (None without a producer id), or the batch
+        already in the log when this is a producer's retry of it."""
+        pending: list[PendingBatch | None] = []
+        earlier: list[PendingBatch] = []
+        for _, header in headers:
+            if header.producer_id == NO_PRODUCER_ID or header.is_control:
+                pending.append(None)
+                continue
+            try:
+                checked = self.producer_state.check(
+                    header.producer_id, header.producer_epoch, header.base_sequence,
+                    header.last_offset_delta, earlier,
+                )  # fmt: skip
+            except ProducerStateError as exc:
+                raise LogError(exc.error_code, str(exc)) from exc
+            if isinstance(checked, ProducerBatch):
+                if len(headers) > 1:
+                    raise LogError(
+                        ErrorCode.DUPLICATE_SEQUENCE_NUMBER,
+                        "a retried batch arrived together with other batches",
+                    )
+                return checked
+            pending.append(checked)
+            earlier.append(checked)
+        return pending
+
+    def _commit_producers(
+        self,
+        pending: list[PendingBatch | None],
+        batches: list[AppendedBatch],
+        base_offset: int,
+        now_ms: int,
+    ) -> None:
+        first_offset = base_offset
+        for checked, batch in zip(pending, batches, strict=True):
+            if checked is not None:
+                self.producer_state.commit(checked, first_offset, batch.last_offset, now_ms)
+            first_offset = batch.last_offset + 1
 
     def _assign_epoch(self, leader_epoch: int, base_offset: int) -> None:
         latest = self.epoch_cache.latest_epoch
@@ -382,6 +447,7 @@ class PartitionLog:
         segment = Segment(self.directory, self.log_end_offset, self.config.segment_index_bytes)
         self._segments.append(segment)
         self._directory_unsynced = True
+        self._write_producer_snapshot()
         self._roll_jitter_ms = self._draw_roll_jitter_ms()
         # Segments wholly below this point are fsynced with their final indexes.
         self._write_recovery_point(min(self._fsynced_end_offset, self._sealed_synced_below))
@@ -630,6 +696,7 @@ class PartitionLog:
         self._sealed_synced_below = min(self._sealed_synced_below, self._segments[-1].base_offset)
         self.epoch_cache.truncate_from_end(self.log_end_offset)
         self._write_recovery_point(min(self._recovery_point, self.log_end_offset))
+        self._load_producer_state()
         self._fail_waiters(LogTruncated, offset_above=self.log_end_offset)
         self.flush()
         self._check_invariants()
@@ -645,6 +712,8 @@ class PartitionLog:
         self._fsynced_end_offset = offset
         self._sealed_synced_below = offset
         self.epoch_cache.clear()
+        self.producer_state.clear()
+        delete_all_snapshots(self.directory)
         write_checkpoint(self.directory / LOG_START_CHECKPOINT_FILE_NAME, [[offset]])
 
     def delete_records_before(self, offset: int) -> int:
@@ -734,6 +803,48 @@ class PartitionLog:
             self._unsynced.pop(synced, None)
         segment.delete()
 
+    # -- producer state ------------------------------------------------------
+
+    def _load_producer_state(self) -> None:
+        """Rebuild the idempotent-producer table: the newest snapshot at or below
+        the log end, then the headers of every batch after it."""
+        snapshot_offset, table = load_latest_snapshot(self.directory, self.log_end_offset)
+        replay_ms = time.time_ns() // 1_000_000
+        start = max(snapshot_offset, self._segments[0].base_offset)
+        try:
+            for header in self._headers_from(start):
+                if not header.is_control:
+                    table.replay(
+                        header.producer_id, header.producer_epoch, header.base_sequence,
+                        header.base_offset, header.last_offset, replay_ms,
+                    )  # fmt: skip
+        except (LogCorrupt, OSError) as exc:
+            log.warning("%s: producer state rebuilt only up to a bad batch: %s",
+                        self.directory.name, exc)  # fmt: skip
+        self.producer_state = table
+
+    def _headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        for segment in self._segments[self._segment_index(offset) :]:
+            if segment.base_offset >= offset:
+                position = 0
+            else:
+                found = segment.find_batch(offset)
+                if found is None:
+                    continue
+                position = found[0]
+            for _, header in segment.headers(position):
+                yield header
+
+    def _write_producer_snapshot(self) -> None:
+        try:
+            write_snapshot(self.directory, self.producer_state, self.log_end_offset)
+        except OSError as exc:  # only costs a longer scan at the next open
+            log.warning("%s: producer snapshot not written: %s", self.directory.name, exc)
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget idempotent producers idle for longer than `expiration_ms`."""
+        return self.producer_state.expire(now_ms, expiration_ms)
+
     # -- closing -------------------------------------------------------------
 
     def close(self) -> None:
@@ -745,6 +856,7 @@ class PartitionLog:
                 self._unsynced.update(dict.fromkeys(self._segments[-1].files))
                 self.flush()
                 self._write_recovery_point(self.log_end_offset)
+                self._write_producer_snapshot()
                 _write_clean_shutdown_marker(self.directory)
         finally:
             self._closed = True

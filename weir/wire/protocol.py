@@ -32,6 +32,7 @@ from weir.wire.apis.metadata import METADATA
 from weir.wire.apis.produce import PRODUCE
 from weir.wire.apis.records import DELETE_RECORDS
 from weir.wire.apis.topics import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
+from weir.wire.apis.transactions import INIT_PRODUCER_ID
 from weir.wire.primitives import (
     ChunkWriter,
     DecodeError,
@@ -78,6 +79,7 @@ APIS: dict[int, Api] = {
         INCREMENTAL_ALTER_CONFIGS,
         API_VERSIONS,
         DESCRIBE_CLUSTER,
+        INIT_PRODUCER_ID,
     )
 }
 

@@ -1,0 +1,44 @@
+"""InitProducerId v0–v4: producer ids for idempotent producers.
+
+A producer without a transactional id gets a fresh producer id with epoch 0,
+also when it names its previous id and epoch (v3+, KIP-360): that is what
+Kafka does for non-transactional producers, which then restart their
+sequences. Transactions are not implemented yet, so a transactional id is
+refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error for every
+client (a retriable one would make them retry forever).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from weir.broker.context import RequestContext
+from weir.controller.controller import ControllerError
+from weir.wire.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+async def handle_init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    transactional_id = request.transactional_id
+    if transactional_id is not None:
+        log.warning("refused InitProducerId for transactional id %r: transactions are "
+                    "not supported yet", transactional_id)  # fmt: skip
+        return _response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    try:
+        producer_id = ctx.broker.producer_ids.next_producer_id()
+    except (ControllerError, OSError) as exc:
+        log.error("InitProducerId: no producer id: %s", exc)
+        return _response(ErrorCode.UNKNOWN_SERVER_ERROR)
+    ctx.broker.metrics.producer_ids_allocated_total += 1
+    return _response(ErrorCode.NONE, producer_id, 0)
+
+
+def _response(error: ErrorCode, producer_id: int = -1, producer_epoch: int = -1) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": error,
+        "producer_id": producer_id,
+        "producer_epoch": producer_epoch,
+    }
