@@ -11,7 +11,7 @@ import trio
 
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
-from weir.broker.context import Handler, RequestContext
+from weir.broker.context import Handler, RequestContext, resolve
 from weir.broker.produce import handle_produce
 from weir.broker.producer_ids import handle_init_producer_id
 from weir.wire.errors import ErrorCode
@@ -31,7 +31,9 @@ async def call(
 ) -> Any:
     frame = memoryview(encode_request(api_key, version, 7, "idempotence-test", body))[4:]
     header = parse_request_header(frame)
-    response = await handler(RequestContext(header, broker), decode_request(header, frame))
+    response = await resolve(
+        await handler(RequestContext(header, broker), decode_request(header, frame))
+    )
     assert response is not None
     encoded = encode_response(api_key, version, header.correlation_id, response)
     return decode_response(api_key, version, memoryview(encoded)[4:])[1]

@@ -24,5 +24,26 @@ class RequestContext:
         return wall_clock_ms()
 
 
-# A handler returns the response body, or None when no response is sent (acks=0).
-Handler = Callable[[RequestContext, Any], Awaitable[dict[str, Any] | None]]
+Body = dict[str, Any] | None  # None: no response is sent (acks=0)
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A response that waits for something (durability, new records). The
+    handler did the immediate work; the connection's writer awaits `finish`
+    when this response's turn comes, so responses still leave in request order
+    and no task is spawned per request."""
+
+    finish: Callable[[], Awaitable[Body]]
+
+
+# Handlers run on the connection's reader and must not block: anything that
+# waits goes into a Deferred.
+Handler = Callable[[RequestContext, Any], Awaitable[Body | Deferred]]
+
+
+async def resolve(answer: Body | Deferred) -> Body:
+    """The final body of a handler's answer (tests and callers outside the server)."""
+    if isinstance(answer, Deferred):
+        return await answer.finish()
+    return answer

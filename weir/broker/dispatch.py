@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from weir.broker.apis import HANDLERS, supported_api_versions
 from weir.broker.broker import Broker
-from weir.broker.context import RequestContext
+from weir.broker.context import Body, Deferred, RequestContext
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
@@ -24,8 +25,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RequestOutcome:
+    """A request's encoded response, or a decision to close, or `pending`: the
+    rest of the work, awaited by the connection's writer in request order."""
+
     response: bytes | None
     close_connection: bool = False
+    pending: Callable[[], Awaitable[RequestOutcome]] | None = None
 
 
 CLOSE = RequestOutcome(response=None, close_connection=True)
@@ -69,10 +74,26 @@ async def _handle(broker: Broker, header: RequestHeader, frame: memoryview) -> R
         log.debug("closing connection: malformed %s request: %s", _api_name(header.api_key), exc)
         return CLOSE
     try:
-        body = await handler(RequestContext(header, broker), request)
+        answer = await handler(RequestContext(header, broker), request)
     except Exception:
         log.exception("handler for %s failed", _api_name(header.api_key))
         return CLOSE
+    if isinstance(answer, Deferred):
+        return RequestOutcome(None, pending=lambda: _finish(broker, header, answer))
+    return _encode(header, answer)
+
+
+async def _finish(broker: Broker, header: RequestHeader, deferred: Deferred) -> RequestOutcome:
+    try:
+        body = await deferred.finish()
+    except Exception:
+        log.exception("handler for %s failed", _api_name(header.api_key))
+        broker.metrics.request_errors_total[_api_name(header.api_key)] += 1
+        return CLOSE
+    return _encode(header, body)
+
+
+def _encode(header: RequestHeader, body: Body) -> RequestOutcome:
     if body is None:
         return NO_RESPONSE
     return RequestOutcome(

@@ -13,7 +13,7 @@ from typing import Any
 import trio
 
 from weir.broker.broker import PartitionReplica
-from weir.broker.context import RequestContext
+from weir.broker.context import Deferred, RequestContext
 from weir.log.errors import LogError, OffsetOutOfRange
 from weir.wire.errors import ErrorCode
 
@@ -32,7 +32,7 @@ class FetchPlan:
     waiters: list[trio.Event] = field(default_factory=list)
 
 
-async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
     broker = ctx.broker
     limits = broker.config.limits
     session_error = _check_session(request)
@@ -56,11 +56,22 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     wait_s = min(max(request.max_wait_ms, 0), limits.fetch_wait_ms_max) / 1000
     deadline = trio.current_time() + wait_s
     min_bytes = max(request.min_bytes, 1)
-    while True:
-        responses, total_bytes, has_error = _read_all(plan)
-        if total_bytes >= min_bytes or has_error or trio.current_time() >= deadline:
-            break
-        await _wait_for_data(plan, deadline)
+    responses, total_bytes, has_error = _read_all(plan)
+    if total_bytes >= min_bytes or has_error or wait_s <= 0:
+        return _fetch_response(responses)
+
+    async def finish() -> dict[str, Any]:
+        # Records may have arrived while earlier responses were being sent.
+        while True:
+            responses, total_bytes, has_error = _read_all(plan)
+            if total_bytes >= min_bytes or has_error or trio.current_time() >= deadline:
+                return _fetch_response(responses)
+            await _wait_for_data(plan, deadline)
+
+    return Deferred(finish)
+
+
+def _fetch_response(responses: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,

@@ -9,7 +9,7 @@ from typing import Any
 import trio
 
 from weir.broker.broker import Broker, PartitionReplica
-from weir.broker.context import RequestContext
+from weir.broker.context import Deferred, RequestContext
 from weir.log.errors import LogError
 from weir.wire.errors import ErrorCode
 
@@ -32,34 +32,45 @@ class PartitionOutcome:
     next_offset: int = 0
 
 
-async def handle_produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
+async def handle_produce(ctx: RequestContext, request: Any) -> Deferred:
+    """Appends now, on the reader; the Deferred waits for durability and answers."""
     broker = ctx.broker
     acks = request.acks
     results: list[tuple[str, list[PartitionOutcome]]] = []
+    now_ms = ctx.now_ms()
+    transactional_id = request.get("transactional_id")
     for topic in request.topic_data:
         outcomes = [
-            _append(broker, topic.name, part, acks, request.get("transactional_id"), ctx.now_ms())
+            _append(broker, topic.name, part, acks, transactional_id, now_ms)
             for part in topic.partition_data
         ]
         results.append((topic.name, outcomes))
-    appended = [o for _, outcomes in results for o in outcomes if o.replica is not None]
-    timed_out = not await _wait_durable(broker, appended)
-    if acks == 0:
-        return None
-    if timed_out:
-        for outcome in appended:
-            if outcome.error_code == ErrorCode.NONE and (
-                outcome.replica is None or outcome.replica.high_watermark < outcome.next_offset
-            ):
-                outcome.error_code = ErrorCode.REQUEST_TIMED_OUT
-                outcome.error_message = "the append was not durable within the timeout"
-    return {
-        "responses": [
-            {"name": name, "partition_responses": [_partition_response(o) for o in outcomes]}
-            for name, outcomes in results
-        ],
-        "throttle_time_ms": 0,
-    }
+
+    async def finish() -> dict[str, Any] | None:
+        appended = [o for _, outcomes in results for o in outcomes if o.replica is not None]
+        timed_out = not await _wait_durable(broker, appended)
+        if acks == 0:
+            return None
+        if timed_out:
+            _mark_timed_out(appended)
+        return {
+            "responses": [
+                {"name": name, "partition_responses": [_partition_response(o) for o in outcomes]}
+                for name, outcomes in results
+            ],
+            "throttle_time_ms": 0,
+        }
+
+    return Deferred(finish)
+
+
+def _mark_timed_out(appended: list[PartitionOutcome]) -> None:
+    for outcome in appended:
+        if outcome.error_code == ErrorCode.NONE and (
+            outcome.replica is None or outcome.replica.high_watermark < outcome.next_offset
+        ):
+            outcome.error_code = ErrorCode.REQUEST_TIMED_OUT
+            outcome.error_message = "the append was not durable within the timeout"
 
 
 def _append(

@@ -1,9 +1,11 @@
 """Kafka listener: framing, per-connection pipelining and limits.
 
-Each connection has one reader (frames in), one writer (responses out, in request
-order) and one task per request in flight. The reader stops reading once
-`requests_in_flight_per_connection_max` requests wait for their responses, so a
-pipelining client is slowed down, not buffered without bound.
+Each connection has two tasks. The reader takes frames in order and runs each
+request's handler at once (handlers never block); a handler that must wait
+(produce durability, fetch long-poll) returns a pending outcome. The writer
+sends responses in request order, awaiting pending ones in turn. The reader
+stops reading once `requests_in_flight_per_connection_max` responses wait to be
+sent, so a pipelining client is slowed down, not buffered without bound.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import functools
 import logging
 import struct
-from dataclasses import dataclass, field
 
 import trio
 
@@ -24,18 +25,12 @@ FRAME_SIZE_PREFIX = struct.Struct(">i")
 # api_key int16 + api_version int16 + correlation_id int32 + client_id length int16
 REQUEST_HEADER_BYTES_MIN = 10
 RECEIVE_CHUNK_BYTES = 256 * 1024
+# Ready responses are joined into one send up to this size.
+SEND_BATCH_BYTES_MAX = 1024 * 1024
 
 
 class ConnectionClosedError(Exception):
     """The peer closed, broke the framing rules, or timed out."""
-
-
-@dataclass(eq=False)
-class ResponseSlot:
-    """Where a request's task leaves its response for the writer."""
-
-    done: trio.Event = field(default_factory=trio.Event)
-    outcome: RequestOutcome | None = None
 
 
 class FrameReader:
@@ -59,10 +54,26 @@ class FrameReader:
 
     async def read_frame(self) -> memoryview:
         await self._fill(4)
+        size = self._checked_size()
+        await self._fill(4 + size)
+        return self._take(size)
+
+    def buffered_frame(self) -> memoryview | None:
+        """The next frame if it is wholly buffered already (no await), else None."""
+        if len(self._buffer) < 4:
+            return None
+        size = self._checked_size()
+        if len(self._buffer) < 4 + size:
+            return None
+        return self._take(size)
+
+    def _checked_size(self) -> int:
         (size,) = FRAME_SIZE_PREFIX.unpack_from(self._buffer)
         if size < REQUEST_HEADER_BYTES_MIN or size > self._frame_bytes_max:
             raise ConnectionClosedError(f"frame size {size} outside [10, {self._frame_bytes_max}]")
-        await self._fill(4 + size)
+        return int(size)
+
+    def _take(self, size: int) -> memoryview:
         frame = bytes(self._buffer[4 : 4 + size])
         del self._buffer[: 4 + size]
         return memoryview(frame)
@@ -106,61 +117,99 @@ STREAM_ERRORS = (
 
 async def _run_connection(broker: Broker, stream: trio.abc.Stream) -> None:
     limits = broker.config.limits
-    send_slots, receive_slots = trio.open_memory_channel[ResponseSlot](
+    send_outcomes, receive_outcomes = trio.open_memory_channel[RequestOutcome](
         limits.requests_in_flight_per_connection_max
     )
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_write_responses, broker, stream, receive_slots, nursery.cancel_scope)
+        nursery.start_soon(_write_responses, broker, stream, receive_outcomes, nursery.cancel_scope)
         try:
-            async with send_slots:
-                await _read_requests(broker, stream, send_slots, nursery)
+            async with send_outcomes:
+                await _read_requests(broker, stream, send_outcomes)
         except STREAM_ERRORS as exc:
             log.debug("connection closed while reading: %r", exc)
         nursery.cancel_scope.cancel()
 
 
 async def _read_requests(
-    broker: Broker,
-    stream: trio.abc.Stream,
-    send_slots: trio.MemorySendChannel[ResponseSlot],
-    nursery: trio.Nursery,
+    broker: Broker, stream: trio.abc.Stream, send_outcomes: trio.MemorySendChannel[RequestOutcome]
 ) -> None:
+    """Handle each frame as it arrives, in order. Handlers never block (what
+    waits is a pending outcome for the writer), so the next frame is read at
+    once; the bounded channel stops reading when too many responses wait."""
     limits = broker.config.limits
     reader = FrameReader(stream, limits.frame_bytes_max)
     while True:
-        with trio.fail_after(limits.connection_idle_timeout_ms / 1000):
-            await reader.wait_for_frame_start()
-        with trio.fail_after(limits.request_receive_timeout_ms / 1000):
-            frame = await reader.read_frame()
+        frame = reader.buffered_frame()
+        if frame is None:
+            with trio.fail_after(limits.connection_idle_timeout_ms / 1000):
+                await reader.wait_for_frame_start()
+            with trio.fail_after(limits.request_receive_timeout_ms / 1000):
+                frame = await reader.read_frame()
         broker.metrics.bytes_received_total += len(frame) + 4
-        slot = ResponseSlot()
-        await send_slots.send(slot)
-        nursery.start_soon(_run_request, broker, frame, slot)
-
-
-async def _run_request(broker: Broker, frame: memoryview, slot: ResponseSlot) -> None:
-    try:
-        slot.outcome = await handle_frame(broker, frame)
-    finally:
-        slot.done.set()
+        outcome = await handle_frame(broker, frame)
+        await send_outcomes.send(outcome)
+        if outcome.close_connection:
+            return
 
 
 async def _write_responses(
     broker: Broker,
     stream: trio.abc.Stream,
-    slots: trio.MemoryReceiveChannel[ResponseSlot],
+    outcomes: trio.MemoryReceiveChannel[RequestOutcome],
     connection_scope: trio.CancelScope,
 ) -> None:
+    """Send responses in request order, awaiting pending ones in turn. Ready
+    responses queued behind each other go out in one send (up to
+    SEND_BATCH_BYTES_MAX), which saves a system call per response."""
+    carried: RequestOutcome | None = None
     try:
-        async with slots:
-            async for slot in slots:
-                await slot.done.wait()
-                outcome = slot.outcome
-                if outcome is None or outcome.close_connection:
+        async with outcomes:
+            while True:
+                outcome = carried if carried is not None else await _next_outcome(outcomes)
+                if outcome is None:
                     break
-                if outcome.response is not None:
-                    await stream.send_all(outcome.response)
-                    broker.metrics.bytes_sent_total += len(outcome.response)
+                if outcome.pending is not None:
+                    outcome = await outcome.pending()
+                if outcome.close_connection:
+                    break
+                batch = [outcome.response] if outcome.response is not None else []
+                carried, closing = _take_ready(outcomes, batch)
+                if batch:
+                    data = batch[0] if len(batch) == 1 else b"".join(batch)
+                    await stream.send_all(data)
+                    broker.metrics.bytes_sent_total += len(data)
+                if closing:
+                    break
     except STREAM_ERRORS as exc:
         log.debug("connection closed while writing: %r", exc)
     connection_scope.cancel()
+
+
+async def _next_outcome(
+    outcomes: trio.MemoryReceiveChannel[RequestOutcome],
+) -> RequestOutcome | None:
+    try:
+        return await outcomes.receive()
+    except trio.EndOfChannel:
+        return None
+
+
+def _take_ready(
+    outcomes: trio.MemoryReceiveChannel[RequestOutcome], batch: list[bytes]
+) -> tuple[RequestOutcome | None, bool]:
+    """Append to `batch` the responses already queued that need no waiting.
+    Returns (a pending outcome to handle next, whether to close after `batch`)."""
+    batch_bytes = sum(len(response) for response in batch)
+    while batch_bytes < SEND_BATCH_BYTES_MAX:
+        try:
+            outcome = outcomes.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return None, False
+        if outcome.pending is not None:
+            return outcome, False
+        if outcome.close_connection:
+            return None, True
+        if outcome.response is not None:
+            batch.append(outcome.response)
+            batch_bytes += len(outcome.response)
+    return None, False
