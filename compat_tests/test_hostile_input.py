@@ -330,6 +330,22 @@ def test_huge_array_count_in_metadata_request_is_rejected_without_allocation(
     assert_serves_api_versions(broker)
 
 
+def test_millions_of_tiny_array_elements_close_the_connection_without_memory_growth(
+    broker: WeirProcess,
+) -> None:
+    """Every promised element is really sent (2 bytes each, 8 MiB in all): byte
+    checks pass, and only the per-frame element budget stops 4 million objects."""
+    count = 4_000_000
+    header = request_header(METADATA, 1, 78, flexible=False)
+    payload = frame(header + struct.pack(">i", count) + struct.pack(">h", 0) * count)
+    rss_before = broker.rss_bytes()
+    with connect(broker) as sock:
+        sock.sendall(payload)
+        assert closed_by_peer(sock), "a Metadata request with 4M topic names was not refused"
+    assert broker.rss_bytes() - rss_before < RSS_GROWTH_MAX_BYTES
+    assert_serves_api_versions(broker)
+
+
 def test_many_idle_connections_do_not_stop_service_or_grow_memory(broker: WeirProcess) -> None:
     rss_before = broker.rss_bytes()
     idle: list[socket.socket] = []

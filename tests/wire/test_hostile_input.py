@@ -238,3 +238,21 @@ def test_corrupted_valid_frames_raise_only_decode_error(api_key: int, version: i
             corrupted[rng.randrange(len(corrupted))] = rng.choice([0x00, 0xFF, 0x7F, 0x80])
         with contextlib.suppress(DecodeError):
             _decode_frame(bytes(corrupted))
+
+
+def test_many_tiny_array_elements_are_refused_before_becoming_objects() -> None:
+    """Every element fits in the frame, but a million 2-byte topic names would be a
+    million Python objects: the per-frame element budget refuses them."""
+    count = 1_000_000
+    body = struct.pack(">i", count) + struct.pack(">h", 0) * count  # Metadata v1: topic names
+    started = time.perf_counter()
+    with pytest.raises(DecodeError, match="array elements"):
+        decode_request(_header(ApiKey.METADATA, 1), memoryview(body))
+    assert time.perf_counter() - started < 0.5
+
+
+def test_element_budget_spans_every_array_of_the_frame() -> None:
+    view = memoryview(struct.pack(">i", 3) + struct.pack(">h", 0) * 3)
+    stream = FrameIO(view, elements_max=2)
+    with pytest.raises(DecodeError, match="array elements"):
+        APIS[ApiKey.METADATA].request.compiled_for(1).parse_stream(stream)

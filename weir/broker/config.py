@@ -39,8 +39,6 @@ class Limits:
     fetch_wait_ms_max: int = 30_000
     fetch_response_bytes_max: int = 64 * 1024 * 1024
     produce_timeout_ms_max: int = 60_000
-    topics_per_request_max: int = 10_000
-    decompressed_batch_bytes_max: int = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)

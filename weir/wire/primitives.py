@@ -70,6 +70,13 @@ class EncodeError(ValueError):
     """A value that cannot be encoded in the requested type or version."""
 
 
+# Array elements one frame may decode into. Byte checks alone would let a 100 MiB
+# frame of 2-byte strings become 50 million Python objects (gigabytes); real
+# requests (a follower fetching every partition, a big group's offset commit)
+# stay far below this.
+DECODE_ELEMENTS_MAX = 200_000
+
+
 class FrameIO(io.BytesIO):
     """A parse stream over one frame: knows its end and keeps a view for zero-copy slices.
 
@@ -77,13 +84,20 @@ class FrameIO(io.BytesIO):
     without copying; any other buffer is copied once into the stream, while
     `records` slices still come from the caller's buffer."""
 
-    def __init__(self, frame: bytes | bytearray | memoryview, start: int = 0) -> None:
+    def __init__(
+        self,
+        frame: bytes | bytearray | memoryview,
+        start: int = 0,
+        elements_max: int = DECODE_ELEMENTS_MAX,
+    ) -> None:
         view = memoryview(frame)
         if view.format != "B" or view.ndim != 1:
             view = view.cast("B")
         super().__init__(_shared_bytes(view) or view)
         self.view = view
         self.end = len(view)
+        # Array elements this frame may still decode into Python objects.
+        self.elements_left = elements_max
         self.seek(start)
 
     def remaining(self) -> int:
@@ -302,6 +316,10 @@ def _checked_count(stream: FrameIO, count: int, element_bytes_min: int, nullable
             return -1
         raise DecodeError(f"invalid array count {count}")
     check_remaining(stream, count * max(1, element_bytes_min), f"array of {count} elements")
+    if isinstance(stream, FrameIO):
+        stream.elements_left -= count
+        if stream.elements_left < 0:
+            raise DecodeError(f"more than {DECODE_ELEMENTS_MAX} array elements in one frame")
     return count
 
 
