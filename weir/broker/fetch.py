@@ -116,6 +116,9 @@ def _read_partition(
         return _partition_error(index, epoch_error, replica), 0
     high_watermark = replica.high_watermark
     fetch_offset = request_part.fetch_offset
+    diverging = _diverging_epoch(replica, request_part.get("last_fetched_epoch", -1), fetch_offset)
+    if diverging is not None:
+        return _diverging_response(index, replica, diverging), 0
     records: bytes | memoryview = b""
     bytes_max = min(request_part.partition_max_bytes, bytes_left)
     log_start_offset = replica.log.log_start_offset
@@ -144,6 +147,29 @@ def _read_partition(
         "preferred_read_replica": -1,
         "records": records,
     }, len(records)
+
+
+def _diverging_epoch(
+    replica: PartitionReplica, last_fetched_epoch: int, fetch_offset: int
+) -> tuple[int, int] | None:
+    """KIP-595/KIP-320 (Fetch v12+): a fetcher whose last fetched epoch ends
+    before its fetch offset here, or is unknown here, has diverged from this
+    log; it is told (epoch, end offset) to truncate to instead of records."""
+    if last_fetched_epoch < 0:
+        return None
+    epoch, end_offset = replica.log.end_offset_for_epoch(last_fetched_epoch)
+    if end_offset < fetch_offset or epoch < last_fetched_epoch:
+        return epoch, end_offset
+    return None
+
+
+def _diverging_response(
+    index: int, replica: PartitionReplica, diverging: tuple[int, int]
+) -> dict[str, Any]:
+    response = _partition_error(index, ErrorCode.NONE, replica)
+    response["aborted_transactions"] = []
+    response["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
+    return response
 
 
 def _partition_error(
