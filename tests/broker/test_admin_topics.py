@@ -17,7 +17,7 @@ from weir.broker.admin_topics import (
     handle_create_topics,
     handle_delete_topics,
 )
-from weir.broker.broker import Broker
+from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.broker_configs import ConfigSource
 from weir.broker.config import BrokerConfig
 from weir.broker.context import Handler, RequestContext
@@ -32,6 +32,7 @@ from weir.wire.protocol import (
     encode_response,
     parse_request_header,
 )
+from weir.wire.record_batch import build_batch
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -501,3 +502,23 @@ async def test_create_partitions_duplicate_topic_is_refused(broker: Broker) -> N
     ]
     record = broker.controller.topic("t")
     assert record is not None and record.partition_count == 1
+
+
+def test_recreated_topic_does_not_resurrect_data_a_crash_left_behind(tmp_path: Path) -> None:
+    """Deletion updates the metadata, then removes the files; a crash between the
+    two leaves the directory. A topic created later with that name starts empty."""
+    broker = Broker(BrokerConfig(data_dir=tmp_path))
+    broker.open_logs()
+    broker.create_topic(broker.controller.plan_topic("t", 1, 1))
+    replica = broker.partition("t", 0)
+    assert replica is not None
+    replica.log.append(build_batch([(b"k", b"old", [])]), leader_epoch=0, now_ms=wall_clock_ms())
+    broker.controller.remove_topic("t")  # the crash comes before the files go
+    broker.close()
+
+    restarted = Broker(BrokerConfig(data_dir=tmp_path))
+    restarted.open_logs()
+    restarted.create_topic(restarted.controller.plan_topic("t", 1, 1))
+    recreated = restarted.partition("t", 0)
+    assert recreated is not None and recreated.log.log_end_offset == 0
+    restarted.close()

@@ -89,15 +89,8 @@ class Broker:
         self.log_manager.close_all()
 
     async def run_retention(self) -> None:
-        interval_s = self.config.retention_check_interval_ms / 1000
-        while True:
-            await trio.sleep(interval_s)
-            now_ms = wall_clock_ms()
-            for replica in list(self.partitions.values()):
-                try:
-                    replica.log.enforce_retention(now_ms)
-                except OSError:
-                    log.exception("retention failed for %s-%d", replica.topic.name, replica.index)
+        """Retention and producer-state expiry on every log, every interval."""
+        await self.log_manager.run_retention(self.config.retention_check_interval_ms)
 
     # -- topics ----------------------------------------------------------
 
@@ -112,7 +105,7 @@ class Broker:
         self.controller.add_topic(record)
         config = self.log_config(record)
         for index in range(record.partition_count):
-            self._attach(record, index, config)
+            self._attach(record, index, config, fresh=True)
 
     def auto_create_topic(self, name: str) -> TopicRecord | None:
         """Create a topic with defaults when auto-creation is on; None when not allowed."""
@@ -138,7 +131,7 @@ class Broker:
         self.controller.increase_partitions(name, count)
         config = self.log_config(record)
         for index in range(old_count, count):
-            self._attach(record, index, config)
+            self._attach(record, index, config, fresh=True)
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.controller.set_topic_configs(name, configs)
@@ -150,7 +143,20 @@ class Broker:
             if replica is not None:
                 replica.log.config = config
 
-    def _attach(self, topic: TopicRecord, index: int, config: LogConfig) -> None:
+    def _attach(
+        self, topic: TopicRecord, index: int, config: LogConfig, *, fresh: bool = False
+    ) -> None:
+        """Open the partition's log. `fresh`: the partition is new, so a directory
+        already there is left from a deletion a crash interrupted (metadata
+        updated, files not yet removed) and must not come back to life."""
+        stale = (
+            fresh
+            and self.log_manager.get(topic.name, index) is None
+            and self.log_manager.directory_of(topic.name, index).exists()
+        )
+        if stale:
+            log.warning("removing stale data of a deleted %s-%d", topic.name, index)
+            self.log_manager.delete(topic.name, index)
         partition_log = self.log_manager.open(topic.name, index, config)
         self.partitions[(topic.name, index)] = PartitionReplica(topic, index, partition_log)
 

@@ -164,8 +164,8 @@ class PartitionLog:
     @classmethod
     def open(cls, directory: Path, config: LogConfig, flusher: GroupFlusher) -> PartitionLog:
         """Open (creating if needed) and recover the log in `directory`."""
-        _ensure_directory(directory)
-        clean = _consume_clean_shutdown_marker(directory)
+        created = _ensure_directory(directory)
+        clean = _consume_clean_shutdown_marker(directory) or created
         _remove_stray_files(directory)
         epoch_cache = LeaderEpochCache(directory)
         recovery_point = _read_single(directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME, 0)
@@ -181,11 +181,11 @@ class PartitionLog:
             if epoch_cache.entries:
                 epoch_cache.clear()
         partition = cls(directory, config, flusher, segments, epoch_cache, log_start)
-        partition._finish_recovery(loader, clean)
+        partition._finish_recovery(loader, clean, created)
         partition._load_producer_state()
         return partition
 
-    def _finish_recovery(self, loader: _SegmentLoader, clean: bool) -> None:
+    def _finish_recovery(self, loader: _SegmentLoader, clean: bool, created: bool) -> None:
         self.epoch_cache.truncate_from_end(self.log_end_offset)
         changed = False
         for epoch, start_offset in loader.epoch_starts:
@@ -206,6 +206,9 @@ class PartitionLog:
         self._recovery_point = loader.recovery_point
         if not clean:
             self._write_recovery_point(self.log_end_offset)
+        if created:
+            log.info("created %s", self.directory.name)
+            return
         log.info(
             "opened %s: offsets %d..%d, %d segments, %s shutdown, %d bytes truncated",
             self.directory.name, self.log_start_offset, self.log_end_offset,
@@ -948,11 +951,13 @@ def _segment_bases(directory: Path) -> list[int]:
     return sorted(bases)
 
 
-def _ensure_directory(directory: Path) -> None:
+def _ensure_directory(directory: Path) -> bool:
+    """Create `directory` (durably) unless it exists; True when it was created."""
     if directory.is_dir():
-        return
+        return False
     directory.mkdir(parents=True)
     fsync_directory(directory.parent)
+    return True
 
 
 def _consume_clean_shutdown_marker(directory: Path) -> bool:
