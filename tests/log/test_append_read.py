@@ -268,3 +268,21 @@ def test_relaxed_mode_counts_writes_as_durable(tmp_path, batch: MakeBatch, now_m
     log = PartitionLog.open(tmp_path / "t-0", LogConfig(), GroupFlusher(fsync_enabled=False))
     log.append(batch(3), leader_epoch=0, now_ms=now_ms)
     assert log.durable_end_offset == 3
+
+
+def test_read_refuses_a_batch_corrupted_on_disk(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    """Bit rot after recovery: the stored batch no longer matches its CRC32C."""
+    log = open_log()
+    log.append(batch(3), leader_epoch=0, now_ms=now_ms)
+    log.append(batch(3), leader_epoch=0, now_ms=now_ms)
+    log.flush()
+    path = log.segments[-1].log_path
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF  # the last record of the second batch
+    path.write_bytes(bytes(data))
+    assert len(log.read(0, bytes_max=1, end_offset=6).records) > 0  # the first is intact
+    with pytest.raises(LogError) as raised:
+        log.read(3, bytes_max=1 << 20, end_offset=6)
+    assert raised.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR

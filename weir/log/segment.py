@@ -25,6 +25,7 @@ from weir.wire.record_batch import (
     BATCH_HEADER_SIZE,
     BatchHeader,
     InvalidBatch,
+    iter_batch_headers,
     parse_batch_header,
     verify_crc,
 )
@@ -338,7 +339,18 @@ class Segment:
         data = self._pread(stop - start, start)
         if len(data) != stop - start:
             raise LogCorrupt(f"{self.log_path}: short read at {start}")
+        self._verify_read(data, start)
         return data, self._offset_at(stop)
+
+    def _verify_read(self, data: bytes, start: int) -> None:
+        """CRC32C of every batch read back (bit rot, files changed under us):
+        a corrupt batch is never served."""
+        try:
+            for position, header in iter_batch_headers(data):
+                if not verify_crc(data, position, header):
+                    raise LogCorrupt(f"{self.log_path}: CRC32C mismatch at {start + position}")
+        except InvalidBatch as exc:
+            raise LogCorrupt(f"{self.log_path} at {start}: {exc}") from exc
 
     def _last_boundary(self, first_end: int, limit: int) -> int:
         """The largest batch boundary <= `limit`, given one at `first_end` <= `limit`."""
