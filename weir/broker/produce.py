@@ -93,6 +93,10 @@ def _append(
     if replica is None:
         outcome.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return outcome
+    if replica.topic.is_internal:
+        outcome.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+        outcome.error_message = f"Cannot append to internal topic {topic}"
+        return outcome
     if acks == -1 and replica.log.config.min_insync_replicas > 1:
         outcome.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
         outcome.error_message = "min.insync.replicas exceeds the 1 in-sync replica"

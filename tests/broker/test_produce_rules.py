@@ -1,0 +1,63 @@
+"""Produce refusals that clients see per partition."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from weir.broker.broker import Broker
+from weir.broker.config import BrokerConfig
+from weir.broker.context import RequestContext, resolve
+from weir.broker.produce import handle_produce
+from weir.wire.errors import ErrorCode
+from weir.wire.protocol import ApiKey, decode_request, encode_request, parse_request_header
+from weir.wire.record_batch import build_batch
+
+
+@pytest.fixture
+async def broker(tmp_path: Path, nursery: trio.Nursery) -> AsyncIterator[Broker]:
+    broker = Broker(BrokerConfig(data_dir=tmp_path))
+    broker.open_logs()
+    await nursery.start(broker.flusher.run)
+    yield broker
+    broker.close()
+
+
+async def produce(broker: Broker, topic: str) -> Any:
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {
+                "name": topic,
+                "partition_data": [{"index": 0, "records": build_batch([(b"k", b"v", [])])}],
+            }
+        ],
+    }
+    frame = memoryview(encode_request(ApiKey.PRODUCE, 9, 1, "rules-test", body))[4:]
+    header = parse_request_header(frame)
+    answer = await handle_produce(RequestContext(header, broker), decode_request(header, frame))
+    response = await resolve(answer)
+    assert response is not None
+    return response["responses"][0]["partition_responses"][0]
+
+
+async def test_clients_cannot_append_to_an_internal_topic(broker: Broker) -> None:
+    record = broker.controller.plan_topic("__consumer_offsets", 1, 1)
+    record.is_internal = True
+    broker.create_topic(record)
+    refused = await produce(broker, "__consumer_offsets")
+    assert refused["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
+    replica = broker.partition("__consumer_offsets", 0)
+    assert replica is not None and replica.log.log_end_offset == 0
+
+
+async def test_ordinary_topic_accepts_the_same_append(broker: Broker) -> None:
+    broker.create_topic(broker.controller.plan_topic("orders", 1, 1))
+    accepted = await produce(broker, "orders")
+    assert (accepted["error_code"], accepted["base_offset"]) == (ErrorCode.NONE, 0)
