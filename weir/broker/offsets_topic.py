@@ -1,0 +1,92 @@
+"""`__consumer_offsets`: the internal, compacted topic that holds group state.
+
+The group coordinator decides what to write (Kafka's key/value record formats);
+this module creates the topic, appends the coordinator's records to one of its
+partitions and waits until they are durable, and reads a partition back from
+the start when the broker loads group state.
+
+Clients cannot produce to the topic (produce.py refuses internal topics); only
+these functions append to it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+
+from weir.broker.broker import Broker, PartitionReplica, wall_clock_ms
+from weir.controller.metadata import TopicRecord
+from weir.wire.record_batch import Record, build_batch, decode_records
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC_NAME = "__consumer_offsets"
+# Kafka's offsets.topic.segment.bytes and the compaction policy the topic needs.
+OFFSETS_TOPIC_CONFIGS = {
+    "cleanup.policy": "compact",
+    "segment.bytes": str(100 * 1024 * 1024),
+    "compression.type": "producer",
+}
+# What one read of the topic may return, and inflate, at a time.
+LOAD_READ_BYTES_MAX = 4 * 1024 * 1024
+LOAD_INFLATE_BYTES_MAX = 64 * 1024 * 1024
+# Records appended in one batch at most (a big group's offset commit is split).
+RECORDS_PER_BATCH_MAX = 10_000
+
+GroupRecord = tuple[bytes, bytes | None]  # (key, value); a None value is a tombstone
+
+
+def ensure_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord:
+    """The offsets topic, created (internal, compacted) if it does not exist."""
+    existing = broker.controller.topic(OFFSETS_TOPIC_NAME)
+    if existing is not None:
+        return existing
+    record = broker.controller.plan_topic(
+        OFFSETS_TOPIC_NAME, partition_count, 1, configs=OFFSETS_TOPIC_CONFIGS
+    )
+    record.is_internal = True
+    broker.create_topic(record)
+    log.info("created %s with %d partitions", OFFSETS_TOPIC_NAME, partition_count)
+    return record
+
+
+def offsets_replica(broker: Broker, partition: int) -> PartitionReplica:
+    replica = broker.partition(OFFSETS_TOPIC_NAME, partition)
+    if replica is None:
+        raise LookupError(f"{OFFSETS_TOPIC_NAME}-{partition} is not open")
+    return replica
+
+
+async def append_group_records(
+    broker: Broker, partition: int, records: Sequence[GroupRecord]
+) -> None:
+    """Append `records` to the partition and return once they are durable.
+    Raises weir.log.errors.LogError (the caller answers with its error code)."""
+    if not records:
+        return
+    replica = offsets_replica(broker, partition)
+    now_ms = wall_clock_ms()
+    next_offset = replica.log.log_end_offset
+    for start in range(0, len(records), RECORDS_PER_BATCH_MAX):
+        chunk = records[start : start + RECORDS_PER_BATCH_MAX]
+        batch = build_batch([(key, value, []) for key, value in chunk], timestamp_ms=now_ms)
+        result = replica.log.append(batch, leader_epoch=replica.leader_epoch, now_ms=now_ms)
+        next_offset = result.last_offset + 1
+    await replica.log.wait_durable(next_offset)
+    replica.wake_fetchers()
+
+
+def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
+    """Every record of the partition from its log start to its durable end,
+    in log order (tombstones included: their value is None)."""
+    replica = offsets_replica(broker, partition)
+    offset = replica.log.log_start_offset
+    end_offset = replica.high_watermark
+    while offset < end_offset:
+        result = replica.log.read(offset, bytes_max=LOAD_READ_BYTES_MAX, end_offset=end_offset)
+        if not result.records:
+            break
+        for record in decode_records(result.records, uncompressed_bytes_max=LOAD_INFLATE_BYTES_MAX):
+            if record.offset >= offset:
+                yield record
+        offset = result.next_offset
