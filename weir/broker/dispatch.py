@@ -96,9 +96,12 @@ async def _finish(broker: Broker, header: RequestHeader, deferred: Deferred) -> 
 def _encode(header: RequestHeader, body: Body) -> RequestOutcome:
     if body is None:
         return NO_RESPONSE
-    return RequestOutcome(
-        encode_response(header.api_key, header.api_version, header.correlation_id, body)
-    )
+    try:
+        frame = encode_response(header.api_key, header.api_version, header.correlation_id, body)
+    except Exception:  # a handler built a body its version cannot carry: a bug
+        log.exception("cannot encode the %s response", _api_name(header.api_key))
+        return CLOSE
+    return RequestOutcome(frame)
 
 
 def _unsupported_api_versions(header: RequestHeader) -> RequestOutcome:

@@ -101,6 +101,8 @@ async def _serve_connection(broker: Broker, stream: trio.abc.Stream) -> None:
     metrics.connections_open += 1
     try:
         await _run_connection(broker, stream)
+    except Exception:  # a bug must cost one connection, never the broker
+        log.exception("connection failed")
     finally:
         metrics.connections_open -= 1
         await trio.aclose_forcefully(stream)
