@@ -1,0 +1,100 @@
+"""Broker CPU per request, measured from outside with a raw Kafka client.
+
+Sends N requests over one connection (`--depth` in flight) and reads the
+broker process's user+system CPU time from /proc before and after:
+
+    .venv/bin/python benchmarks/request_cost.py --port 9092 --pid $(pgrep -f 'weir serve') \\
+        --api produce --topic bench --requests 3000 --depth 1
+
+`--api produce` sends Produce v9 (acks=all) with one 2-record batch to
+partition (i mod --partitions); `--api api-versions` sends ApiVersions v3.
+Run it against two brokers alternately to compare builds side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import struct
+import time
+
+from weir.wire.protocol import ApiKey, encode_request
+from weir.wire.record_batch import build_batch
+
+
+def build_frames(args: argparse.Namespace) -> list[bytes]:
+    if args.api == "api-versions":
+        body = {"client_software_name": "request-cost", "client_software_version": "1"}
+        return [
+            encode_request(ApiKey.API_VERSIONS, 3, i, "bench", body) for i in range(args.requests)
+        ]
+    batch = build_batch([(None, b"x" * args.value_bytes, [])] * 2)
+    frames = []
+    for i in range(args.requests):
+        partition = {"index": i % args.partitions, "records": batch}
+        body = {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout_ms": 5000,
+            "topic_data": [{"name": args.topic, "partition_data": [partition]}],
+        }
+        frames.append(encode_request(ApiKey.PRODUCE, 9, i, "bench", body))
+    return frames
+
+
+def cpu_ticks(pid: int) -> tuple[int, int]:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])  # utime, stime
+
+
+def recv_exact(sock: socket.socket, count: int) -> bytes:
+    data = bytearray()
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        if not chunk:
+            raise EOFError("broker closed the connection")
+        data += chunk
+    return bytes(data)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--pid", type=int, required=True, help="the broker process")
+    parser.add_argument("--api", choices=["produce", "api-versions"], default="produce")
+    parser.add_argument("--topic", default="bench")
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--value-bytes", type=int, default=100)
+    parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument("--depth", type=int, default=1, help="requests in flight")
+    args = parser.parse_args()
+    frames = build_frames(args)
+    sock = socket.create_connection((args.host, args.port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    ticks_per_s = os.sysconf("SC_CLK_TCK")
+    user_before, system_before = cpu_ticks(args.pid)
+    started = time.perf_counter()
+    sent = received = 0
+    while received < len(frames):
+        while sent < len(frames) and sent - received < args.depth:
+            sock.sendall(frames[sent])
+            sent += 1
+        (size,) = struct.unpack(">i", recv_exact(sock, 4))
+        recv_exact(sock, size)
+        received += 1
+    elapsed_s = time.perf_counter() - started
+    user_after, system_after = cpu_ticks(args.pid)
+    n = len(frames)
+    user_us = 1e6 * (user_after - user_before) / ticks_per_s / n
+    system_us = 1e6 * (system_after - system_before) / ticks_per_s / n
+    print(
+        f"{args.api} depth {args.depth}: {n / elapsed_s:,.0f} requests/s, broker CPU "
+        f"{user_us + system_us:.0f} µs/request (user {user_us:.0f}, system {system_us:.0f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
