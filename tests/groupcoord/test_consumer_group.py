@@ -521,3 +521,170 @@ def test_group_epoch_value_bytes_match_kafka_layout() -> None:
     key, value = rec.group_epoch_record("g", 5)
     assert key == b"\x00\x03\x00\x01g"
     assert value == b"\x00\x00\x00\x00\x00\x05\x00"
+
+
+def snapshot(coordinator: ConsumerGroupCoordinator) -> dict[str, object]:
+    """What must survive a restart: epochs, members, targets, current assignments."""
+    return {
+        gid: (
+            g.group_epoch,
+            g.assignment_epoch,
+            g.subscription_metadata,
+            g.static_members,
+            g.target,
+            g.owners,
+            g.assignor_name,
+            {
+                mid: (
+                    m.instance_id,
+                    m.subscribed_topic_names,
+                    m.server_assignor,
+                    m.rebalance_timeout_ms,
+                    m.member_epoch,
+                    m.previous_member_epoch,
+                    m.state,
+                    m.assigned,
+                    m.pending_revocation,
+                )
+                for mid, m in g.members.items()
+            },
+        )
+        for gid, g in coordinator.groups.items()
+    }
+
+
+def compacted(records: list[rec.GroupRecord]) -> list[rec.GroupRecord]:
+    """What log compaction leaves: the last record per key, in offset order."""
+    last = {key: index for index, (key, _) in enumerate(records)}
+    return [r for index, r in enumerate(records) if last[r[0]] == index]
+
+
+@pytest.mark.parametrize("compact", [False, True])
+def test_replaying_the_records_rebuilds_the_groups(compact: bool) -> None:
+    world = World()
+    a = Client(world, "a", ["t1", "t2"], instance_id="i-a")
+    b = Client(world, "b", ["t1"], assignor="range", stuck=True)
+    c = Client(world, "c", ["t2"])
+    for client in (a, b, c):
+        client.heartbeat()
+    converge(world, [a, c], rounds=2)
+    world.coordinator.heartbeat(
+        GROUP, "a", -2, now_ms=world.now_ms, topics=world.topics, instance_id="i-a"
+    )
+    world.records += Client(world, "a2", ["t1", "t2"], instance_id="i-a").heartbeat().records
+    world.topics["t2"] = TopicInfo(T2, 5)
+    converge(world, [c], rounds=2)
+    Client(world, "d", ["t1"]).heartbeat()
+    world.records += world.coordinator.heartbeat(
+        GROUP, "d", -1, now_ms=world.now_ms, topics=world.topics
+    ).records
+    # A second, emptied and deleted group leaves nothing behind.
+    other = world.coordinator.heartbeat(
+        "gone",
+        "x",
+        0,
+        now_ms=world.now_ms,
+        topics=world.topics,
+        rebalance_timeout_ms=1,
+        subscribed_topic_names=["t1"],
+        topic_partitions=[],
+    )
+    world.records += other.records
+    world.records += world.coordinator.heartbeat(
+        "gone", "x", -1, now_ms=world.now_ms, topics=world.topics
+    ).records
+    code, deleted = world.coordinator.delete_group("gone")
+    assert code == ErrorCode.NONE
+    world.records += deleted
+
+    loaded = ConsumerGroupCoordinator()
+    records = compacted(world.records) if compact else world.records
+    for key, value in records:
+        assert loaded.replay(key, value)
+    loaded.finish_loading(world.now_ms)
+    assert snapshot(loaded) == snapshot(world.coordinator)
+    assert "gone" not in loaded.groups
+    # Loaded members carry on where they were.
+    world.coordinator = loaded
+    assert c.heartbeat().error_code == ErrorCode.NONE
+
+
+def test_replay_ignores_other_record_types() -> None:
+    # An OffsetCommitKey (version 1) is not a consumer-group record.
+    assert not ConsumerGroupCoordinator().replay(b"\x00\x01\x00\x01g", b"")
+
+
+def test_delete_group_refuses_a_group_with_members() -> None:
+    world = World()
+    Client(world, "a", ["t1"]).heartbeat()
+    assert world.coordinator.delete_group(GROUP) == (ErrorCode.NON_EMPTY_GROUP, [])
+    assert world.coordinator.delete_group("nope") == (ErrorCode.GROUP_ID_NOT_FOUND, [])
+
+
+def live(world: World, clients: Iterable[Client]) -> list[Client]:
+    """Clients the coordinator still counts as members.
+
+    A member the coordinator fenced is a zombie until its next heartbeat tells it so
+    (its offset commits are refused from then on); exclusivity holds among live members.
+    """
+    group = world.coordinator.groups.get(GROUP)
+    return [c for c in clients if group is not None and c.member_id in group.members]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_churn_never_gives_a_partition_to_two_members(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    world = World()
+    clients: dict[str, Client] = {}
+    for step in range(300):
+        action = rng.random()
+        if action < 0.08 and len(clients) < 6:
+            name = f"m{step}"
+            clients[name] = Client(world, name, rng.choice([["t1"], ["t1", "t2"], ["t2"]]))
+        elif action < 0.12 and clients:
+            name = rng.choice(sorted(clients))
+            world.coordinator.heartbeat(GROUP, name, -1, now_ms=world.now_ms, topics=world.topics)
+            del clients[name]
+        elif action < 0.14:
+            name = rng.choice(["t1", "t2"])
+            info = world.topics[name]
+            world.topics[name] = TopicInfo(info.topic_id, info.partition_count + 1)
+        elif action < 0.16 and clients:
+            # A client crashes: it stops heartbeating and its partitions are lost with it.
+            del clients[rng.choice(sorted(clients))]
+        elif clients:
+            client = clients[rng.choice(sorted(clients))]
+            client.stuck = rng.random() < 0.05
+            result = client.heartbeat()
+            if result.error_code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH):
+                client.epoch, client.owned, client.stuck = 0, {}, False
+                client.heartbeat()
+            else:
+                assert result.error_code == ErrorCode.NONE, result
+        world.tick(rng.choice([10, 500, 3_000]))
+        no_partition_twice(live(world, clients.values()))
+        alive = live(world, clients.values())
+        for zombie in (c for c in clients.values() if c not in alive):
+            refused = world.coordinator.validate_offset_commit(
+                GROUP, zombie.member_id, zombie.epoch
+            )
+            assert refused == ErrorCode.UNKNOWN_MEMBER_ID
+    # Let everyone settle: all subscribed partitions are owned, once.
+    for client in clients.values():
+        client.stuck = False
+    # (long enough for crashed members' sessions to expire)
+    for _ in range(60):
+        for client in list(clients.values()):
+            result = client.heartbeat()
+            if result.error_code != ErrorCode.NONE:
+                client.epoch, client.owned = 0, {}
+                client.heartbeat()
+            no_partition_twice(live(world, clients.values()))
+        world.tick(1_000)
+    if clients:
+        subscribed = {n for c in clients.values() for n in c.topics}
+        owned = set().union(*(c.partitions() for c in clients.values()))
+        assert owned == all_partitions(world, subscribed)
+        assert world.coordinator.group_state(GROUP) == GroupState.STABLE

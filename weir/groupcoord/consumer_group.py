@@ -862,6 +862,111 @@ class ConsumerGroupCoordinator:
                     member.rebalance_deadline_ms = None
         return records
 
+    # ---- deletion and loading -------------------------------------------------------
+
+    def delete_group(self, group_id: str) -> tuple[ErrorCode, list[GroupRecord]]:
+        """DeleteGroups for a consumer group: only an empty group may go (NON_EMPTY_GROUP)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND, []
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP, []
+        del self.groups[group_id]
+        return ErrorCode.NONE, [
+            rec.target_assignment_epoch_tombstone(group_id),
+            rec.partition_metadata_tombstone(group_id),
+            rec.group_tombstone(group_id),
+        ]
+
+    def replay(self, key: bytes, value: bytes | None) -> bool:
+        """Apply one `__consumer_offsets` record, in log order, while loading.
+
+        Returns False for records that are not KIP-848 consumer-group records (offsets,
+        classic groups), which the caller hands to their owners. Call `finish_loading`
+        once the partition has been read to its end. Raises RecordFormatError on a
+        record that does not parse.
+        """
+        decoded = rec.decode_key(key)
+        if decoded is None:
+            return False
+        record_type, (group_id, *rest) = decoded
+        group = self.groups.get(group_id)
+        if value is None:
+            if group is None:
+                return True
+            if record_type == rec.GROUP_METADATA:
+                del self.groups[group_id]
+            elif record_type == rec.PARTITION_METADATA:
+                group.subscription_metadata = {}
+            elif record_type == rec.TARGET_ASSIGNMENT_METADATA:
+                group.assignment_epoch = 0
+            elif record_type == rec.TARGET_ASSIGNMENT_MEMBER:
+                group.target.pop(rest[0], None)
+            elif record_type == rec.MEMBER_METADATA:
+                gone = group.members.pop(rest[0], None)
+                if (
+                    gone is not None
+                    and gone.instance_id is not None
+                    and group.static_members.get(gone.instance_id) == gone.member_id
+                ):
+                    del group.static_members[gone.instance_id]
+            elif record_type == rec.CURRENT_MEMBER_ASSIGNMENT and rest[0] in group.members:
+                member = group.members[rest[0]]
+                member.assigned, member.pending_revocation = {}, {}
+            return True
+        if group is None:
+            group = ConsumerGroup(group_id, assignor_name=self.config.default_assignor)
+            self.groups[group_id] = group
+        if record_type == rec.GROUP_METADATA:
+            group.group_epoch = rec.decode_epoch(value)
+        elif record_type == rec.PARTITION_METADATA:
+            group.subscription_metadata = {
+                name: TopicInfo(topic_id, count)
+                for name, (topic_id, count) in rec.decode_partition_metadata(value).items()
+            }
+        elif record_type == rec.TARGET_ASSIGNMENT_METADATA:
+            group.assignment_epoch = rec.decode_epoch(value)
+        elif record_type == rec.TARGET_ASSIGNMENT_MEMBER:
+            group.target[rest[0]] = rec.decode_target_assignment_member(value)
+        elif record_type == rec.MEMBER_METADATA:
+            meta = rec.decode_member_metadata(value)
+            member = group.members.setdefault(rest[0], Member(member_id=rest[0]))
+            member.instance_id = meta.instance_id
+            member.rack_id = meta.rack_id
+            member.client_id = meta.client_id
+            member.client_host = meta.client_host
+            member.subscribed_topic_names = meta.subscribed_topic_names
+            member.rebalance_timeout_ms = meta.rebalance_timeout_ms
+            member.server_assignor = meta.server_assignor
+            if meta.instance_id is not None:
+                group.static_members[meta.instance_id] = rest[0]
+        elif record_type == rec.CURRENT_MEMBER_ASSIGNMENT:
+            current = rec.decode_current_assignment(value)
+            member = group.members.setdefault(rest[0], Member(member_id=rest[0]))
+            member.member_epoch = current.member_epoch
+            member.previous_member_epoch = current.previous_member_epoch
+            try:
+                member.state = MemberState(current.state)
+            except ValueError:
+                member.state = MemberState.UNKNOWN
+            member.assigned = dict(current.assigned)
+            member.pending_revocation = dict(current.pending_revocation)
+        return True
+
+    def finish_loading(self, now_ms: int) -> None:
+        """After replay: rebuild ownership and start every member's timers from now."""
+        for group in self.groups.values():
+            group.owners = {}
+            group.assignor_name = self._choose_assignor(group)
+            for member in group.members.values():
+                group.claim(member)
+                member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+                if member.state == MemberState.UNREVOKED_PARTITIONS:
+                    member.rebalance_deadline_ms = now_ms + max(member.rebalance_timeout_ms, 0)
+                    member.rebalance_deadline_epoch = member.member_epoch
+                else:
+                    member.rebalance_deadline_ms = None
+
     # ---- offsets --------------------------------------------------------------------
 
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode:
