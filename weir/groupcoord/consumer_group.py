@@ -322,7 +322,7 @@ class ConsumerGroupCoordinator:
                 client_host,
             )
         except _RequestError as failure:
-            return HeartbeatResult(failure.code, failure.message, member_id or None)
+            return HeartbeatResult(failure.code, failure.message)
 
     def _validate(
         self,
