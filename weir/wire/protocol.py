@@ -24,8 +24,10 @@ from typing import Any
 from weir.wire.api_keys import ApiKey
 from weir.wire.apis.api_versions import API_VERSIONS
 from weir.wire.apis.cluster import DESCRIBE_CLUSTER
+from weir.wire.apis.committed_offsets import OFFSET_COMMIT, OFFSET_FETCH
 from weir.wire.apis.configs import ALTER_CONFIGS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 from weir.wire.apis.fetch import FETCH
+from weir.wire.apis.groups import FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
 from weir.wire.apis.leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from weir.wire.apis.list_offsets import LIST_OFFSETS
 from weir.wire.apis.metadata import METADATA
@@ -80,6 +82,13 @@ APIS: dict[int, Api] = {
         API_VERSIONS,
         DESCRIBE_CLUSTER,
         INIT_PRODUCER_ID,
+        FIND_COORDINATOR,
+        JOIN_GROUP,
+        HEARTBEAT,
+        LEAVE_GROUP,
+        SYNC_GROUP,
+        OFFSET_COMMIT,
+        OFFSET_FETCH,
     )
 }
 
