@@ -70,7 +70,7 @@ class OffsetStore:
         self, group_id: str, offsets: Iterable[tuple[str, int, CommittedOffset]]
     ) -> list[GroupRecord]:
         """Store `offsets` (topic, partition, committed) and return their records."""
-        records = []
+        records: list[GroupRecord] = []
         stored = self._groups.setdefault(group_id, {})
         for topic, partition, committed in offsets:
             stored[(topic, partition)] = committed
