@@ -14,6 +14,7 @@ import weir.broker.admin_topics as admin_topics
 import weir.broker.api_versions as api_versions
 import weir.broker.cluster as cluster
 import weir.broker.fetch as fetch
+import weir.broker.groups as groups
 import weir.broker.leader_epoch as leader_epoch
 import weir.broker.list_offsets as list_offsets
 import weir.broker.metadata as metadata
@@ -38,6 +39,9 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DELETE_RECORDS: admin_records.handle_delete_records,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
     ApiKey.INIT_PRODUCER_ID: producer_ids.handle_init_producer_id,
+    ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
+    ApiKey.OFFSET_COMMIT: groups.handle_offset_commit,
+    ApiKey.OFFSET_FETCH: groups.handle_offset_fetch,
 }
 
 

@@ -13,8 +13,9 @@ from typing import IO
 
 import trio
 
-from weir.broker.broker import Broker
+from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.config import BrokerConfig, ConfigError, check_data_dir, load_config
+from weir.broker.group_service import attach_group_service
 from weir.broker.http import serve_http
 from weir.broker.server import serve_kafka
 from weir.controller.metadata import MetadataCorruptError
@@ -84,7 +85,9 @@ async def serve(config: BrokerConfig) -> None:
             async with trio.open_nursery() as nursery:
                 await nursery.start(serve_http, broker)
                 broker.open_logs()
+                groups = attach_group_service(broker)
                 await nursery.start(broker.flusher.run)
+                nursery.start_soon(groups.run, wall_clock_ms)
                 await nursery.start(serve_kafka, broker)
                 nursery.start_soon(broker.run_retention)
                 broker.ready = started = True

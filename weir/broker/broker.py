@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -20,6 +21,9 @@ from weir.log.manager import LogManager
 from weir.log.partition import PartitionLog
 from weir.txn.producer_ids import ProducerIdAllocator
 from weir.wire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from weir.broker.group_service import GroupService
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +77,8 @@ class Broker:
         self.flusher = GroupFlusher(fsync_enabled=not config.unsafe_skip_fsync)
         self.log_manager = LogManager(config.data_dir, self.flusher)
         self.partitions: dict[tuple[str, int], PartitionReplica] = {}
+        # Consumer groups: set by weir.broker.group_service.attach_group_service.
+        self.groups: GroupService | None = None
         self.ready = False
         self._register_gauges()
 

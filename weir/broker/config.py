@@ -55,6 +55,12 @@ class BrokerConfig:
     # Opt-in relaxed durability: acknowledge before fsync. Off by default.
     unsafe_skip_fsync: bool = False
     shutdown_timeout_ms: int = 8_000
+    # Consumer groups (Kafka's offsets.topic.num.partitions, offsets.retention.minutes,
+    # group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms).
+    offsets_topic_partition_count: int = 50
+    offsets_retention_minutes: int = 10_080
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
     limits: Limits = field(default_factory=Limits)
 
     @property

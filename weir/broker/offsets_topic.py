@@ -57,13 +57,9 @@ def offsets_replica(broker: Broker, partition: int) -> PartitionReplica:
     return replica
 
 
-async def append_group_records(
-    broker: Broker, partition: int, records: Sequence[GroupRecord]
-) -> None:
-    """Append `records` to the partition and return once they are durable.
-    Raises weir.log.errors.LogError (the caller answers with its error code)."""
-    if not records:
-        return
+def append_group_records_now(broker: Broker, partition: int, records: Sequence[GroupRecord]) -> int:
+    """Append `records` to the partition (not yet durable) and return the offset
+    to wait for with `wait_group_records`. Raises weir.log.errors.LogError."""
     replica = offsets_replica(broker, partition)
     now_ms = wall_clock_ms()
     next_offset = replica.log.log_end_offset
@@ -72,8 +68,24 @@ async def append_group_records(
         batch = build_batch([(key, value, []) for key, value in chunk], timestamp_ms=now_ms)
         result = replica.log.append(batch, leader_epoch=replica.leader_epoch, now_ms=now_ms)
         next_offset = result.last_offset + 1
-    await replica.log.wait_durable(next_offset)
+    return next_offset
+
+
+async def wait_group_records(broker: Broker, partition: int, end_offset: int) -> None:
+    """Return once everything before `end_offset` in the partition is durable."""
+    replica = offsets_replica(broker, partition)
+    await replica.log.wait_durable(end_offset)
     replica.wake_fetchers()
+
+
+async def append_group_records(
+    broker: Broker, partition: int, records: Sequence[GroupRecord]
+) -> None:
+    """Append `records` to the partition and return once they are durable.
+    Raises weir.log.errors.LogError (the caller answers with its error code)."""
+    if records:
+        end_offset = append_group_records_now(broker, partition, records)
+        await wait_group_records(broker, partition, end_offset)
 
 
 def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:

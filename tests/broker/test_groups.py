@@ -1,0 +1,171 @@
+"""FindCoordinator, OffsetCommit and OffsetFetch through the handlers, on a real Broker."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from weir.broker.broker import Broker
+from weir.broker.config import BrokerConfig
+from weir.broker.context import Handler, RequestContext, resolve
+from weir.broker.group_service import attach_group_service
+from weir.broker.groups import handle_find_coordinator, handle_offset_commit, handle_offset_fetch
+from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME
+from weir.wire.errors import ErrorCode
+from weir.wire.protocol import (
+    ApiKey,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    parse_request_header,
+)
+
+
+async def call(
+    broker: Broker, handler: Handler, api_key: int, version: int, body: Mapping[str, Any]
+) -> Any:
+    frame = memoryview(encode_request(api_key, version, 5, "groups-test", body))[4:]
+    header = parse_request_header(frame)
+    answer = await handler(RequestContext(header, broker), decode_request(header, frame))
+    response = await resolve(answer)
+    assert response is not None
+    encoded = encode_response(api_key, version, 5, response)
+    return decode_response(api_key, version, memoryview(encoded)[4:])[1]
+
+
+def open_broker(data_dir: Path) -> Broker:
+    broker = Broker(BrokerConfig(data_dir=data_dir, offsets_topic_partition_count=4))
+    broker.open_logs()
+    attach_group_service(broker)
+    return broker
+
+
+@pytest.fixture
+async def broker(tmp_path: Path, nursery: trio.Nursery) -> AsyncIterator[Broker]:
+    broker = open_broker(tmp_path)
+    await nursery.start(broker.flusher.run)
+    broker.create_topic(broker.controller.plan_topic("t", 2, 1))
+    yield broker
+    broker.close()
+
+
+def commit_body(
+    group_id: str, *offsets: tuple[int, int], generation: int = -1, **extra: Any
+) -> Any:
+    return {
+        "group_id": group_id,
+        "generation_id_or_member_epoch": generation,
+        "member_id": "",
+        "topics": [
+            {
+                "name": "t",
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": o,
+                        "committed_metadata": extra.get("metadata", ""),
+                    }
+                    for p, o in offsets
+                ],
+            }
+        ],
+    }
+
+
+async def commit(broker: Broker, body: Any, version: int = 8) -> list[tuple[int, int]]:
+    response = await call(broker, handle_offset_commit, ApiKey.OFFSET_COMMIT, version, body)
+    return [(p.partition_index, p.error_code) for p in response.topics[0].partitions]
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+async def test_find_coordinator_names_this_broker_and_creates_the_offsets_topic(
+    broker: Broker, version: int
+) -> None:
+    body = {"key": "g", "key_type": 0, "coordinator_keys": ["g", "h"]}
+    response = await call(broker, handle_find_coordinator, ApiKey.FIND_COORDINATOR, version, body)
+    found = response.coordinators if version >= 4 else [response]
+    assert {(c.error_code, c.node_id, c.port) for c in found} == {
+        (ErrorCode.NONE, 1, broker.config.advertised.port)
+    }
+    topic = broker.controller.topic(OFFSETS_TOPIC_NAME)
+    assert topic is not None and topic.is_internal and topic.partition_count == 4
+
+
+async def test_find_coordinator_refuses_transactions_and_empty_keys(broker: Broker) -> None:
+    txn = {"key_type": 1, "coordinator_keys": ["tx"]}
+    empty = {"key_type": 0, "coordinator_keys": [""]}
+    for body, error in ((txn, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                        (empty, ErrorCode.INVALID_REQUEST)):  # fmt: skip
+        response = await call(broker, handle_find_coordinator, ApiKey.FIND_COORDINATOR, 4, body)
+        assert response.coordinators[0].error_code == error
+
+
+@pytest.mark.parametrize("version", range(2, 10))
+async def test_commit_then_fetch_every_version(broker: Broker, version: int) -> None:
+    assert await commit(broker, commit_body("g", (0, 11), (1, 12)), version) == [
+        (0, ErrorCode.NONE),
+        (1, ErrorCode.NONE),
+    ]
+    fetch_version = min(version, 9)
+    if fetch_version >= 8:
+        body: dict[str, Any] = {
+            "groups": [{"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0, 1]}]}]
+        }
+    else:
+        body = {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0, 1]}]}
+    response = await call(broker, handle_offset_fetch, ApiKey.OFFSET_FETCH, fetch_version, body)
+    topics = response.groups[0].topics if fetch_version >= 8 else response.topics
+    assert [(p.partition_index, p.committed_offset) for p in topics[0].partitions] == [
+        (0, 11),
+        (1, 12),
+    ]
+
+
+async def test_fetch_with_null_topics_returns_every_committed_offset(broker: Broker) -> None:
+    await commit(broker, commit_body("g", (1, 3)))
+    body = {"groups": [{"group_id": "g", "topics": None}]}
+    response = await call(broker, handle_offset_fetch, ApiKey.OFFSET_FETCH, 8, body)
+    [topic] = response.groups[0].topics
+    assert (topic.name, [(p.partition_index, p.committed_offset) for p in topic.partitions]) == (
+        "t",
+        [(1, 3)],
+    )
+
+
+async def test_uncommitted_partition_reads_as_minus_one(broker: Broker) -> None:
+    body = {"group_id": "nobody", "topics": [{"name": "t", "partition_indexes": [0]}]}
+    response = await call(broker, handle_offset_fetch, ApiKey.OFFSET_FETCH, 7, body)
+    assert response.topics[0].partitions[0].committed_offset == -1
+
+
+async def test_commit_refusals(broker: Broker) -> None:
+    assert await commit(broker, commit_body("", (0, 1))) == [(0, ErrorCode.INVALID_GROUP_ID)]
+    assert await commit(broker, commit_body("g", (0, 1), generation=3)) == [
+        (0, ErrorCode.ILLEGAL_GENERATION)
+    ]
+    assert await commit(broker, commit_body("g", (0, 1), metadata="x" * 5000)) == [
+        (0, ErrorCode.OFFSET_METADATA_TOO_LARGE)
+    ]
+    assert await commit(broker, commit_body("g", (7, 1))) == [
+        (7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    ]
+
+
+async def test_commits_are_loaded_after_a_restart(tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        broker = open_broker(tmp_path)
+        await nursery.start(broker.flusher.run)
+        broker.create_topic(broker.controller.plan_topic("t", 2, 1))
+        await commit(broker, commit_body("g", (0, 99)))
+        broker.close()
+        nursery.cancel_scope.cancel()
+    restarted = open_broker(tmp_path)
+    assert restarted.groups is not None and restarted.groups.loaded
+    committed = restarted.groups.offsets.fetch("g", "t", 0)
+    assert committed is not None and committed.offset == 99
+    restarted.close()

@@ -1,0 +1,238 @@
+"""Consumer groups on this broker: the coordinators, their storage and their timers.
+
+The coordinators in `weir/groupcoord` are pure state machines; this service gives
+them what they cannot have themselves:
+
+- storage: their records go to the `__consumer_offsets` partition of the group
+  (Kafka's placement, `weir.groupcoord.placement`), appended at once (state and
+  log change together, in order) and answered once durable;
+- loading: when the offsets topic exists, every partition is read back at start
+  and each record handed to its owner (offsets, then KIP-848 groups);
+- time: a task calls the coordinators' `advance` at their next deadline and
+  expires the offsets of groups that stayed empty past `offsets.retention.minutes`.
+
+The offsets topic is created on the first FindCoordinator for a group, as Kafka
+does, so a broker that never sees a group keeps no internal topic.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import trio
+
+from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.offsets_topic import (
+    OFFSETS_TOPIC_NAME,
+    GroupRecord,
+    append_group_records_now,
+    ensure_offsets_topic,
+    read_group_records,
+    wait_group_records,
+)
+from weir.groupcoord.committed_offsets import OffsetRecordError, OffsetStore
+from weir.groupcoord.consumer_group import (
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    TopicInfo,
+)
+from weir.groupcoord.consumer_group_records import RecordFormatError
+from weir.groupcoord.placement import group_partition
+from weir.log.errors import LogError
+from weir.wire.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+OFFSET_EXPIRY_CHECK_INTERVAL_MS = 60_000
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    offsets_topic_partition_count: int = 50
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """Records appended but maybe not yet durable: await `durable()` before answering."""
+
+    service: GroupService
+    ends: dict[int, int]  # partition -> offset to wait for
+
+    async def durable(self) -> ErrorCode:
+        try:
+            for partition, end_offset in self.ends.items():
+                await wait_group_records(self.service.broker, partition, end_offset)
+        except LogError as exc:
+            log.error("group records not durable: %s", exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.NONE
+
+
+class GroupService:
+    def __init__(self, broker: Broker, settings: GroupSettings) -> None:
+        self.broker = broker
+        self.settings = settings
+        self.offsets = OffsetStore()
+        self.consumer_groups = ConsumerGroupCoordinator(
+            ConsumerGroupConfig(
+                session_timeout_ms=settings.consumer_session_timeout_ms,
+                heartbeat_interval_ms=settings.consumer_heartbeat_interval_ms,
+            )
+        )
+        self.loaded = False
+        self._wakeup = trio.Event()
+        # Groups with no members (no consumer group, or an empty one): since when.
+        self._empty_since_ms: dict[str, int] = {}
+
+    # -- the offsets topic ---------------------------------------------------
+
+    @property
+    def partition_count(self) -> int:
+        topic = self.broker.controller.topic(OFFSETS_TOPIC_NAME)
+        return topic.partition_count if topic else self.settings.offsets_topic_partition_count
+
+    def partition_for(self, group_id: str) -> int:
+        return group_partition(group_id, self.partition_count)
+
+    def load_if_present(self, now_ms: int) -> None:
+        """At start: load group state when the offsets topic already exists."""
+        if self.broker.controller.topic(OFFSETS_TOPIC_NAME) is not None:
+            self._load(now_ms)
+
+    def ensure_ready(self, now_ms: int) -> None:
+        """Create the offsets topic on first use and make sure state is loaded."""
+        if not self.loaded:
+            ensure_offsets_topic(self.broker, self.settings.offsets_topic_partition_count)
+            self._load(now_ms)
+
+    def _load(self, now_ms: int) -> None:
+        counts = {"offsets": 0, "consumer groups": 0, "other": 0}
+        for partition in range(self.partition_count):
+            for record in read_group_records(self.broker, partition):
+                if record.key is None:
+                    continue
+                counts[self._replay(record.key, record.value)] += 1
+        self.consumer_groups.finish_loading(now_ms)
+        self.loaded = True
+        log.info("loaded group state from %s: %s", OFFSETS_TOPIC_NAME, counts)
+
+    def _replay(self, key: bytes, value: bytes | None) -> str:
+        try:
+            if self.offsets.replay(key, value):
+                return "offsets"
+            if self.consumer_groups.replay(key, value):
+                return "consumer groups"
+        except (OffsetRecordError, RecordFormatError) as exc:
+            log.warning("skipping an unreadable %s record: %s", OFFSETS_TOPIC_NAME, exc)
+        return "other"
+
+    # -- writing ---------------------------------------------------------------
+
+    def append(self, records: Sequence[GroupRecord], group_id: str | None = None) -> PendingWrite:
+        """Append `records` now (to the group's partition, or for records of many
+        groups to each one's partition). Raises LogError."""
+        by_partition: dict[int, list[GroupRecord]] = {}
+        for key, value in records:
+            partition = self.partition_for(group_id or _group_of(key))
+            by_partition.setdefault(partition, []).append((key, value))
+        ends = {
+            partition: append_group_records_now(self.broker, partition, chunk)
+            for partition, chunk in by_partition.items()
+        }
+        self.poke()
+        return PendingWrite(self, ends)
+
+    # -- topics for the KIP-848 coordinator ----------------------------------
+
+    def topic_info(self, name: str) -> TopicInfo | None:
+        record = self.broker.controller.topic(name)
+        if record is None or record.is_internal:
+            return None
+        return TopicInfo(record.topic_id, record.partition_count)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        record = self.broker.controller.topic_by_id(topic_id)
+        return record.name if record is not None else None
+
+    # -- membership and time ---------------------------------------------------
+
+    def has_members(self, group_id: str) -> bool:
+        group = self.consumer_groups.groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    def empty_since_ms(self, group_id: str, now_ms: int) -> int | None:
+        if self.has_members(group_id):
+            self._empty_since_ms.pop(group_id, None)
+            return None
+        return self._empty_since_ms.setdefault(group_id, now_ms)
+
+    def poke(self) -> None:
+        """Deadlines may have changed: let the timer task look again."""
+        self._wakeup.set()
+
+    async def run(self, clock_ms: object) -> None:
+        """Fence expired KIP-848 members and expire old offsets, until cancelled."""
+        assert callable(clock_ms)
+        next_expiry_ms = 0
+        while True:
+            now_ms = clock_ms()
+            if self.loaded:
+                records = self.consumer_groups.advance(now_ms)
+                if now_ms >= next_expiry_ms:
+                    records += self._expire_offsets(now_ms)
+                    next_expiry_ms = now_ms + OFFSET_EXPIRY_CHECK_INTERVAL_MS
+                if records:
+                    await self._write_in_background(records)
+            deadline_ms = self.consumer_groups.next_deadline_ms()
+            wait_ms = min(
+                next_expiry_ms - now_ms,
+                deadline_ms - now_ms if deadline_ms is not None else next_expiry_ms - now_ms,
+            )
+            self._wakeup = trio.Event()
+            with trio.move_on_after(max(wait_ms, 1) / 1000):
+                await self._wakeup.wait()
+
+    def _expire_offsets(self, now_ms: int) -> list[GroupRecord]:
+        def empty_since(group_id: str) -> int | None:
+            return self.empty_since_ms(group_id, now_ms)
+
+        return self.offsets.expire(now_ms, self.settings.offsets_retention_ms, empty_since)
+
+    async def _write_in_background(self, records: Sequence[GroupRecord]) -> None:
+        try:
+            error = await self.append(records).durable()
+        except LogError as exc:
+            error = exc.error_code
+        if error != ErrorCode.NONE:
+            log.error("timer records for %d groups not written: %s", len(records), error.name)
+
+
+def _group_of(key: bytes) -> str:
+    """The group id of a record key (every group-coordinator key starts with
+    int16 version/type, then the group id as an int16-length string)."""
+    length = int.from_bytes(key[2:4], "big", signed=True)
+    return key[4 : 4 + max(length, 0)].decode()
+
+
+def attach_group_service(broker: Broker) -> GroupService:
+    """Create the broker's group service from its config and load group state if
+    the offsets topic exists."""
+    config = broker.config
+    service = GroupService(
+        broker,
+        GroupSettings(
+            offsets_topic_partition_count=config.offsets_topic_partition_count,
+            offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+            consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+            consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+        ),
+    )
+    service.load_if_present(wall_clock_ms())
+    broker.groups = service
+    return service

@@ -1,0 +1,240 @@
+"""FindCoordinator v0–v4, OffsetCommit v2–v9, OffsetFetch v1–v9.
+
+A single node coordinates every group. Handlers validate, change the state
+machines and append their records on the connection's reader, then defer the
+answer until the records are durable (weir.broker.group_service).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from weir.broker.context import Deferred, RequestContext
+from weir.broker.group_service import GroupService
+from weir.groupcoord.committed_offsets import (
+    METADATA_CHARS_MAX,
+    CommittedOffset,
+    offsets_by_topic,
+)
+from weir.log.errors import LogError
+from weir.wire.apis.groups import COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION
+from weir.wire.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+NO_OFFSET = -1
+
+
+def _service(ctx: RequestContext) -> GroupService:
+    service = ctx.broker.groups
+    assert service is not None, "the broker's group service is attached at start"
+    return service
+
+
+# -- FindCoordinator -----------------------------------------------------------------
+
+
+async def handle_find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
+    answers = [_find(ctx, key, request.get("key_type", COORDINATOR_KEY_TYPE_GROUP)) for key in keys]
+    if ctx.api_version >= 4:
+        return {"throttle_time_ms": 0, "coordinators": answers}
+    only = answers[0]
+    return {
+        "throttle_time_ms": 0,
+        "error_code": only["error_code"],
+        "error_message": only["error_message"],
+        "node_id": only["node_id"],
+        "host": only["host"],
+        "port": only["port"],
+    }
+
+
+def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+    error, message = ErrorCode.NONE, None
+    if key_type == COORDINATOR_KEY_TYPE_TRANSACTION:
+        error, message = (
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactions are not supported by this broker yet",
+        )
+    elif key_type != COORDINATOR_KEY_TYPE_GROUP:
+        error, message = ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}"
+    elif not key:
+        error, message = ErrorCode.INVALID_REQUEST, "the group id is empty"
+    else:
+        try:
+            _service(ctx).ensure_ready(ctx.now_ms())
+        except (LogError, OSError) as exc:
+            log.error("cannot prepare %s: %s", "the offsets topic", exc)
+            error, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
+    advertised = ctx.broker.config.advertised
+    found = error == ErrorCode.NONE
+    return {
+        "key": key,
+        "node_id": ctx.broker.config.node_id if found else -1,
+        "host": advertised.host if found else "",
+        "port": advertised.port if found else -1,
+        "error_code": error,
+        "error_message": message,
+    }
+
+
+# -- OffsetCommit --------------------------------------------------------------------
+
+
+async def handle_offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+    service = _service(ctx)
+    group_id = request.group_id
+    group_error = _commit_group_error(ctx, service, request)
+    if group_error != ErrorCode.NONE:
+        return _commit_response(request, lambda topic, partition: group_error)
+    now_ms = ctx.now_ms()
+    accepted: list[tuple[str, int, CommittedOffset]] = []
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    for topic in request.topics:
+        for part in topic.partitions:
+            error = _check_partition(ctx, topic.name, part)
+            if error == ErrorCode.NONE:
+                committed = CommittedOffset(
+                    part.committed_offset,
+                    part.get("committed_leader_epoch", -1),
+                    part.committed_metadata or "",
+                    now_ms,
+                )
+                accepted.append((topic.name, part.partition_index, committed))
+            errors[(topic.name, part.partition_index)] = error
+    if not accepted:
+        return _commit_response(request, lambda topic, partition: errors[(topic, partition)])
+    try:
+        pending = service.append(service.offsets.commit(group_id, accepted), group_id)
+    except LogError as exc:
+        append_error = exc.error_code
+        return _commit_response(request, lambda topic, partition: append_error)
+
+    async def finish() -> dict[str, Any]:
+        durable_error = await pending.durable()
+        return _commit_response(
+            request,
+            lambda topic, partition: (
+                errors[(topic, partition)]
+                if errors[(topic, partition)] != ErrorCode.NONE
+                else durable_error
+            ),
+        )
+
+    return Deferred(finish)
+
+
+def _commit_group_error(ctx: RequestContext, service: GroupService, request: Any) -> ErrorCode:
+    if not request.group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    service.ensure_ready(ctx.now_ms())
+    generation = request.get("generation_id_or_member_epoch", -1)
+    member_id = request.get("member_id", "")
+    if service.consumer_groups.has_group(request.group_id):
+        return service.consumer_groups.validate_offset_commit(
+            request.group_id, member_id, generation
+        )
+    if generation >= 0 or member_id:
+        # A classic group generation: the classic coordinator is not served yet,
+        # so no member of such a generation can exist here.
+        return ErrorCode.ILLEGAL_GENERATION if generation >= 0 else ErrorCode.UNKNOWN_MEMBER_ID
+    return ErrorCode.NONE
+
+
+def _check_partition(ctx: RequestContext, topic: str, part: Any) -> ErrorCode:
+    record = ctx.broker.controller.topic(topic)
+    if record is None or not 0 <= part.partition_index < record.partition_count:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    metadata = part.committed_metadata
+    if metadata is not None and len(metadata) > METADATA_CHARS_MAX:
+        return ErrorCode.OFFSET_METADATA_TOO_LARGE
+    return ErrorCode.NONE
+
+
+def _commit_response(request: Any, error_of: Any) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": topic.name,
+                "partitions": [
+                    {
+                        "partition_index": part.partition_index,
+                        "error_code": error_of(topic.name, part.partition_index),
+                    }
+                    for part in topic.partitions
+                ],
+            }
+            for topic in request.topics
+        ],
+    }
+
+
+# -- OffsetFetch ---------------------------------------------------------------------
+
+
+async def handle_offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    service = _service(ctx)
+    service.ensure_ready(ctx.now_ms())
+    if ctx.api_version >= 8:
+        return {
+            "throttle_time_ms": 0,
+            "groups": [_fetch_group(service, group) for group in request.groups],
+        }
+    single = _fetch_group(service, request)
+    return {
+        "throttle_time_ms": 0,
+        "topics": single["topics"],
+        "error_code": single["error_code"],
+    }
+
+
+def _fetch_group(service: GroupService, group: Any) -> dict[str, Any]:
+    group_id = group.group_id
+    error = ErrorCode.NONE
+    if not group_id:
+        error = ErrorCode.INVALID_GROUP_ID
+    elif service.consumer_groups.has_group(group_id) and group.get("member_id") is not None:
+        error = service.consumer_groups.validate_offset_fetch(
+            group_id, group.get("member_id"), group.get("member_epoch", -1)
+        )
+    if error != ErrorCode.NONE:
+        return {"group_id": group_id, "topics": [], "error_code": error}
+    stored = service.offsets.group_offsets(group_id)
+    if group.topics is None:  # every committed offset of the group
+        topics = [
+            {"name": name, "partitions": [_fetched(p, c) for p, c in partitions]}
+            for name, partitions in offsets_by_topic(stored)
+        ]
+    else:
+        topics = [
+            {
+                "name": topic.name,
+                "partitions": [
+                    _fetched(index, stored.get((topic.name, index)))
+                    for index in topic.partition_indexes
+                ],
+            }
+            for topic in group.topics
+        ]
+    return {"group_id": group_id, "topics": topics, "error_code": ErrorCode.NONE}
+
+
+def _fetched(partition: int, committed: CommittedOffset | None) -> dict[str, Any]:
+    if committed is None:
+        return {
+            "partition_index": partition,
+            "committed_offset": NO_OFFSET,
+            "committed_leader_epoch": -1,
+            "metadata": "",
+            "error_code": ErrorCode.NONE,
+        }
+    return {
+        "partition_index": partition,
+        "committed_offset": committed.offset,
+        "committed_leader_epoch": committed.leader_epoch,
+        "metadata": committed.metadata,
+        "error_code": ErrorCode.NONE,
+    }
