@@ -10,7 +10,7 @@ from typing import Any
 from construct import Container
 
 from weir.wire import primitives as prim
-from weir.wire.schema import KArray, KStruct
+from weir.wire.schema import KArray, KNullableStruct, KStruct
 
 _INT_RANGES = {
     "b": (-(2**7), 2**7 - 1),
@@ -37,6 +37,8 @@ def sample_value(construct: prim.KafkaType, nullable: bool, rng: random.Random) 
         return None
     if isinstance(construct, KStruct):
         return sample_struct(construct, rng)
+    if isinstance(construct, KNullableStruct):
+        return sample_struct(construct.inner, rng)
     if isinstance(construct, KArray):
         return [sample_value(construct.element, False, rng) for _ in range(rng.randint(1, 3))]
     if isinstance(construct, prim.FixedType):

@@ -238,3 +238,69 @@ def _fetched(partition: int, committed: CommittedOffset | None) -> dict[str, Any
         "metadata": committed.metadata,
         "error_code": ErrorCode.NONE,
     }
+
+
+# -- KIP-848: ConsumerGroupHeartbeat and ConsumerGroupDescribe -------------------------
+
+
+async def handle_consumer_group_heartbeat(
+    ctx: RequestContext, request: Any
+) -> dict[str, Any] | Deferred:
+    service = _service(ctx)
+    now_ms = ctx.now_ms()
+    service.ensure_ready(now_ms)
+    owned = request.topic_partitions
+    result = service.consumer_groups.heartbeat(
+        request.group_id,
+        request.member_id,
+        request.member_epoch,
+        now_ms=now_ms,
+        topics=service.topic_info,
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
+        subscribed_topic_names=request.subscribed_topic_names,
+        subscribed_topic_regex=request.get("subscribed_topic_regex"),
+        server_assignor=request.server_assignor,
+        topic_partitions=None
+        if owned is None
+        else [(tp.topic_id, list(tp.partitions)) for tp in owned],
+        client_id=ctx.header.client_id or "",
+        api_version=ctx.api_version,
+    )
+    response = result.response()
+    service.poke()  # member deadlines moved
+    if not result.records:
+        return response
+    try:
+        pending = service.append(result.records, request.group_id)
+    except LogError as exc:
+        log.error("consumer group %s: records not appended: %s", request.group_id, exc)
+        return _heartbeat_failure(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+    async def finish() -> dict[str, Any]:
+        error = await pending.durable()
+        return response if error == ErrorCode.NONE else _heartbeat_failure(error)
+
+    return Deferred(finish)
+
+
+def _heartbeat_failure(error: ErrorCode) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": error,
+        "error_message": "the group coordinator could not store the group's state",
+        "member_id": None,
+        "member_epoch": -1,
+        "heartbeat_interval_ms": 0,
+        "assignment": None,
+    }
+
+
+async def handle_consumer_group_describe(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    service = _service(ctx)
+    service.ensure_ready(ctx.now_ms())
+    return {
+        "throttle_time_ms": 0,
+        "groups": service.consumer_groups.describe(request.group_ids, service.topic_name),
+    }

@@ -26,6 +26,7 @@ from weir.wire.apis.api_versions import API_VERSIONS
 from weir.wire.apis.cluster import DESCRIBE_CLUSTER
 from weir.wire.apis.committed_offsets import OFFSET_COMMIT, OFFSET_FETCH
 from weir.wire.apis.configs import ALTER_CONFIGS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS
+from weir.wire.apis.consumer_groups import CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_HEARTBEAT
 from weir.wire.apis.fetch import FETCH
 from weir.wire.apis.groups import FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
 from weir.wire.apis.leader_epoch import OFFSET_FOR_LEADER_EPOCH
@@ -89,6 +90,8 @@ APIS: dict[int, Api] = {
         SYNC_GROUP,
         OFFSET_COMMIT,
         OFFSET_FETCH,
+        CONSUMER_GROUP_HEARTBEAT,
+        CONSUMER_GROUP_DESCRIBE,
     )
 }
 

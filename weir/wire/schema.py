@@ -64,6 +64,7 @@ __all__ = [
     "Array",
     "Field",
     "KArray",
+    "KNullableStruct",
     "KStruct",
     "Message",
     "Scalar",
@@ -350,9 +351,8 @@ def _resolve_type(field_type: FieldType, version: int, flexible: bool, nullable:
     if isinstance(field_type, Scalar):
         return _resolve_scalar(field_type, flexible, nullable)
     if isinstance(field_type, Struct):
-        if nullable:
-            raise ValueError("nullable structs are not supported")
-        return _resolve_struct(field_type, version, flexible)
+        struct_type = _resolve_struct(field_type, version, flexible)
+        return KNullableStruct(struct_type) if nullable else struct_type
     element = _resolve_type(field_type.element, version, flexible, False)
     return KArray(element, compact=flexible, nullable=nullable)
 
@@ -617,6 +617,60 @@ class KStruct(KafkaType):
         name = f"build_tags_{code.allocateId()}"
         _append_function(code, f"def {name}(get, io, this):", lines)
         return f"{name}(get, io, this)"
+
+
+class KNullableStruct(KafkaType):
+    """A struct that may be null: an int8 marker (-1 null, 1 present), then the struct."""
+
+    kafka_name = "nullable struct"
+    size_bytes_min = 1
+
+    def __init__(self, inner: KStruct) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def zero(self) -> Any:
+        return None
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise SizeofError(path=path)
+
+    def _parse(self, stream: FrameIO, context: Any, path: str) -> Any:
+        (marker,) = struct.unpack(">b", prim.read_exact(stream, 1))
+        return None if marker < 0 else self.inner._parse(stream, context, path)
+
+    def _build(self, obj: Any, stream: Sink, context: Any, path: str) -> Any:
+        if obj is None:
+            stream.write(b"\xff")
+            return None
+        stream.write(b"\x01")
+        return self.inner._build(obj, stream, context, path)
+
+    def _emitparse(self, code: Any) -> str:
+        name = f"parse_nullable_struct_{code.allocateId()}"
+        code.append("from weir.wire.primitives import DecodeError")
+        lines = [
+            "marker = io.read(1)",
+            "if len(marker) != 1:",
+            "    raise DecodeError('truncated nullable struct')",
+            "if marker[0] >= 0x80:",
+            "    return None",
+            f"return {self.inner._compileparse(code)}",
+        ]
+        _append_function(code, f"def {name}(io, this):", lines)
+        return f"{name}(io, this)"
+
+    def _emitbuild(self, code: Any) -> str:
+        name = f"build_nullable_struct_{code.allocateId()}"
+        lines = [
+            "if obj is None:",
+            "    io.write(b'\\xff')",
+            "    return None",
+            "io.write(b'\\x01')",
+            f"return {self.inner._compilebuild(code)}",
+        ]
+        _append_function(code, f"def {name}(obj, io, this):", lines)
+        return f"{name}(obj, io, this)"
 
 
 def write_tag_buffer(stream: Sink, present: Sequence[tuple[int, bytes]]) -> None:

@@ -1,0 +1,53 @@
+"""One consumer-group member as its own process, for the group compatibility tests.
+
+    python group_member.py BOOTSTRAP TOPIC GROUP PROTOCOL OUT_FILE [DELAY_MS]
+
+PROTOCOL: `consumer` (KIP-848), `classic-eager` or `classic-cooperative`. Each consumed
+message is processed (DELAY_MS of sleep), committed synchronously, then appended to
+OUT_FILE as "partition offset value" and flushed, so a SIGKILL loses at most the
+message being processed. Runs until killed or 60 s pass.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from confluent_kafka import Consumer
+
+RUN_S_MAX = 60.0
+
+
+def main() -> None:
+    bootstrap, topic, group_id, protocol, out_path = sys.argv[1:6]
+    delay_s = int(sys.argv[6]) / 1000 if len(sys.argv) > 6 else 0.0
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group_id,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    if protocol == "consumer":
+        config["group.protocol"] = "consumer"
+    else:
+        config["session.timeout.ms"] = 6000
+        config["heartbeat.interval.ms"] = 500
+        if protocol == "classic-cooperative":
+            config["partition.assignment.strategy"] = "cooperative-sticky"
+    consumer = Consumer(config)
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + RUN_S_MAX
+    with open(out_path, "a", buffering=1) as out:
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is None or message.error() is not None:
+                continue
+            time.sleep(delay_s)
+            consumer.commit(message=message, asynchronous=False)
+            value = (message.value() or b"").decode()
+            out.write(f"{message.partition()} {message.offset()} {value}\n")
+    consumer.close()
+
+
+if __name__ == "__main__":
+    main()

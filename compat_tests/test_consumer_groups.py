@@ -1,0 +1,131 @@
+"""Consumer groups with member processes: KIP-848 (`group.protocol=consumer`).
+
+Each member is a separate confluent-kafka process (group_member.py) that commits
+every message before recording it. The broker runs with a 6 s member session
+timeout so a killed member's partitions move within the test's time.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from compat_tests.harness import WeirProcess, create_topic
+
+MEMBER = Path(__file__).with_name("group_member.py")
+SESSION_TIMEOUT_MS = 6000
+WAIT_S = 45.0
+
+
+@pytest.fixture
+def group_broker(tmp_path: Path) -> Iterator[WeirProcess]:
+    config = tmp_path / "weir.toml"
+    config.write_text(
+        f"group_consumer_session_timeout_ms = {SESSION_TIMEOUT_MS}\n"
+        "group_consumer_heartbeat_interval_ms = 500\n"
+        "offsets_topic_partition_count = 5\n"
+    )
+    proc = WeirProcess(tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(config)))
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.close()
+
+
+def produce(bootstrap: str, topic: str, count: int, partitions: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(count):
+        producer.produce(topic, f"v{i}".encode(), partition=i % partitions)
+    assert producer.flush(20) == 0
+
+
+def start_member(
+    broker: WeirProcess, topic: str, group: str, out: Path, protocol: str, delay_ms: int = 0
+) -> subprocess.Popen[bytes]:
+    command = [sys.executable, str(MEMBER), broker.bootstrap, topic, group, protocol, str(out)]
+    return subprocess.Popen([*command, str(delay_ms)], stdin=subprocess.DEVNULL)
+
+
+def consumed(out: Path) -> list[tuple[int, int, str]]:
+    if not out.exists():
+        return []
+    rows = []
+    for line in out.read_text().splitlines():
+        partition, offset, value = line.split(" ", 2)
+        rows.append((int(partition), int(offset), value))
+    return rows
+
+
+def wait_for(condition: object, what: str, timeout_s: float = WAIT_S) -> None:
+    assert callable(condition)
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def stop(*members: subprocess.Popen[bytes]) -> None:
+    for member in members:
+        if member.poll() is None:
+            member.send_signal(signal.SIGKILL)
+        member.wait()
+
+
+@pytest.mark.parametrize("protocol", ["consumer"])
+def test_two_members_split_the_partitions_and_consume_everything(
+    group_broker: WeirProcess, topic: str, tmp_path: Path, protocol: str
+) -> None:
+    create_topic(group_broker.bootstrap, topic, partitions=4)
+    produce(group_broker.bootstrap, topic, 400, 4)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    outs = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    members = [start_member(group_broker, topic, group, out, protocol, 5) for out in outs]
+    try:
+        wait_for(lambda: sum(len(consumed(o)) for o in outs) >= 400, "all 400 messages")
+    finally:
+        stop(*members)
+    rows = [row for out in outs for row in consumed(out)]
+    # Commit-before-record and revoke-before-assign: every message exactly once,
+    # although partitions move from the first member to the second as it joins.
+    assert sorted(value for _, _, value in rows) == sorted(f"v{i}" for i in range(400))
+    assert all(consumed(out) for out in outs), "a member never got a partition"
+
+
+@pytest.mark.parametrize("protocol", ["consumer"])
+def test_killed_member_partitions_move_and_only_uncommitted_messages_repeat(
+    group_broker: WeirProcess, topic: str, tmp_path: Path, protocol: str
+) -> None:
+    create_topic(group_broker.bootstrap, topic, partitions=4)
+    produce(group_broker.bootstrap, topic, 400, 4)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    out_a, out_b = tmp_path / "a.txt", tmp_path / "b.txt"
+    member_a = start_member(group_broker, topic, group, out_a, protocol, 20)
+    member_b = start_member(group_broker, topic, group, out_b, protocol, 20)
+    try:
+        wait_for(lambda: consumed(out_a) and consumed(out_b), "both members consuming")
+        member_b.send_signal(signal.SIGKILL)
+        member_b.wait()
+        wait_for(
+            lambda: (
+                {v for _, _, v in consumed(out_a) + consumed(out_b)}
+                == {f"v{i}" for i in range(400)}
+            ),
+            "the survivor to consume the rest",
+            timeout_s=WAIT_S + SESSION_TIMEOUT_MS / 1000,
+        )
+    finally:
+        stop(member_a, member_b)
+    rows = consumed(out_a) + consumed(out_b)
+    repeats = [v for v, n in Counter(v for _, _, v in rows).items() if n > 1]
+    # B commits before it records, so at most its in-flight message per partition repeats.
+    assert len(repeats) <= 4, f"more repeats than uncommitted messages: {repeats}"
