@@ -1,0 +1,211 @@
+"""One classic (JoinGroup/SyncGroup) group: its members, generation and protocol.
+
+Plain data with the small rules that need nothing but the group itself: protocol
+support and selection by vote, leader choice, the consumer protocol's subscribed
+topics. The transitions and timers are driven by `classic_coordinator`.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from weir.groupcoord.classic_messages import JoinGroupResult, SyncGroupResult
+from weir.groupcoord.offsets import OffsetStore
+from weir.groupcoord.pending import Pending
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    assignment: bytes = b""
+    join_pending: Pending[JoinGroupResult] | None = None
+    sync_pending: Pending[SyncGroupResult] | None = None
+    heartbeat_deadline_ms: int = 0
+    # Joined while the group was forming its first generation: expires after the new
+    # member join timeout even while its JoinGroup waits (its client may be gone).
+    is_new: bool = False
+
+    @property
+    def is_awaiting_join(self) -> bool:
+        return self.join_pending is not None
+
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+    def metadata(self, protocol: str | None) -> bytes:
+        for name, data in self.protocols:
+            if name == protocol:
+                return data
+        return b""
+
+    def matches(self, protocols: Sequence[tuple[str, bytes]]) -> bool:
+        return list(self.protocols) == list(protocols)
+
+    def vote(self, candidates: set[str]) -> str:
+        return next(name for name in self.protocol_names() if name in candidates)
+
+
+@dataclass
+class ClassicGroup:
+    group_id: str
+    state_timestamp_ms: int
+    state: GroupState = GroupState.EMPTY
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    # Member ids handed out with MEMBER_ID_REQUIRED, awaiting their second JoinGroup,
+    # with the time they expire if it never comes.
+    pending_members: dict[str, int] = field(default_factory=dict)
+    pending_sync_members: set[str] = field(default_factory=set)
+    pending_sync_deadline_ms: int | None = None
+    join_deadline_ms: int | None = None
+    # Initial delayed join (group.initial.rebalance.delay.ms): rebalance time left to
+    # extend into, and whether a member joined during the current delay.
+    initial_join_remaining_ms: int | None = None
+    new_member_added: bool = False
+    subscribed_topics: frozenset[str] | None = None
+    offsets: OffsetStore = field(default_factory=OffsetStore)
+    has_metadata_record: bool = False
+
+    def transition(self, state: GroupState, now_ms: int) -> None:
+        self.state = state
+        self.state_timestamp_ms = now_ms
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def awaiting_join_count(self) -> int:
+        return sum(1 for m in self.members.values() if m.is_awaiting_join)
+
+    def has_all_members_joined(self) -> bool:
+        return self.awaiting_join_count() == len(self.members) and not self.pending_members
+
+    def supported_protocols(self) -> set[str]:
+        """Protocols every member supports."""
+        counts = Counter(name for m in self.members.values() for name in m.protocol_names())
+        return {name for name, n in counts.items() if n == len(self.members)}
+
+    def supports(self, protocol_type: str, protocols: Sequence[tuple[str, bytes]]) -> bool:
+        names = {name for name, _ in protocols}
+        if not self.members:
+            return bool(protocol_type) and bool(names)
+        return protocol_type == self.protocol_type and bool(names & self.supported_protocols())
+
+    def select_protocol(self) -> str:
+        """The protocol every member supports that most members prefer.
+
+        Each member votes for its most preferred candidate; ties go to the candidate the
+        earliest-joined voter preferred.
+        """
+        candidates = self.supported_protocols()
+        votes = [m.vote(candidates) for m in self.members.values()]
+        counts = Counter(votes)
+        best = max(counts.values())
+        return next(name for name in votes if counts[name] == best)
+
+    def static_member_id(self, group_instance_id: str | None) -> str | None:
+        if group_instance_id is None:
+            return None
+        return self.static_members.get(group_instance_id)
+
+    def is_static_member_fenced(self, group_instance_id: str | None, member_id: str) -> bool:
+        current = self.static_member_id(group_instance_id)
+        return current is not None and current != member_id
+
+    def add(self, member: Member) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+
+    def remove(self, member_id: str) -> Member | None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        if (
+            member.group_instance_id is not None
+            and self.static_members.get(member.group_instance_id) == member_id
+        ):
+            del self.static_members[member.group_instance_id]
+        self.pending_sync_members.discard(member_id)
+        if self.is_leader(member_id):
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def elect_joined_leader(self) -> None:
+        """Before the join completes: a leader that did not rejoin hands over."""
+        leader = self.members.get(self.leader_id or "")
+        if leader is not None and leader.is_awaiting_join:
+            return
+        joined = next((m for m in self.members.values() if m.is_awaiting_join), None)
+        if joined is not None:
+            self.leader_id = joined.member_id
+
+    def compute_subscribed_topics(self) -> frozenset[str] | None:
+        """Topics the members subscribe to, for the consumer protocol; None if unknown."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        for member in self.members.values():
+            parsed = consumer_subscription_topics(member.metadata(self.protocol_name))
+            if parsed is None:
+                return None
+            topics |= parsed
+        return frozenset(topics)
+
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+
+def consumer_subscription_topics(metadata: bytes) -> set[str] | None:
+    """The topics of a ConsumerProtocolSubscription (any version), None if unparseable.
+
+    Every version starts with int16 version, then an int32-counted array of
+    int16-length topic names; what follows (user data, owned partitions, generation,
+    rack) is not needed here.
+    """
+    try:
+        pos = 2
+        (count,) = _INT32.unpack_from(metadata, pos)
+        pos += 4
+        if count < 0 or count > len(metadata):
+            return None
+        topics = set()
+        for _ in range(count):
+            (length,) = _INT16.unpack_from(metadata, pos)
+            pos += 2
+            if length < 0 or pos + length > len(metadata):
+                return None
+            topics.add(metadata[pos : pos + length].decode())
+            pos += length
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return None
