@@ -127,8 +127,13 @@ class Harness:
         return self._take(self.coord.join_group(req, self.now_ms))
 
     def join_new(self, **kwargs: Any) -> Pending[JoinGroupResult]:
-        """A first join as a v4+ client does it: MEMBER_ID_REQUIRED, then again."""
+        """A first join as a v4+ client does it: MEMBER_ID_REQUIRED, then again.
+
+        Static members (`instance_id=...`) are let in at once, as in Kafka.
+        """
         first = self.join(**kwargs)
+        if kwargs.get("instance_id") is not None:
+            return first
         assert first.result.error is ErrorCode.MEMBER_ID_REQUIRED
         return self.join(first.result.member_id, **kwargs)
 
