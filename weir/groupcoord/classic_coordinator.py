@@ -92,6 +92,7 @@ from weir.groupcoord.classic_messages import (
     SyncGroupResult,
 )
 from weir.groupcoord.consumer_group_records import GroupRecord
+from weir.groupcoord.deadlines import DeadlineIndex
 from weir.groupcoord.offsets import CommittedOffset, OffsetStore
 from weir.groupcoord.pending import Effects, Pending, Reply
 from weir.wire.errors import ErrorCode
@@ -134,6 +135,8 @@ class ClassicGroupCoordinator:
         self._completed: list[Pending[Any]] = []
         self._loading_groups: dict[str, rec.GroupMetadataValue] = {}
         self._loading_offsets: dict[str, OffsetStore] = {}
+        self._timers = DeadlineIndex()  # group id -> its earliest timer
+        self._dirty: set[str] = set()  # groups whose timers may have changed
 
     # ---- queries --------------------------------------------------------------------
 
@@ -168,6 +171,7 @@ class ClassicGroupCoordinator:
     # ---- JoinGroup ------------------------------------------------------------------
 
     def join_group(self, req: JoinGroupRequest, now_ms: int) -> Reply[JoinGroupResult]:
+        self._dirty.add(req.group_id)
         error = self._validate_join(req)
         if error is not ErrorCode.NONE:
             return self._answer(JoinGroupResult(error, member_id=req.member_id))
@@ -468,6 +472,7 @@ class ClassicGroupCoordinator:
     # ---- SyncGroup ------------------------------------------------------------------
 
     def sync_group(self, req: SyncGroupRequest, now_ms: int) -> Reply[SyncGroupResult]:
+        self._dirty.add(req.group_id)
         group = self.groups.get(req.group_id)
         error = self._validate_member_request(
             group, req.member_id, req.group_instance_id, req.generation_id
@@ -554,6 +559,7 @@ class ClassicGroupCoordinator:
         now_ms: int,
     ) -> ErrorCode:
         """Heartbeat: always answered at once, never writes records."""
+        self._dirty.add(group_id)
         group = self.groups.get(group_id)
         error = self._validate_member_request(group, member_id, group_instance_id, generation_id)
         if error is not ErrorCode.NONE or group is None:
@@ -570,6 +576,7 @@ class ClassicGroupCoordinator:
         self, group_id: str, members: Sequence[LeavingMember], now_ms: int
     ) -> Reply[LeaveGroupResult]:
         """LeaveGroup; v0-v2 send one member with its member id, v3+ a batch."""
+        self._dirty.add(group_id)
         group = self.groups.get(group_id)
         if group is None:
             unknown = ErrorCode.UNKNOWN_MEMBER_ID
@@ -602,6 +609,7 @@ class ClassicGroupCoordinator:
     # ---- offsets --------------------------------------------------------------------
 
     def commit_offsets(self, req: OffsetCommitRequest, now_ms: int) -> Reply[list[PartitionError]]:
+        self._dirty.add(req.group_id)
         group = self.groups.get(req.group_id)
         if group is None:
             if req.generation_id >= 0:
@@ -755,6 +763,7 @@ class ClassicGroupCoordinator:
         return self._answer(results)
 
     def _delete_group(self, group: ClassicGroup, now_ms: int) -> None:
+        self._dirty.add(group.group_id)
         for (topic, partition), _ in group.offsets:
             self._records.append(rec.offset_commit_tombstone(group.group_id, topic, partition))
         group.offsets = OffsetStore()
@@ -767,11 +776,19 @@ class ClassicGroupCoordinator:
     # ---- time -----------------------------------------------------------------------
 
     def next_deadline_ms(self) -> int | None:
-        """When `advance` next has work to do (None: nothing is timed)."""
-        deadlines = [self._offsets_check_ms]
-        for group in self.groups.values():
-            deadlines.extend(self._group_deadlines_ms(group))
-        return min(deadlines)
+        """When `advance` next has work to do. Cheap: call it after every call."""
+        self._refresh_timers()
+        group_deadline_ms = self._timers.earliest_ms()
+        if group_deadline_ms is None:
+            return self._offsets_check_ms
+        return min(group_deadline_ms, self._offsets_check_ms)
+
+    def _refresh_timers(self) -> None:
+        for group_id in self._dirty:
+            group = self.groups.get(group_id)
+            deadlines_ms = self._group_deadlines_ms(group) if group is not None else []
+            self._timers.set(group_id, min(deadlines_ms, default=None))
+        self._dirty.clear()
 
     @staticmethod
     def _group_deadlines_ms(group: ClassicGroup) -> list[int]:
@@ -786,15 +803,15 @@ class ClassicGroupCoordinator:
     def advance(self, now_ms: int) -> Effects:
         """Run every timer due at `now_ms`."""
         for _ in range(_ADVANCE_ROUNDS_MAX):
-            due = [
-                g
-                for g in self.groups.values()
-                if any(d <= now_ms for d in self._group_deadlines_ms(g))
-            ]
+            self._refresh_timers()
+            due = self._timers.pop_due(now_ms)
             if not due:
                 break
-            for group in due:
-                self._advance_group(group, now_ms)
+            for group_id in due:
+                self._dirty.add(group_id)
+                group = self.groups.get(group_id)
+                if group is not None:
+                    self._advance_group(group, now_ms)
         if now_ms >= self._offsets_check_ms:
             self._expire_offsets(now_ms)
             self._offsets_check_ms = now_ms + self.config.offsets_retention_check_interval_ms
@@ -830,7 +847,12 @@ class ClassicGroupCoordinator:
             for topic, partition in expired:
                 group.offsets.delete(topic, partition)
                 self._records.append(rec.offset_commit_tombstone(group.group_id, topic, partition))
-            if group.state is GroupState.EMPTY and not group.offsets and not group.members:
+            if (
+                group.state is GroupState.EMPTY
+                and not group.offsets
+                and not group.members
+                and not group.pending_members
+            ):
                 self._delete_group(group, now_ms)
 
     def _expired_offsets(self, group: ClassicGroup, now_ms: int) -> list[tuple[str, int]]:
@@ -884,6 +906,7 @@ class ClassicGroupCoordinator:
     def finish_loading(self, now_ms: int) -> None:
         """Build the replayed groups: members start their session timeouts at `now_ms`."""
         for group_id, value in self._loading_groups.items():
+            self._dirty.add(group_id)
             self.groups[group_id] = _group_from_record(group_id, value, now_ms)
         for group_id, store in self._loading_offsets.items():
             if not len(store):
@@ -898,6 +921,7 @@ class ClassicGroupCoordinator:
     def unload(self, group_ids: Iterable[str]) -> Effects:
         """Forget groups (their partition moved away): waiting requests get NOT_COORDINATOR."""
         for group_id in group_ids:
+            self._dirty.add(group_id)
             group = self.groups.pop(group_id, None)
             if group is None:
                 continue

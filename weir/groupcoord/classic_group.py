@@ -89,7 +89,6 @@ class ClassicGroup:
     new_member_added: bool = False
     subscribed_topics: frozenset[str] | None = None
     offsets: OffsetStore = field(default_factory=OffsetStore)
-    has_metadata_record: bool = False
 
     def transition(self, state: GroupState, now_ms: int) -> None:
         self.state = state
