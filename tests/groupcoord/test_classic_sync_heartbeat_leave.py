@@ -225,3 +225,20 @@ def test_rebalance_completes_as_soon_as_every_member_rejoined() -> None:
     h.join(a.member_id, client_id="a")
     h.join(b.member_id, client_id="b", topics=["other"])
     assert h.coord.group_state(GROUP) is GroupState.COMPLETING_REBALANCE
+
+
+def test_leave_response_before_v3_carries_the_single_members_error() -> None:
+    h = Harness()
+    h.stable_group({"client_id": "a"})
+    result = h.leave(LeavingMember("ghost"))
+    assert result.response(2) == {"error_code": int(ErrorCode.UNKNOWN_MEMBER_ID)}
+    assert result.response(3)["members"][0]["error_code"] == int(ErrorCode.UNKNOWN_MEMBER_ID)
+    assert result.response(3)["error_code"] == 0
+
+
+def test_join_error_response_has_empty_protocol_name_before_v7() -> None:
+    h = Harness()
+    result = h.join("ghost").result
+    assert result.response(6)["protocol_name"] == ""
+    assert result.response(7)["protocol_name"] is None
+    assert result.response(7)["error_code"] == int(ErrorCode.UNKNOWN_MEMBER_ID)

@@ -4,7 +4,8 @@ The broker decodes a Kafka request, builds one of these (filling version-depende
 defaults as noted), calls `ClassicGroupCoordinator`, and turns the result back into the
 response with `.response()`, whose keys are the snake_case field names of Kafka's JSON
 schemas (`throttle_time_ms` is left to the broker). Fields a version lacks are simply
-dropped by the encoder.
+dropped by the encoder; where a version changes a field's meaning or nullability,
+`.response(version)` takes the version.
 """
 
 from __future__ import annotations
@@ -52,12 +53,16 @@ class JoinGroupResult:
     skip_assignment: bool = False  # v9: a static leader rejoining needs not reassign
     members: Sequence[JoinGroupMember] = ()  # only for the leader
 
-    def response(self) -> dict[str, Any]:
+    def response(self, version: int) -> dict[str, Any]:
+        """The JoinGroup response body for `version` (protocol_name is nullable from v7)."""
+        protocol_name = self.protocol_name
+        if protocol_name is None and version < 7:
+            protocol_name = ""
         return {
             "error_code": int(self.error),
             "generation_id": self.generation_id,
             "protocol_type": self.protocol_type,
-            "protocol_name": self.protocol_name,
+            "protocol_name": protocol_name,
             "leader": self.leader,
             "skip_assignment": self.skip_assignment,
             "member_id": self.member_id,
@@ -118,8 +123,14 @@ class LeaveGroupResult:
     error: ErrorCode
     members: Sequence[LeftMember] = ()
 
-    def response(self) -> dict[str, Any]:
-        """v3+ shape; for v0-v2 the broker answers the top error, or the one member's."""
+    def response(self, version: int) -> dict[str, Any]:
+        """The LeaveGroup response body; v0-v2 carry one error: the top one, else the
+        (single) member's."""
+        if version < 3:
+            error = self.error
+            if error is ErrorCode.NONE and self.members:
+                error = self.members[0].error
+            return {"error_code": int(error)}
         return {
             "error_code": int(self.error),
             "members": [
