@@ -238,11 +238,10 @@ class ClassicGroupCoordinator:
         if member_id in group.pending_members:
             del group.pending_members[member_id]
             return self._add_member_and_rebalance(group, member_id, req, now_ms)
-        if group.is_static_member_fenced(req.group_instance_id, member_id):
-            return self._answer(JoinGroupResult(ErrorCode.FENCED_INSTANCE_ID, member_id))
-        member = group.members.get(member_id)
-        if member is None:
-            return self._answer(JoinGroupResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+        error = group.validate_member(member_id, req.group_instance_id)
+        if error is not ErrorCode.NONE:
+            return self._answer(JoinGroupResult(error, member_id))
+        member = group.members[member_id]
         if group.state is GroupState.PREPARING_REBALANCE:
             return self._update_member_and_rebalance(group, member, req, now_ms)
         if group.state is GroupState.COMPLETING_REBALANCE and member.matches(req.protocols):
@@ -507,13 +506,10 @@ class ClassicGroupCoordinator:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(group_instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if member_id not in group.members:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
+        error = group.validate_member(member_id, group_instance_id)
+        if error is ErrorCode.NONE and generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
-        return ErrorCode.NONE
+        return error
 
     @staticmethod
     def _check_sync_protocol(group: ClassicGroup, req: SyncGroupRequest) -> ErrorCode:
@@ -598,13 +594,10 @@ class ClassicGroupCoordinator:
             del group.pending_members[member_id]
             self._try_complete_join(group, now_ms)
             return ErrorCode.NONE
-        if group.is_static_member_fenced(leaving.group_instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        self._remove_member_and_update_group(group, member, now_ms)
-        return ErrorCode.NONE
+        error = group.validate_member(member_id, leaving.group_instance_id)
+        if error is ErrorCode.NONE:
+            self._remove_member_and_update_group(group, group.members[member_id], now_ms)
+        return error
 
     # ---- offsets --------------------------------------------------------------------
 
@@ -649,10 +642,9 @@ class ClassicGroupCoordinator:
         if req.generation_id < 0 and group.state is GroupState.EMPTY:
             return ErrorCode.NONE  # a standalone commit: Kafka stores offsets only
         if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-            if group.is_static_member_fenced(req.group_instance_id, req.member_id):
-                return ErrorCode.FENCED_INSTANCE_ID
-            if req.member_id not in group.members:
-                return ErrorCode.UNKNOWN_MEMBER_ID
+            error = group.validate_member(req.member_id, req.group_instance_id)
+            if error is not ErrorCode.NONE:
+                return error
             if req.generation_id != group.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
         elif group.state is not GroupState.EMPTY:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from weir.groupcoord.classic_messages import JoinGroupResult, SyncGroupResult
 from weir.groupcoord.offsets import OffsetStore
 from weir.groupcoord.pending import Pending
+from weir.wire.errors import ErrorCode
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -131,9 +132,18 @@ class ClassicGroup:
             return None
         return self.static_members.get(group_instance_id)
 
-    def is_static_member_fenced(self, group_instance_id: str | None, member_id: str) -> bool:
-        current = self.static_member_id(group_instance_id)
-        return current is not None and current != member_id
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> ErrorCode:
+        """Kafka's check of a request's member: a static one must be the instance's
+        current member id (FENCED_INSTANCE_ID otherwise); any must be a member."""
+        if group_instance_id is not None:
+            current = self.static_members.get(group_instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in self.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
 
     def add(self, member: Member) -> None:
         if not self.members:
