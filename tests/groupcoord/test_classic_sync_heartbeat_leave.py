@@ -242,3 +242,12 @@ def test_join_error_response_has_empty_protocol_name_before_v7() -> None:
     assert result.response(6)["protocol_name"] == ""
     assert result.response(7)["protocol_name"] is None
     assert result.response(7)["error_code"] == int(ErrorCode.UNKNOWN_MEMBER_ID)
+
+
+def test_empty_group_id_is_invalid_group_id_for_sync_heartbeat_and_leave() -> None:
+    h = Harness()
+    sync = h.coord.sync_group(SyncGroupRequest("", 1, "m"), h.now_ms).pending
+    assert sync.result.error is ErrorCode.INVALID_GROUP_ID
+    assert h.coord.heartbeat("", 1, "m", None, h.now_ms) is ErrorCode.INVALID_GROUP_ID
+    leave = h.coord.leave_group("", [LeavingMember("m")], h.now_ms).pending
+    assert leave.result.error is ErrorCode.INVALID_GROUP_ID

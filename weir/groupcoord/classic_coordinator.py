@@ -474,7 +474,7 @@ class ClassicGroupCoordinator:
         self._dirty.add(req.group_id)
         group = self.groups.get(req.group_id)
         error = self._validate_member_request(
-            group, req.member_id, req.group_instance_id, req.generation_id
+            req.group_id, group, req.member_id, req.group_instance_id, req.generation_id
         )
         if error is ErrorCode.NONE and group is not None:
             error = self._check_sync_protocol(group, req)
@@ -496,12 +496,15 @@ class ClassicGroupCoordinator:
 
     def _validate_member_request(
         self,
+        group_id: str,
         group: ClassicGroup | None,
         member_id: str,
         group_instance_id: str | None,
         generation_id: int,
     ) -> ErrorCode:
         """Kafka's checks shared by SyncGroup and Heartbeat, in Kafka's order."""
+        if group is None and not group_id:
+            return ErrorCode.INVALID_GROUP_ID
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.state is GroupState.DEAD:
@@ -557,7 +560,9 @@ class ClassicGroupCoordinator:
         """Heartbeat: always answered at once, never writes records."""
         self._dirty.add(group_id)
         group = self.groups.get(group_id)
-        error = self._validate_member_request(group, member_id, group_instance_id, generation_id)
+        error = self._validate_member_request(
+            group_id, group, member_id, group_instance_id, generation_id
+        )
         if error is not ErrorCode.NONE or group is None:
             return error
         if group.state is GroupState.EMPTY:
@@ -573,6 +578,8 @@ class ClassicGroupCoordinator:
     ) -> Reply[LeaveGroupResult]:
         """LeaveGroup; v0-v2 send one member with its member id, v3+ a batch."""
         self._dirty.add(group_id)
+        if not group_id:
+            return self._answer(LeaveGroupResult(ErrorCode.INVALID_GROUP_ID))
         group = self.groups.get(group_id)
         if group is None:
             unknown = ErrorCode.UNKNOWN_MEMBER_ID
