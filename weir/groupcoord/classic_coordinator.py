@@ -28,9 +28,14 @@ API (all times in ms; requests/results are in `classic_messages`):
 JoinGroup and SyncGroup may return a `Reply` whose `pending` is not done yet: JoinGroup
 waits for the rebalance to complete (every member rejoined, or the rebalance timeout,
 or the initial delay for a new group), a follower's SyncGroup waits for the leader's.
-Call `advance(now_ms)` whenever the time reaches `next_deadline_ms()` (and after any
-call, since calls can move it earlier); it expires sessions, completes rebalances whose
-timeout passed, removes members that never sent SyncGroup, and expires offsets.
+Call `advance(now_ms)` whenever the time reaches `next_deadline_ms()`, and re-read
+`next_deadline_ms()` after every call (calls can move it earlier; it is cheap). Advance
+expires sessions, completes rebalances whose timeout or initial delay passed, removes
+members that never sent SyncGroup, and expires offsets every
+`offsets_retention_check_interval_ms`.
+
+A call may also be made with any `now_ms` not earlier than the previous one; timers
+that fell due in between run at the next `advance`.
 
 Kafka's rules, in brief:
 
@@ -50,8 +55,10 @@ Kafka's rules, in brief:
 - Static members (`group_instance_id`, KIP-345): a rejoin under a new member id replaces
   the old id, which is fenced (FENCED_INSTANCE_ID); in Stable with the same selected
   protocol and unchanged metadata there is no rebalance (the leader gets
-  `skip_assignment`). Static members are not dropped for missing a rejoin, only by
-  their session timeout or LeaveGroup.
+  `skip_assignment`). Kafka checks only the selected protocol; Weir also rebalances
+  when the member's metadata (its subscription) changed, so the leader sees it. Static
+  members are not dropped for missing a rejoin, only by their session timeout or
+  LeaveGroup.
 - Cooperative rebalancing (KIP-429) needs nothing from the coordinator: it relays the
   leader's assignment; members keep consuming what they keep and simply rejoin.
 - OffsetCommit follows Kafka's checks: generation -1 with no member commits into an
