@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from weir.groupcoord import classic_records as rec
 from weir.groupcoord.classic_coordinator import ClassicGroupConfig
 from weir.groupcoord.classic_group import GroupState
-from weir.groupcoord.classic_messages import LeavingMember
+from weir.groupcoord.classic_messages import LeavingMember, PartitionError
 from weir.wire.errors import ErrorCode
 
 from .classic_harness import GROUP, INITIAL_DELAY_MS, SESSION_TIMEOUT_MS, Harness
@@ -14,7 +16,7 @@ DAY_MS = 24 * 60 * 60 * 1000
 RETENTION_MS = 7 * DAY_MS
 
 
-def errors(results: list) -> list[ErrorCode]:  # type: ignore[type-arg]
+def errors(results: Sequence[PartitionError]) -> list[ErrorCode]:
     return [r.error for r in results]
 
 
