@@ -5,15 +5,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from weir.groupcoord import classic_records as rec
-from weir.groupcoord.classic_coordinator import ClassicGroupConfig
+from weir.groupcoord.classic_coordinator import ClassicGroupConfig, ClassicGroupCoordinator
 from weir.groupcoord.classic_group import GroupState
-from weir.groupcoord.classic_messages import LeavingMember, PartitionError
+from weir.groupcoord.classic_messages import (
+    LeavingMember,
+    OffsetCommitRequest,
+    OffsetToCommit,
+    PartitionError,
+)
+from weir.groupcoord.committed_offsets import (
+    CommittedOffset,
+    GroupRecord,
+    OffsetStore,
+    decode_offset_key,
+    encode_offset_key,
+)
 from weir.wire.errors import ErrorCode
 
 from .classic_harness import GROUP, INITIAL_DELAY_MS, SESSION_TIMEOUT_MS, Harness
 
 DAY_MS = 24 * 60 * 60 * 1000
 RETENTION_MS = 7 * DAY_MS
+
+
+def tombstone(group_id: str, topic: str, partition: int) -> GroupRecord:
+    return encode_offset_key(group_id, topic, partition), None
 
 
 def errors(results: Sequence[PartitionError]) -> list[ErrorCode]:
@@ -33,8 +49,7 @@ def test_standalone_commit_creates_an_empty_group_and_fetch_returns_it() -> None
     fetched = h.coord.fetch_offsets(GROUP, [("t", 1), ("t", 9)]).partitions
     assert [(p.offset, p.metadata, p.leader_epoch) for p in fetched] == [(20, "", -1), (-1, "", -1)]
     assert len(h.log) == 2
-    key = rec.decode_key(h.log[0][0])
-    assert key == rec.OffsetCommitKey(GROUP, "t", 0)
+    assert decode_offset_key(h.log[0][0]) == (GROUP, "t", 0)
 
 
 def test_fetch_from_unknown_group_returns_no_offsets() -> None:
@@ -104,7 +119,7 @@ def test_offset_delete_refuses_topics_the_group_is_consuming() -> None:
     assert result.error is ErrorCode.NONE
     assert errors(list(result.partitions)) == [ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.NONE]
     assert offsets_of(h) == {("t", 0): 1}
-    assert reply.records == [rec.offset_commit_tombstone(GROUP, "u", 0)]
+    assert reply.records == [tombstone(GROUP, "u", 0)]
 
 
 def test_offset_delete_on_an_empty_group_deletes_any_topic() -> None:
@@ -146,7 +161,7 @@ def test_offsets_of_empty_group_expire_after_retention_counted_from_when_it_empt
     h.tick(2_000)
     assert offsets_of(h) == {}
     assert not h.coord.has_group(GROUP)
-    assert rec.offset_commit_tombstone(GROUP, "t", 0) in h.log
+    assert tombstone(GROUP, "t", 0) in h.log
     assert h.log[-1] == rec.group_metadata_tombstone(GROUP)
 
 
@@ -217,7 +232,7 @@ def test_delete_groups_deletes_only_empty_groups() -> None:
         ("simple", ErrorCode.NONE),
         ("missing", ErrorCode.GROUP_ID_NOT_FOUND),
     ]
-    assert reply.records == [rec.offset_commit_tombstone("simple", "t", 0)]
+    assert reply.records == [tombstone("simple", "t", 0)]
     assert not h.coord.has_group("simple")
 
 
@@ -228,3 +243,11 @@ def test_deleting_an_emptied_group_writes_its_metadata_tombstone() -> None:
     reply = h.coord.delete_groups([GROUP], h.now_ms)
     assert reply.pending.result == [(GROUP, ErrorCode.NONE)]
     assert reply.records == [rec.group_metadata_tombstone(GROUP)]
+
+
+def test_offsets_go_to_the_store_shared_with_the_kip848_groups() -> None:
+    shared = OffsetStore()
+    coordinator = ClassicGroupCoordinator(offsets=shared)
+    request = OffsetCommitRequest("simple", [OffsetToCommit("t", 0, 9)])
+    coordinator.commit_offsets(request, now_ms=1)
+    assert shared.fetch("simple", "t", 0) == CommittedOffset(9, -1, "", 1)

@@ -8,11 +8,15 @@ import pytest
 
 from weir.groupcoord import classic_records as rec
 from weir.groupcoord import consumer_group_records as kip848
-from weir.groupcoord.classic_coordinator import load
+from weir.groupcoord.classic_coordinator import ClassicGroupCoordinator, load
 from weir.groupcoord.classic_group import GroupState
 from weir.groupcoord.classic_messages import LeavingMember
-from weir.groupcoord.offsets import CommittedOffset
-from weir.groupcoord.partitioning import java_string_hash, offsets_partition_for
+from weir.groupcoord.committed_offsets import (
+    CommittedOffset,
+    encode_offset_key,
+    encode_offset_value,
+)
+from weir.groupcoord.placement import group_partition, java_string_hash
 from weir.wire.errors import ErrorCode
 
 from .classic_harness import GROUP, SESSION_TIMEOUT_MS, Harness
@@ -34,33 +38,7 @@ JAVA_HASHES = [
 @pytest.mark.parametrize(("text", "java_hash", "partition"), JAVA_HASHES)
 def test_group_partition_matches_kafka(text: str, java_hash: int, partition: int) -> None:
     assert java_string_hash(text) == java_hash
-    assert offsets_partition_for(text, 50) == partition
-
-
-def test_offset_commit_record_is_kafkas_key_v1_and_value_v3_byte_for_byte() -> None:
-    key, value = rec.offset_commit_record(
-        "g", "t", 3, CommittedOffset(offset=42, leader_epoch=7, metadata="m", commit_timestamp_ms=9)
-    )
-    assert key == b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x03"
-    assert value == (
-        b"\x00\x03"
-        + struct.pack(">q", 42)
-        + struct.pack(">i", 7)
-        + b"\x00\x01m"
-        + struct.pack(">q", 9)
-    )
-    assert rec.decode_key(key) == rec.OffsetCommitKey("g", "t", 3)
-    assert rec.decode_offset_commit_value(value) == CommittedOffset(42, 7, "m", 9)
-
-
-def test_offset_commit_value_v1_with_expire_timestamp_decodes() -> None:
-    value = b"\x00\x01" + struct.pack(">q", 5) + b"\x00\x00" + struct.pack(">qq", 100, 200)
-    assert rec.decode_offset_commit_value(value) == CommittedOffset(5, -1, "", 100, 200)
-
-
-def test_offset_commit_value_v4_flexible_decodes() -> None:
-    value = b"\x00\x04" + struct.pack(">qi", 5, 2) + b"\x02m" + struct.pack(">q", 100) + b"\x00"
-    assert rec.decode_offset_commit_value(value) == CommittedOffset(5, 2, "m", 100)
+    assert group_partition(text, 50) == partition
 
 
 def test_group_metadata_record_is_kafkas_key_v2_and_value_v3_byte_for_byte() -> None:
@@ -84,7 +62,7 @@ def test_group_metadata_record_is_kafkas_key_v2_and_value_v3_byte_for_byte() -> 
         + b"\x00\x00\x00\x01S"
         + b"\x00\x00\x00\x01A"
     )
-    assert rec.decode_key(key) == rec.GroupMetadataKey("g")
+    assert rec.decode_group_metadata_key(key) == "g"
     assert rec.decode_group_metadata_value(data) == value
 
 
@@ -112,16 +90,17 @@ def test_group_metadata_value_v0_decodes_with_rebalance_timeout_from_session() -
 
 def test_malformed_records_raise_record_format_error() -> None:
     with pytest.raises(rec.RecordFormatError):
-        rec.decode_key(b"\x00\x01\x00\x05ab")
+        rec.decode_group_metadata_key(b"\x00\x02\x00\x05ab")
     with pytest.raises(rec.RecordFormatError):
-        rec.decode_offset_commit_value(b"\x00\x09")
+        rec.decode_group_metadata_value(b"\x00\x09")
     with pytest.raises(rec.RecordFormatError):
         rec.decode_group_metadata_value(b"\x00\x03\x00\x01c" + b"\x7f\xff\xff\xff")
 
 
 def test_kip848_keys_are_not_classic_records() -> None:
     key, _ = kip848.group_epoch_record("g", 1)
-    assert rec.decode_key(key) is None
+    assert rec.decode_group_metadata_key(key) is None
+    assert rec.decode_group_metadata_key(encode_offset_key("g", "t", 0)) is None
 
 
 def test_loader_rebuilds_stable_groups_members_assignments_and_offsets() -> None:
@@ -175,7 +154,7 @@ def test_loader_applies_tombstones_in_log_order() -> None:
 def test_loader_keeps_offsets_of_a_group_whose_metadata_was_removed() -> None:
     records = [
         rec.group_metadata_record(GROUP, rec.GroupMetadataValue("consumer", 1, None, None, 0, [])),
-        rec.offset_commit_record(GROUP, "t", 0, CommittedOffset(3, -1, "", 0)),
+        (encode_offset_key(GROUP, "t", 0), encode_offset_value(CommittedOffset(3, -1, "", 0))),
         rec.group_metadata_tombstone(GROUP),
     ]
     loaded = load(records, now_ms=0)
@@ -203,3 +182,22 @@ def test_emptied_group_reloads_as_empty_with_its_generation() -> None:
         "consumer",
     )
     assert group.state_timestamp_ms == h.coord.groups[GROUP].state_timestamp_ms
+
+
+def test_offsets_of_kip848_groups_do_not_become_classic_groups_on_load() -> None:
+    h = Harness()
+    h.commit([("t", 0, 1)], group_id="simple")
+    h.commit([("t", 0, 2)], group_id="kip848-group")
+    coordinator = ClassicGroupCoordinator()
+    for key, value in h.log:
+        assert coordinator.offsets.replay(key, value)
+    coordinator.finish_loading(h.now_ms, other_group_ids={"kip848-group"})
+    assert coordinator.has_group("simple")
+    assert not coordinator.has_group("kip848-group")
+    assert coordinator.offsets.fetch("kip848-group", "t", 0) is not None
+
+
+def test_classic_replay_declines_offset_records() -> None:
+    coordinator = ClassicGroupCoordinator()
+    key = encode_offset_key("g", "t", 0)
+    assert coordinator.replay(key, encode_offset_value(CommittedOffset(1))) is False

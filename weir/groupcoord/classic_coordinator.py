@@ -1,14 +1,16 @@
 """The classic consumer-group coordinator (JoinGroup/SyncGroup) as a pure state machine.
 
-`ClassicGroupCoordinator` holds the classic groups of one coordinator and their
-committed offsets. It never blocks, never reads a clock and never does I/O: time comes
-in as `now_ms`, records to persist come out, and answers that Kafka gives later come
+`ClassicGroupCoordinator` holds the classic groups of one coordinator and applies
+Kafka's rules to their committed offsets, which live in a
+`committed_offsets.OffsetStore` shared with the KIP-848 groups (pass it as
+`offsets=`). It never blocks, never reads a clock and never does I/O: time comes in
+as `now_ms`, records to persist come out, and answers that Kafka gives later come
 back as pending handles (see `weir.groupcoord.pending` for the protocol the broker
 follows: append `records`, then wake `completed`, then answer).
 
 API (all times in ms; requests/results are in `classic_messages`):
 
-    coord = ClassicGroupCoordinator(ClassicGroupConfig(), now_ms)
+    coord = ClassicGroupCoordinator(ClassicGroupConfig(), now_ms, offsets=OffsetStore())
     coord.join_group(JoinGroupRequest, now_ms)            -> Reply[JoinGroupResult]
     coord.sync_group(SyncGroupRequest, now_ms)            -> Reply[SyncGroupResult]
     coord.heartbeat(group_id, generation_id, member_id, group_instance_id, now_ms)
@@ -22,7 +24,8 @@ API (all times in ms; requests/results are in `classic_messages`):
     coord.delete_groups([group_id], now_ms)               -> Reply[list[(group_id, ErrorCode)]]
     coord.next_deadline_ms()                              -> int | None
     coord.advance(now_ms)                                 -> Effects
-    coord.replay(key, value) -> bool;  coord.finish_loading(now_ms)   (or `load(...)`)
+    coord.replay(key, value) -> bool;  coord.finish_loading(now_ms, other_group_ids)
+                                                          (or `load(records, now_ms)`)
     coord.unload(group_ids)                               -> Effects
 
 JoinGroup and SyncGroup may return a `Reply` whose `pending` is not done yet: JoinGroup
@@ -69,7 +72,7 @@ Kafka's rules, in brief:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -98,9 +101,9 @@ from weir.groupcoord.classic_messages import (
     SyncGroupRequest,
     SyncGroupResult,
 )
+from weir.groupcoord.committed_offsets import CommittedOffset, OffsetStore, TopicPartition
 from weir.groupcoord.consumer_group_records import GroupRecord
 from weir.groupcoord.deadlines import DeadlineIndex
-from weir.groupcoord.offsets import CommittedOffset, OffsetStore
 from weir.groupcoord.pending import Effects, Pending, Reply
 from weir.wire.errors import ErrorCode
 
@@ -133,15 +136,17 @@ class ClassicGroupCoordinator:
         config: ClassicGroupConfig | None = None,
         now_ms: int = 0,
         new_member_id: Callable[[str], str] = _random_member_id,
+        offsets: OffsetStore | None = None,
     ) -> None:
         self.config = config or ClassicGroupConfig()
         self.groups: dict[str, ClassicGroup] = {}
+        # Committed offsets of every group; share one store with the KIP-848 path.
+        self.offsets = offsets if offsets is not None else OffsetStore()
         self._new_member_id = new_member_id
         self._offsets_check_ms = now_ms + self.config.offsets_retention_check_interval_ms
         self._records: list[GroupRecord] = []
         self._completed: list[Pending[Any]] = []
         self._loading_groups: dict[str, rec.GroupMetadataValue] = {}
-        self._loading_offsets: dict[str, OffsetStore] = {}
         self._timers = DeadlineIndex()  # group id -> its earliest timer
         self._dirty: set[str] = set()  # groups whose timers may have changed
 
@@ -630,19 +635,17 @@ class ClassicGroupCoordinator:
         if member is not None:
             member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
         results = []
+        accepted = []
         for o in req.offsets:
             metadata = o.metadata or ""
+            error = ErrorCode.NONE
             if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                results.append(
-                    PartitionError(o.topic, o.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE)
-                )
-                continue
-            committed = CommittedOffset(o.offset, o.leader_epoch, metadata, now_ms)
-            group.offsets.commit(o.topic, o.partition, committed)
-            self._records.append(
-                rec.offset_commit_record(group.group_id, o.topic, o.partition, committed)
-            )
-            results.append(PartitionError(o.topic, o.partition, ErrorCode.NONE))
+                error = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                committed = CommittedOffset(o.offset, o.leader_epoch, metadata, now_ms)
+                accepted.append((o.topic, o.partition, committed))
+            results.append(PartitionError(o.topic, o.partition, error))
+        self._records += self.offsets.commit(group.group_id, accepted)
         return self._answer(results)
 
     @staticmethod
@@ -671,16 +674,15 @@ class ClassicGroupCoordinator:
         self, group_id: str, partitions: Sequence[tuple[str, int]] | None
     ) -> OffsetFetchResult:
         """OffsetFetch for one group; `partitions=None` asks for every committed offset."""
-        group = self.groups.get(group_id)
-        store = group.offsets if group is not None else OffsetStore()
         if partitions is None:
+            stored = sorted(self.offsets.group_offsets(group_id).items())
             return OffsetFetchResult(
                 ErrorCode.NONE,
-                [FetchedOffset(t, p, c.offset, c.leader_epoch, c.metadata) for (t, p), c in store],
+                [FetchedOffset(t, p, c.offset, c.leader_epoch, c.metadata) for (t, p), c in stored],
             )
         out = []
         for topic, partition in partitions:
-            committed = store.get(topic, partition)
+            committed = self.offsets.fetch(group_id, topic, partition)
             if committed is None:
                 out.append(FetchedOffset(topic, partition, -1, -1, ""))
             else:
@@ -706,15 +708,16 @@ class ClassicGroupCoordinator:
             return self._answer(OffsetDeleteResult(ErrorCode.NON_EMPTY_GROUP))
         subscribed = group.subscribed_topics or frozenset()
         results = []
+        deleted = []
         for topic, partition in partitions:
             if group.state is not GroupState.EMPTY and topic in subscribed:
                 results.append(
                     PartitionError(topic, partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
                 )
                 continue
-            if group.offsets.delete(topic, partition):
-                self._records.append(rec.offset_commit_tombstone(group_id, topic, partition))
+            deleted.append((topic, partition))
             results.append(PartitionError(topic, partition, ErrorCode.NONE))
+        self._records += self.offsets.delete(group_id, deleted)
         return self._answer(OffsetDeleteResult(ErrorCode.NONE, results))
 
     # ---- admin ----------------------------------------------------------------------
@@ -770,9 +773,7 @@ class ClassicGroupCoordinator:
 
     def _delete_group(self, group: ClassicGroup, now_ms: int) -> None:
         self._dirty.add(group.group_id)
-        for (topic, partition), _ in group.offsets:
-            self._records.append(rec.offset_commit_tombstone(group.group_id, topic, partition))
-        group.offsets = OffsetStore()
+        self._records += self.offsets.delete_group(group.group_id)
         group.transition(GroupState.DEAD, now_ms)
         del self.groups[group.group_id]
         # A generation-0 group only ever stored offsets: it has no metadata to remove.
@@ -850,79 +851,78 @@ class ClassicGroupCoordinator:
     def _expire_offsets(self, now_ms: int) -> None:
         for group in list(self.groups.values()):
             expired = self._expired_offsets(group, now_ms)
-            for topic, partition in expired:
-                group.offsets.delete(topic, partition)
-                self._records.append(rec.offset_commit_tombstone(group.group_id, topic, partition))
+            self._records += self.offsets.delete(group.group_id, expired)
             if (
                 group.state is GroupState.EMPTY
-                and not group.offsets
+                and not self.offsets.has_offsets(group.group_id)
                 and not group.members
                 and not group.pending_members
             ):
                 self._delete_group(group, now_ms)
 
-    def _expired_offsets(self, group: ClassicGroup, now_ms: int) -> list[tuple[str, int]]:
+    def _expired_offsets(self, group: ClassicGroup, now_ms: int) -> list[TopicPartition]:
+        """Kafka's rule: an Empty group's offsets expire counted from when it emptied; a
+        group that only stores offsets (no protocol), from each commit; a Stable
+        consumer group's offsets of topics it no longer subscribes to, from each commit."""
+        stored = self.offsets.group_offsets(group.group_id)
         retention_ms = self.config.offsets_retention_ms
-        store = group.offsets
         if group.protocol_type and group.state is GroupState.EMPTY:
             empty_since_ms = group.state_timestamp_ms
-            return store.expired(
+            return _expired(
+                stored,
                 now_ms,
                 retention_ms,
                 lambda c: empty_since_ms if empty_since_ms >= 0 else c.commit_timestamp_ms,
             )
         if not group.protocol_type:
-            return store.expired(now_ms, retention_ms, lambda c: c.commit_timestamp_ms)
+            return _expired(stored, now_ms, retention_ms, lambda c: c.commit_timestamp_ms)
         if (
             group.protocol_type == CONSUMER_PROTOCOL_TYPE
             and group.state is GroupState.STABLE
             and group.subscribed_topics is not None
         ):
-            return store.expired(
-                now_ms, retention_ms, lambda c: c.commit_timestamp_ms, group.subscribed_topics
+            return _expired(
+                stored,
+                now_ms,
+                retention_ms,
+                lambda c: c.commit_timestamp_ms,
+                group.subscribed_topics,
             )
         return []
 
     # ---- loading and unloading ------------------------------------------------------
 
     def replay(self, key: bytes, value: bytes | None) -> bool:
-        """Apply one `__consumer_offsets` record, in log order, while loading.
+        """Apply one GroupMetadata record, in log order, while loading.
 
-        Returns False for records that are not classic-group or offset records (the
-        KIP-848 ones), which the caller hands to `ConsumerGroupCoordinator.replay`.
-        Call `finish_loading` after the partition's last record. Raises
+        Returns False for any other record: offsets go to `self.offsets.replay` (shared
+        `OffsetStore`), KIP-848 records to `ConsumerGroupCoordinator.replay`. Call
+        `finish_loading` after the partition's last record. Raises
         `classic_records.RecordFormatError` on a record that does not parse.
         """
-        decoded = rec.decode_key(key)
-        if decoded is None:
+        group_id = rec.decode_group_metadata_key(key)
+        if group_id is None:
             return False
-        if isinstance(decoded, rec.OffsetCommitKey):
-            store = self._loading_offsets.setdefault(decoded.group_id, OffsetStore())
-            if value is None:
-                store.delete(decoded.topic, decoded.partition)
-            else:
-                committed = rec.decode_offset_commit_value(value)
-                store.commit(decoded.topic, decoded.partition, committed)
-        elif value is None:
-            self._loading_groups.pop(decoded.group_id, None)
+        if value is None:
+            self._loading_groups.pop(group_id, None)
         else:
-            self._loading_groups[decoded.group_id] = rec.decode_group_metadata_value(value)
+            self._loading_groups[group_id] = rec.decode_group_metadata_value(value)
         return True
 
-    def finish_loading(self, now_ms: int) -> None:
-        """Build the replayed groups: members start their session timeouts at `now_ms`."""
+    def finish_loading(self, now_ms: int, other_group_ids: Collection[str] = ()) -> None:
+        """Build the replayed groups; members start their session timeouts at `now_ms`.
+
+        Group ids that have committed offsets but no group metadata become Empty
+        offsets-only groups (as Kafka loads them), except `other_group_ids`: the groups
+        of the KIP-848 coordinator, whose offsets share the store.
+        """
         for group_id, value in self._loading_groups.items():
             self._dirty.add(group_id)
             self.groups[group_id] = _group_from_record(group_id, value, now_ms)
-        for group_id, store in self._loading_offsets.items():
-            if not len(store):
-                continue
-            group = self.groups.get(group_id)
-            if group is None:
-                group = ClassicGroup(group_id, state_timestamp_ms=now_ms)
-                self.groups[group_id] = group
-            group.offsets = store
-        self._loading_groups, self._loading_offsets = {}, {}
+        for group_id in self.offsets.groups():
+            if group_id not in self.groups and group_id not in other_group_ids:
+                self.groups[group_id] = ClassicGroup(group_id, state_timestamp_ms=now_ms)
+        self._loading_groups = {}
 
     def unload(self, group_ids: Iterable[str]) -> Effects:
         """Forget groups (their partition moved away): waiting requests get NOT_COORDINATOR."""
@@ -1006,9 +1006,25 @@ def load(
     now_ms: int,
     config: ClassicGroupConfig | None = None,
 ) -> ClassicGroupCoordinator:
-    """A coordinator rebuilt from `(key, value)` records in log order (others skipped)."""
+    """A coordinator (and its offset store) rebuilt from `(key, value)` records in log
+    order; records of neither (KIP-848 ones) are skipped."""
     coordinator = ClassicGroupCoordinator(config, now_ms)
     for key, value in records:
-        coordinator.replay(key, value)
+        if not coordinator.offsets.replay(key, value):
+            coordinator.replay(key, value)
     coordinator.finish_loading(now_ms)
     return coordinator
+
+
+def _expired(
+    stored: Mapping[TopicPartition, CommittedOffset],
+    now_ms: int,
+    retention_ms: int,
+    base_ms: Callable[[CommittedOffset], int],
+    kept_topics: frozenset[str] = frozenset(),
+) -> list[TopicPartition]:
+    return sorted(
+        tp
+        for tp, committed in stored.items()
+        if tp[0] not in kept_topics and now_ms - base_ms(committed) >= retention_ms
+    )

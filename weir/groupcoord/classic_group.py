@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from weir.groupcoord.classic_messages import JoinGroupResult, SyncGroupResult
-from weir.groupcoord.offsets import OffsetStore
 from weir.groupcoord.pending import Pending
 from weir.wire.errors import ErrorCode
 
@@ -89,7 +88,6 @@ class ClassicGroup:
     initial_join_remaining_ms: int | None = None
     new_member_added: bool = False
     subscribed_topics: frozenset[str] | None = None
-    offsets: OffsetStore = field(default_factory=OffsetStore)
 
     def transition(self, state: GroupState, now_ms: int) -> None:
         self.state = state

@@ -1,29 +1,25 @@
-"""Kafka's classic-group and offset-commit records for `__consumer_offsets`, byte-exact.
+"""Kafka's classic-group record for `__consumer_offsets`, byte-exact: GroupMetadata.
 
 A record is a `(key, value)` pair of bytes (`GroupRecord`); a `None` value is a
 tombstone. Every key starts with an int16 *key version* that says what the record is:
+0 and 1 are offset commits (`committed_offsets`), 2 is GroupMetadata (here), 3-8 are
+KIP-848 records (`consumer_group_records`).
 
-| key version | key fields                                  | value written            |
-|-------------|---------------------------------------------|--------------------------|
-| 0, 1        | group (string), topic (string), partition (int32) | OffsetCommitValue v3 |
-| 2           | group (string)                              | GroupMetadataValue v3    |
-| 3..8        | KIP-848 records (see `consumer_group_records`) | -                     |
+- GroupMetadataKey version 2: int16 2, group (string).
+- GroupMetadataValue version 3 (written; versions 0-3 read): int16 version, protocol
+  type (string), generation (int32), protocol (nullable string), leader (nullable
+  string), current state timestamp (int64, v2+), members (int32 count) of: member id,
+  group instance id (nullable, v3+), client id, client host, rebalance timeout (int32,
+  v1+), session timeout (int32), subscription (bytes), assignment (bytes).
 
-Strings are int16-length UTF-8, nullable strings use length -1, bytes are int32-length,
-arrays int32-count: these value versions are Kafka's non-flexible ones. Values start with
-an int16 value version. Weir writes key version 1 for offsets (as Kafka does), and reads
-OffsetCommitValue v0-v4 and GroupMetadataValue v0-v3 so that a log written by any Kafka
-broker since 0.9 replays.
+Strings are int16-length UTF-8 (-1 for null), bytes int32-length: Kafka's non-flexible
+encoding of these versions.
 
 Public API:
 
-- `offset_commit_record(group_id, topic, partition, offset) -> GroupRecord`
-- `offset_commit_tombstone(group_id, topic, partition) -> GroupRecord`
-- `group_metadata_record(group_id, value) -> GroupRecord`
+- `group_metadata_record(group_id, GroupMetadataValue) -> GroupRecord`
 - `group_metadata_tombstone(group_id) -> GroupRecord`
-- `decode_key(key) -> OffsetCommitKey | GroupMetadataKey | None` (None: not a classic
-  record, e.g. a KIP-848 one)
-- `decode_offset_commit_value(value) -> CommittedOffset`
+- `decode_group_metadata_key(key) -> str | None` (None: another record type)
 - `decode_group_metadata_value(value) -> GroupMetadataValue`
 
 Malformed bytes raise `RecordFormatError`.
@@ -36,11 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from weir.groupcoord.consumer_group_records import GroupRecord
-from weir.groupcoord.offsets import CommittedOffset
 
-OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
-OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
 
 _INT16 = struct.Struct(">h")
@@ -50,18 +43,6 @@ _INT64 = struct.Struct(">q")
 
 class RecordFormatError(ValueError):
     """Bytes that are not a well-formed record of a known version."""
-
-
-@dataclass(frozen=True)
-class OffsetCommitKey:
-    group_id: str
-    topic: str
-    partition: int
-
-
-@dataclass(frozen=True)
-class GroupMetadataKey:
-    group_id: str
 
 
 @dataclass(frozen=True)
@@ -104,34 +85,8 @@ def _bytes(data: bytes) -> bytes:
     return _INT32.pack(len(data)) + data
 
 
-def _offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
-    return (
-        _INT16.pack(OFFSET_COMMIT_KEY_VERSION)
-        + _string(group_id)
-        + _string(topic)
-        + _INT32.pack(partition)
-    )
-
-
 def _group_metadata_key(group_id: str) -> bytes:
     return _INT16.pack(GROUP_METADATA_KEY_VERSION) + _string(group_id)
-
-
-def offset_commit_record(
-    group_id: str, topic: str, partition: int, offset: CommittedOffset
-) -> GroupRecord:
-    value = (
-        _INT16.pack(OFFSET_COMMIT_VALUE_VERSION)
-        + _INT64.pack(offset.offset)
-        + _INT32.pack(offset.leader_epoch)
-        + _string(offset.metadata)
-        + _INT64.pack(offset.commit_timestamp_ms)
-    )
-    return _offset_commit_key(group_id, topic, partition), value
-
-
-def offset_commit_tombstone(group_id: str, topic: str, partition: int) -> GroupRecord:
-    return _offset_commit_key(group_id, topic, partition), None
 
 
 def _member(m: MemberRecord) -> bytes:
@@ -193,17 +148,6 @@ class _Reader:
         value: int = _INT64.unpack(self.take(8))[0]
         return value
 
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self.take(1)[0]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise RecordFormatError("varint too long")
-
     def string(self) -> str:
         text = self.nullable_string()
         if text is None:
@@ -216,20 +160,9 @@ class _Reader:
             return None
         return self._decode(self.take(length))
 
-    def compact_string(self) -> str:
-        length = self.uvarint() - 1
-        if length < 0:
-            raise RecordFormatError("null where a string is required")
-        return self._decode(self.take(length))
-
     def bytes_(self) -> bytes:
         length = self.int32()
         return b"" if length == -1 else self.take(length)
-
-    def skip_tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
 
     def end(self) -> None:
         if self._pos != len(self._data):
@@ -243,34 +176,14 @@ class _Reader:
             raise RecordFormatError("string is not UTF-8") from exc
 
 
-def decode_key(key: bytes) -> OffsetCommitKey | GroupMetadataKey | None:
-    """The classic record a key names, or None for other record types (KIP-848)."""
+def decode_group_metadata_key(key: bytes) -> str | None:
+    """The group id of a GroupMetadataKey, or None for other record types."""
     r = _Reader(key)
-    version = r.int16()
-    if version in (0, 1):
-        out: OffsetCommitKey | GroupMetadataKey = OffsetCommitKey(r.string(), r.string(), r.int32())
-    elif version == GROUP_METADATA_KEY_VERSION:
-        out = GroupMetadataKey(r.string())
-    else:
+    if r.int16() != GROUP_METADATA_KEY_VERSION:
         return None
+    group_id = r.string()
     r.end()
-    return out
-
-
-def decode_offset_commit_value(value: bytes) -> CommittedOffset:
-    r = _Reader(value)
-    version = r.int16()
-    if not 0 <= version <= 4:
-        raise RecordFormatError(f"unknown OffsetCommitValue version {version}")
-    offset = r.int64()
-    leader_epoch = r.int32() if version >= 3 else -1
-    metadata = r.compact_string() if version >= 4 else r.string()
-    commit_timestamp_ms = r.int64()
-    expire_timestamp_ms = r.int64() if version == 1 else -1
-    if version >= 4:
-        r.skip_tags()
-    r.end()
-    return CommittedOffset(offset, leader_epoch, metadata, commit_timestamp_ms, expire_timestamp_ms)
+    return group_id
 
 
 def _decode_member(r: _Reader, version: int) -> MemberRecord:
