@@ -1,8 +1,10 @@
-"""Consumer groups with member processes: KIP-848 (`group.protocol=consumer`).
+"""Consumer groups with member processes: KIP-848 (`group.protocol=consumer`) and the
+classic protocol (eager `range` and `cooperative-sticky` assignors).
 
 Each member is a separate confluent-kafka process (group_member.py) that commits
 every message before recording it. The broker runs with a 6 s member session
-timeout so a killed member's partitions move within the test's time.
+timeout (and classic members ask for 6 s) so a killed member's partitions move
+within the test's time.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from compat_tests.harness import WeirProcess, create_topic
 MEMBER = Path(__file__).with_name("group_member.py")
 SESSION_TIMEOUT_MS = 6000
 WAIT_S = 45.0
+# librdkafka's KIP-848 protocol, and the classic one with an eager and a cooperative assignor.
+PROTOCOLS = ["consumer", "classic-eager", "classic-cooperative"]
 
 
 @pytest.fixture
@@ -33,6 +37,7 @@ def group_broker(tmp_path: Path) -> Iterator[WeirProcess]:
         f"group_consumer_session_timeout_ms = {SESSION_TIMEOUT_MS}\n"
         "group_consumer_heartbeat_interval_ms = 500\n"
         "offsets_topic_partition_count = 5\n"
+        "group_initial_rebalance_delay_ms = 500\n"
     )
     proc = WeirProcess(tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(config)))
     try:
@@ -81,7 +86,7 @@ def stop(*members: subprocess.Popen[bytes]) -> None:
         member.wait()
 
 
-@pytest.mark.parametrize("protocol", ["consumer"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_two_members_split_the_partitions_and_consume_everything(
     group_broker: WeirProcess, topic: str, tmp_path: Path, protocol: str
 ) -> None:
@@ -101,7 +106,7 @@ def test_two_members_split_the_partitions_and_consume_everything(
     assert all(consumed(out) for out in outs), "a member never got a partition"
 
 
-@pytest.mark.parametrize("protocol", ["consumer"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_killed_member_partitions_move_and_only_uncommitted_messages_repeat(
     group_broker: WeirProcess, topic: str, tmp_path: Path, protocol: str
 ) -> None:

@@ -42,6 +42,10 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
     ApiKey.OFFSET_COMMIT: groups.handle_offset_commit,
     ApiKey.OFFSET_FETCH: groups.handle_offset_fetch,
+    ApiKey.JOIN_GROUP: groups.handle_join_group,
+    ApiKey.SYNC_GROUP: groups.handle_sync_group,
+    ApiKey.HEARTBEAT: groups.handle_heartbeat,
+    ApiKey.LEAVE_GROUP: groups.handle_leave_group,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: groups.handle_consumer_group_describe,
 }

@@ -61,6 +61,9 @@ class BrokerConfig:
     offsets_retention_minutes: int = 10_080
     group_consumer_session_timeout_ms: int = 45_000
     group_consumer_heartbeat_interval_ms: int = 5_000
+    group_initial_rebalance_delay_ms: int = 3_000
+    group_min_session_timeout_ms: int = 6_000
+    group_max_session_timeout_ms: int = 1_800_000
     limits: Limits = field(default_factory=Limits)
 
     @property
@@ -181,7 +184,15 @@ def _convert(name: str, value: Any) -> Any:
         return value
     if name == "etcd":
         return str(value)
+    if name in NON_NEGATIVE_SETTINGS:
+        number = _int(name, value)
+        if number < 0:
+            raise ConfigError(f"{name}: must be >= 0, got {number}")
+        return number
     return _positive_int(name, value)
+
+
+NON_NEGATIVE_SETTINGS = ("group_initial_rebalance_delay_ms",)
 
 
 def _int(setting: str, value: Any) -> int:

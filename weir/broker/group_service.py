@@ -21,6 +21,7 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 
@@ -33,6 +34,8 @@ from weir.broker.offsets_topic import (
     read_group_records,
     wait_group_records,
 )
+from weir.groupcoord.classic_coordinator import ClassicGroupConfig, ClassicGroupCoordinator
+from weir.groupcoord.classic_records import RecordFormatError as ClassicRecordError
 from weir.groupcoord.committed_offsets import OffsetRecordError, OffsetStore
 from weir.groupcoord.consumer_group import (
     ConsumerGroupConfig,
@@ -40,6 +43,7 @@ from weir.groupcoord.consumer_group import (
     TopicInfo,
 )
 from weir.groupcoord.consumer_group_records import RecordFormatError
+from weir.groupcoord.pending import Effects, Pending
 from weir.groupcoord.placement import group_partition
 from weir.log.errors import LogError
 from weir.wire.errors import ErrorCode
@@ -55,6 +59,9 @@ class GroupSettings:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     consumer_session_timeout_ms: int = 45_000
     consumer_heartbeat_interval_ms: int = 5_000
+    classic_initial_rebalance_delay_ms: int = 3_000
+    classic_session_timeout_min_ms: int = 6_000
+    classic_session_timeout_max_ms: int = 1_800_000
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,17 @@ class GroupService:
                 heartbeat_interval_ms=settings.consumer_heartbeat_interval_ms,
             )
         )
+        self.classic = ClassicGroupCoordinator(
+            ClassicGroupConfig(
+                session_timeout_min_ms=settings.classic_session_timeout_min_ms,
+                session_timeout_max_ms=settings.classic_session_timeout_max_ms,
+                initial_rebalance_delay_ms=settings.classic_initial_rebalance_delay_ms,
+                offsets_retention_ms=settings.offsets_retention_ms,
+            ),
+            offsets=self.offsets,
+        )
+        # Connections waiting for a classic JoinGroup/SyncGroup answer.
+        self._waiting: dict[Pending[Any], trio.Event] = {}
         self.loaded = False
         self._wakeup = trio.Event()
         # Groups with no members (no consumer group, or an empty one): since when.
@@ -112,13 +130,14 @@ class GroupService:
             self._load(now_ms)
 
     def _load(self, now_ms: int) -> None:
-        counts = {"offsets": 0, "consumer groups": 0, "other": 0}
+        counts = {"offsets": 0, "classic groups": 0, "consumer groups": 0, "other": 0}
         for partition in range(self.partition_count):
             for record in read_group_records(self.broker, partition):
                 if record.key is None:
                     continue
                 counts[self._replay(record.key, record.value)] += 1
         self.consumer_groups.finish_loading(now_ms)
+        self.classic.finish_loading(now_ms, other_group_ids=set(self.consumer_groups.groups))
         self.loaded = True
         log.info("loaded group state from %s: %s", OFFSETS_TOPIC_NAME, counts)
 
@@ -126,9 +145,11 @@ class GroupService:
         try:
             if self.offsets.replay(key, value):
                 return "offsets"
+            if self.classic.replay(key, value):
+                return "classic groups"
             if self.consumer_groups.replay(key, value):
                 return "consumer groups"
-        except (OffsetRecordError, RecordFormatError) as exc:
+        except (OffsetRecordError, ClassicRecordError, RecordFormatError) as exc:
             log.warning("skipping an unreadable %s record: %s", OFFSETS_TOPIC_NAME, exc)
         return "other"
 
@@ -162,12 +183,39 @@ class GroupService:
 
     # -- membership and time ---------------------------------------------------
 
+    # -- classic groups' answers that come later ----------------------------------
+
+    async def settle(self, records: Sequence[GroupRecord], completed: Sequence[Pending[Any]],
+                     group_id: str | None = None) -> ErrorCode:  # fmt: skip
+        """The classic coordinator's protocol: append `records`, wait until they are
+        durable, then wake the connections waiting on `completed`."""
+        error = ErrorCode.NONE
+        if records:
+            try:
+                error = await self.append(records, group_id).durable()
+            except LogError as exc:
+                error = exc.error_code
+        for pending in completed:
+            event = self._waiting.pop(pending, None)
+            if event is not None:
+                event.set()
+        self.poke()
+        return error
+
+    async def wait_for(self, pending: Pending[Any]) -> None:
+        """Return once `pending` is done (another member's call or a timer completes it)."""
+        if pending.done:
+            return
+        event = self._waiting.setdefault(pending, trio.Event())
+        await event.wait()
+
     def has_members(self, group_id: str) -> bool:
         group = self.consumer_groups.groups.get(group_id)
         return group is not None and bool(group.members)
 
     def empty_since_ms(self, group_id: str, now_ms: int) -> int | None:
-        if self.has_members(group_id):
+        """For the KIP-848 groups' offsets (classic groups expire their own)."""
+        if self.has_members(group_id) or self.classic.has_group(group_id):
             self._empty_since_ms.pop(group_id, None)
             return None
         return self._empty_since_ms.setdefault(group_id, now_ms)
@@ -183,17 +231,21 @@ class GroupService:
         while True:
             now_ms = clock_ms()
             if self.loaded:
+                effects: Effects = self.classic.advance(now_ms)
+                if effects.records or effects.completed:
+                    await self.settle(effects.records, effects.completed)
                 records = self.consumer_groups.advance(now_ms)
                 if now_ms >= next_expiry_ms:
                     records += self._expire_offsets(now_ms)
                     next_expiry_ms = now_ms + OFFSET_EXPIRY_CHECK_INTERVAL_MS
                 if records:
                     await self._write_in_background(records)
-            deadline_ms = self.consumer_groups.next_deadline_ms()
-            wait_ms = min(
-                next_expiry_ms - now_ms,
-                deadline_ms - now_ms if deadline_ms is not None else next_expiry_ms - now_ms,
-            )
+            deadlines_ms = [
+                d
+                for d in (self.consumer_groups.next_deadline_ms(), self.classic.next_deadline_ms())
+                if d is not None
+            ]
+            wait_ms = min([next_expiry_ms, *deadlines_ms]) - now_ms
             self._wakeup = trio.Event()
             with trio.move_on_after(max(wait_ms, 1) / 1000):
                 await self._wakeup.wait()
@@ -231,6 +283,9 @@ def attach_group_service(broker: Broker) -> GroupService:
             offsets_retention_ms=config.offsets_retention_minutes * 60_000,
             consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            classic_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+            classic_session_timeout_min_ms=config.group_min_session_timeout_ms,
+            classic_session_timeout_max_ms=config.group_max_session_timeout_ms,
         ),
     )
     service.load_if_present(wall_clock_ms())

@@ -12,11 +12,22 @@ from typing import Any
 
 from weir.broker.context import Deferred, RequestContext
 from weir.broker.group_service import GroupService
+from weir.groupcoord.classic_messages import (
+    JoinGroupRequest,
+    JoinGroupResult,
+    LeaveGroupResult,
+    LeavingMember,
+    OffsetToCommit,
+    SyncGroupRequest,
+    SyncGroupResult,
+)
+from weir.groupcoord.classic_messages import OffsetCommitRequest as ClassicCommit
 from weir.groupcoord.committed_offsets import (
     METADATA_CHARS_MAX,
     CommittedOffset,
     offsets_by_topic,
 )
+from weir.groupcoord.pending import Reply
 from weir.log.errors import LogError
 from weir.wire.apis.groups import COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION
 from weir.wire.errors import ErrorCode
@@ -84,26 +95,53 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
 
 
 async def handle_offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+    """Partitions of unknown topics are refused here; the rest go to the group's
+    coordinator: KIP-848 for consumer groups, classic for every other group."""
     service = _service(ctx)
     group_id = request.group_id
-    group_error = _commit_group_error(ctx, service, request)
-    if group_error != ErrorCode.NONE:
-        return _commit_response(request, lambda topic, partition: group_error)
+    if not group_id:
+        return _commit_response(request, lambda topic, partition: ErrorCode.INVALID_GROUP_ID)
     now_ms = ctx.now_ms()
-    accepted: list[tuple[str, int, CommittedOffset]] = []
+    service.ensure_ready(now_ms)
     errors: dict[tuple[str, int], ErrorCode] = {}
+    valid: list[tuple[str, Any]] = []
     for topic in request.topics:
         for part in topic.partitions:
             error = _check_partition(ctx, topic.name, part)
-            if error == ErrorCode.NONE:
-                committed = CommittedOffset(
-                    part.committed_offset,
-                    part.get("committed_leader_epoch", -1),
-                    part.committed_metadata or "",
-                    now_ms,
-                )
-                accepted.append((topic.name, part.partition_index, committed))
             errors[(topic.name, part.partition_index)] = error
+            if error == ErrorCode.NONE:
+                valid.append((topic.name, part))
+    if service.consumer_groups.has_group(group_id):
+        return _commit_consumer_group(service, request, valid, errors, now_ms)
+    return _commit_classic(service, request, valid, errors, now_ms)
+
+
+def _commit_consumer_group(
+    service: GroupService,
+    request: Any,
+    valid: list[tuple[str, Any]],
+    errors: dict[tuple[str, int], ErrorCode],
+    now_ms: int,
+) -> dict[str, Any] | Deferred:
+    group_id = request.group_id
+    group_error = service.consumer_groups.validate_offset_commit(
+        group_id, request.get("member_id", ""), request.get("generation_id_or_member_epoch", -1)
+    )
+    if group_error != ErrorCode.NONE:
+        return _commit_response(request, lambda topic, partition: group_error)
+    accepted = [
+        (
+            name,
+            part.partition_index,
+            CommittedOffset(
+                part.committed_offset,
+                part.get("committed_leader_epoch", -1),
+                part.committed_metadata or "",
+                now_ms,
+            ),
+        )
+        for name, part in valid
+    ]
     if not accepted:
         return _commit_response(request, lambda topic, partition: errors[(topic, partition)])
     try:
@@ -115,32 +153,47 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> dict[str, A
     async def finish() -> dict[str, Any]:
         durable_error = await pending.durable()
         return _commit_response(
-            request,
-            lambda topic, partition: (
-                errors[(topic, partition)]
-                if errors[(topic, partition)] != ErrorCode.NONE
-                else durable_error
-            ),
+            request, lambda topic, partition: errors[(topic, partition)] or durable_error
         )
 
     return Deferred(finish)
 
 
-def _commit_group_error(ctx: RequestContext, service: GroupService, request: Any) -> ErrorCode:
-    if not request.group_id:
-        return ErrorCode.INVALID_GROUP_ID
-    service.ensure_ready(ctx.now_ms())
-    generation = request.get("generation_id_or_member_epoch", -1)
-    member_id = request.get("member_id", "")
-    if service.consumer_groups.has_group(request.group_id):
-        return service.consumer_groups.validate_offset_commit(
-            request.group_id, member_id, generation
+def _commit_classic(
+    service: GroupService,
+    request: Any,
+    valid: list[tuple[str, Any]],
+    errors: dict[tuple[str, int], ErrorCode],
+    now_ms: int,
+) -> Deferred:
+    commit = ClassicCommit(
+        group_id=request.group_id,
+        offsets=[
+            OffsetToCommit(
+                name,
+                part.partition_index,
+                part.committed_offset,
+                part.get("committed_leader_epoch", -1),
+                part.committed_metadata,
+            )
+            for name, part in valid
+        ],
+        generation_id=request.get("generation_id_or_member_epoch", -1),
+        member_id=request.get("member_id", ""),
+        group_instance_id=request.get("group_instance_id"),
+    )
+    reply = service.classic.commit_offsets(commit, now_ms)
+
+    async def finish() -> dict[str, Any]:
+        durable_error = await service.settle(reply.records, reply.completed, request.group_id)
+        await service.wait_for(reply.pending)
+        for failed in reply.pending.result:
+            errors[(failed.topic, failed.partition)] = failed.error
+        return _commit_response(
+            request, lambda topic, partition: errors[(topic, partition)] or durable_error
         )
-    if generation >= 0 or member_id:
-        # A classic group generation: the classic coordinator is not served yet,
-        # so no member of such a generation can exist here.
-        return ErrorCode.ILLEGAL_GENERATION if generation >= 0 else ErrorCode.UNKNOWN_MEMBER_ID
-    return ErrorCode.NONE
+
+    return Deferred(finish)
 
 
 def _check_partition(ctx: RequestContext, topic: str, part: Any) -> ErrorCode:
@@ -304,3 +357,121 @@ async def handle_consumer_group_describe(ctx: RequestContext, request: Any) -> d
         "throttle_time_ms": 0,
         "groups": service.consumer_groups.describe(request.group_ids, service.topic_name),
     }
+
+
+# -- Classic groups: JoinGroup, SyncGroup, Heartbeat, LeaveGroup ------------------------
+
+
+def _classic_conflict(service: GroupService, group_id: str) -> bool:
+    """A group id already used by a KIP-848 consumer group cannot join classically."""
+    return service.consumer_groups.has_group(group_id)
+
+
+def _defer_classic(
+    service: GroupService, reply: Reply[Any], group_id: str, respond: Any
+) -> Deferred:
+    """The classic coordinator's protocol: records durable, then wake others, then
+    answer once this request's own handle is done."""
+
+    async def finish() -> dict[str, Any]:
+        error = await service.settle(reply.records, reply.completed, group_id)
+        if error != ErrorCode.NONE:
+            return respond(None, error)
+        await service.wait_for(reply.pending)
+        return respond(reply.pending.result, ErrorCode.NONE)
+
+    return Deferred(finish)
+
+
+async def handle_join_group(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+    service = _service(ctx)
+    now_ms = ctx.now_ms()
+    service.ensure_ready(now_ms)
+    version = ctx.api_version
+
+    def respond(result: JoinGroupResult | None, error: ErrorCode) -> dict[str, Any]:
+        if result is None:
+            result = JoinGroupResult(error, member_id=request.member_id)
+        body = result.response(version)
+        body["throttle_time_ms"] = 0
+        return body
+
+    if _classic_conflict(service, request.group_id):
+        return respond(None, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    session_timeout_ms = request.session_timeout_ms
+    join = JoinGroupRequest(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        protocol_type=request.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=request.get("rebalance_timeout_ms", -1)
+        if version >= 1
+        else session_timeout_ms,
+        group_instance_id=request.get("group_instance_id"),
+        require_known_member_id=version >= 4,
+        client_id=ctx.header.client_id or "",
+        reason=request.get("reason"),
+    )
+    reply = service.classic.join_group(join, now_ms)
+    return _defer_classic(service, reply, request.group_id, respond)
+
+
+async def handle_sync_group(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+    service = _service(ctx)
+    now_ms = ctx.now_ms()
+    service.ensure_ready(now_ms)
+
+    def respond(result: SyncGroupResult | None, error: ErrorCode) -> dict[str, Any]:
+        body = (result or SyncGroupResult(error)).response()
+        body["throttle_time_ms"] = 0
+        return body
+
+    sync = SyncGroupRequest(
+        group_id=request.group_id,
+        generation_id=request.generation_id,
+        member_id=request.member_id,
+        assignments=[(a.member_id, bytes(a.assignment)) for a in request.assignments],
+        group_instance_id=request.get("group_instance_id"),
+        protocol_type=request.get("protocol_type"),
+        protocol_name=request.get("protocol_name"),
+    )
+    reply = service.classic.sync_group(sync, now_ms)
+    return _defer_classic(service, reply, request.group_id, respond)
+
+
+async def handle_heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    service = _service(ctx)
+    now_ms = ctx.now_ms()
+    service.ensure_ready(now_ms)
+    error = service.classic.heartbeat(
+        request.group_id,
+        request.generation_id,
+        request.member_id,
+        request.get("group_instance_id"),
+        now_ms,
+    )
+    service.poke()
+    return {"throttle_time_ms": 0, "error_code": error}
+
+
+async def handle_leave_group(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+    service = _service(ctx)
+    now_ms = ctx.now_ms()
+    service.ensure_ready(now_ms)
+    version = ctx.api_version
+    if version >= 3:
+        leaving = [
+            LeavingMember(m.member_id, m.get("group_instance_id"), m.get("reason"))
+            for m in request.members
+        ]
+    else:
+        leaving = [LeavingMember(request.member_id)]
+
+    def respond(result: LeaveGroupResult | None, error: ErrorCode) -> dict[str, Any]:
+        body = (result or LeaveGroupResult(error)).response(version)
+        body["throttle_time_ms"] = 0
+        return body
+
+    reply = service.classic.leave_group(request.group_id, leaving, now_ms)
+    return _defer_classic(service, reply, request.group_id, respond)
