@@ -252,6 +252,25 @@ def test_segments_beyond_the_durable_end_are_not_cleaned(open_log: OpenLog) -> N
     assert len(latest_by_key(log)[b"k"]) == 2
 
 
+def test_compact_delete_also_applies_retention(open_log: OpenLog) -> None:
+    log = open_log(**{**COMPACTED, "cleanup_policy": "compact,delete", "retention_ms": DAY_MS})
+    write_updates(log, keys=3, rounds=20)
+    LogCleaner().clean(log, NOW_MS)
+    assert log.enforce_retention(NOW_MS + 2 * DAY_MS) > 0
+    assert latest_by_key(log) == {}
+
+
+def test_log_append_time_batches_keep_their_append_time(open_log: OpenLog) -> None:
+    log = open_log(**COMPACTED, message_timestamp_type="LogAppendTime")
+    put(log, [(b"a", b"1"), (b"b", b"1")])
+    put(log, [(b"a", b"2")])
+    seal(log)
+    LogCleaner().clean(log, NOW_MS + 5)
+    header, records = read_all(log)[0]
+    assert header.timestamp_type == 1 and header.max_timestamp == NOW_MS
+    assert [(r.key, r.timestamp_ms) for r in records] == [(b"b", NOW_MS)]
+
+
 # -- tombstones and lags -------------------------------------------------------
 
 
@@ -446,6 +465,28 @@ async def test_background_pass_on_a_worker_thread(open_log: OpenLog) -> None:
     assert result is not None
     assert latest_by_key(log) == {key: [latest[key]] for key in latest}
     assert not (log.directory / CLEANING_DIRECTORY_NAME).exists()
+
+
+async def test_appends_and_reads_go_on_during_a_background_pass(open_log: OpenLog) -> None:
+    log = open_log(**COMPACTED)
+    latest = write_updates(log, keys=4, rounds=40)
+    appended: list[int] = []
+
+    async def produce_and_fetch() -> None:
+        for i in range(200):
+            appended.append(put(log, [(b"live", str(i).encode())]))
+            log.flush()
+            assert log.read(0, bytes_max=1 << 20, end_offset=log.log_end_offset).records
+            await trio.sleep(0)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(produce_and_fetch)
+        result = await LogCleaner().clean_in_background(log, NOW_MS)
+    assert result is not None
+    found = latest_by_key(log)
+    assert {key: found[key][-1] for key in latest} == latest
+    assert all(len(found[key]) == 1 for key in latest)
+    assert [offset for offset, _ in found[b"live"]][-1] == appended[-1]
 
 
 async def test_manager_compacts_only_compacted_topics(tmp_path: Path) -> None:

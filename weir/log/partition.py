@@ -18,7 +18,8 @@ Recovery (`PartitionLog.open`):
 
 1. If `.clean-shutdown` exists, remove it durably (unlink, fsync the directory):
    every segment but the last is trusted. Otherwise trust only the segments
-   wholly below the recovery point.
+   wholly below the recovery point. Then an interrupted compaction pass is
+   rolled back or forward (compaction.py, `finish_interrupted_compaction`).
 2. A trusted segment is loaded, not scanned: its indexes must exist and be
    sane (sizes, strictly increasing entries, within the file and the next
    segment's base), the last offset index entry must point at a batch with
@@ -27,7 +28,8 @@ Recovery (`PartitionLog.open`):
 3. Every other segment is scanned batch by batch: header, monotonic offsets,
    records_count, CRC32C. The first batch that fails and everything after it
    is truncated; both indexes are rebuilt. If a segment ends short of the
-   next segment's base, the later segments are deleted (no holes).
+   next segment's base, the later segments are deleted (no holes), unless
+   it lies below the cleaned offset and lost nothing: compaction's gap.
 4. The epoch cache is truncated to the recovered log end, then completed from
    the epochs seen in scanned batches; it is trimmed to the log start.
 5. What was scanned is fsynced (the process may have died with it only in the
