@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from weir.log.checkpoint import write_checkpoint
 from weir.log.compaction import (
@@ -504,3 +507,63 @@ async def test_manager_compacts_only_compacted_topics(tmp_path: Path) -> None:
         await manager.run_retention(interval_ms=10, clock_ms=lambda: NOW_MS,
                                     compaction_interval_ms=0)  # fmt: skip
     manager.close_all()
+
+
+# -- random histories --------------------------------------------------------
+
+record_specs = st.lists(
+    st.tuples(st.sampled_from([b"a", b"b", b"c", b"d", None]), st.booleans()),
+    min_size=1,
+    max_size=6,
+)
+history_specs = st.lists(st.tuples(record_specs, st.integers(0, 4)), min_size=1, max_size=40)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=history_specs, keys_max=st.integers(1, 5))
+def test_random_histories_compact_to_the_latest_record_per_key(
+    history: list[tuple[list[tuple[bytes | None, bool]], int]], keys_max: int
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        config = LogConfig.from_overrides(
+            {"cleanup.policy": "compact", "segment.bytes": "1024",
+             "min.cleanable.dirty.ratio": "0", "delete.retention.ms": str(DAY_MS)}
+        )  # fmt: skip
+        log = PartitionLog.open(Path(tmp) / "t-0", config, GroupFlusher())
+        expected: dict[int, tuple[bytes | None, bytes | None]] = {}
+        latest: dict[bytes, int] = {}
+        for batch_index, (records, codec) in enumerate(history):
+            pairs: list[Pair] = [
+                (key, None if tombstone and key else f"{batch_index}".encode())
+                for key, tombstone in records
+            ]
+            base = put(log, pairs, compression=codec)
+            for delta, (key, value) in enumerate(pairs):
+                expected[base + delta] = (key, value)
+                if key is not None:
+                    latest[key] = base + delta
+        seal(log)
+        cleaner = LogCleaner(keys_max=keys_max)
+
+        def surviving(tombstones: bool) -> dict[int, tuple[bytes | None, bytes | None]]:
+            return {
+                offset: (key, value)
+                for offset, (key, value) in expected.items()
+                if key is None or (latest[key] == offset and (tombstones or value is not None))
+            }
+
+        def offsets_read() -> dict[int, tuple[bytes | None, bytes | None]]:
+            return {r.offset: (r.key, r.value) for _, records in read_all(log) for r in records}
+
+        for _ in range(40):  # a small key map needs several passes
+            if cleaner.clean(log, NOW_MS) is None:
+                break
+        assert offsets_read() == surviving(tombstones=True)
+        for _ in range(40):
+            if cleaner.clean(log, NOW_MS + DAY_MS) is None:
+                break
+        assert offsets_read() == surviving(tombstones=False)
+        crash(log)
+        log = PartitionLog.open(Path(tmp) / "t-0", config, GroupFlusher())
+        assert offsets_read() == surviving(tombstones=False)
+        log.close()
