@@ -8,13 +8,15 @@ Names, types, defaults and valid ranges are Kafka's (3.x), with these exceptions
   compressed them; Weir does not recompress, and will not pretend to.
 - `segment.index.bytes` must be at least 12 (one time index entry).
 - `remote.storage.enable` and `unclean.leader.election.enable` must be false.
-- `cleanup.policy=compact` is accepted (internal topics use it) but Weir does not
-  compact yet: a compact-only topic keeps every segment (no time/size retention).
+- `cleanup.policy=compact` compacts the log (weir/log/compaction.py) and keeps
+  every segment otherwise (no time/size retention); `compact,delete` does both.
 
 Accepted and stored, with no effect: `flush.messages` and `flush.ms` (every
 acknowledged append is fsynced anyway), `preallocate`, `file.delete.delay.ms`
 (segment files are unlinked at once; reads hold copies, not mappings), the
-throttled-replica lists, the compaction settings and `local.retention.*`.
+throttled-replica lists and `local.retention.*`. The compaction settings
+(`delete.retention.ms`, `min.cleanable.dirty.ratio`, `min.compaction.lag.ms`,
+`max.compaction.lag.ms`) are honoured by the cleaner.
 """
 
 from __future__ import annotations
@@ -167,7 +169,7 @@ _L, _I, _S, _B, _D, _LIST = (
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("cleanup.policy", _LIST, ("delete",),
-              "delete: drop old segments by retention; compact is accepted but not performed.",
+              "delete: drop old segments by retention; compact: keep the latest record per key.",
               subset_of("delete", "compact")),
     ConfigDef("compression.type", _S, "producer",
               "Stored compression; only 'producer' (keep the producer's) is implemented.",

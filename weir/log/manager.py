@@ -14,7 +14,9 @@ from pathlib import Path
 import trio
 
 from weir.log.checkpoint import fsync_directory
+from weir.log.compaction import COMPACTION_CHECK_INTERVAL_MS, LogCleaner, compacts
 from weir.log.config import LogConfig
+from weir.log.errors import LogError
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import PartitionLog
 
@@ -59,6 +61,7 @@ class LogManager:
         self.flusher = flusher
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._swept = False
+        self.cleaner = LogCleaner()
 
     def __iter__(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
         return iter(list(self._logs.items()))
@@ -134,15 +137,38 @@ class LogManager:
                 log.exception("retention failed for %s-%d", topic, index)
         return deleted
 
+    async def compact(self, now_ms: int) -> int:
+        """One compaction pass, where due, on every log whose cleanup.policy
+        includes `compact` (the work runs on a worker thread). Returns the
+        number of logs compacted."""
+        compacted = 0
+        for (topic, index), partition_log in self:
+            if not compacts(partition_log) or partition_log.closed:
+                continue
+            try:
+                result = await self.cleaner.clean_in_background(partition_log, now_ms)
+            except (OSError, LogError, ValueError) as exc:
+                log.warning("compaction of %s-%d failed: %s", topic, index, exc)
+                continue
+            compacted += result is not None
+        return compacted
+
     async def run_retention(
         self,
         interval_ms: int = RETENTION_CHECK_INTERVAL_MS,
         clock_ms: Callable[[], int] = wall_clock_ms,
+        compaction_interval_ms: int = COMPACTION_CHECK_INTERVAL_MS,
     ) -> None:
-        """Enforce retention every `interval_ms` until cancelled."""
+        """Enforce retention every `interval_ms`, and compact at most every
+        `compaction_interval_ms`, until cancelled."""
+        next_compaction_ms = 0
         while True:
             await trio.sleep(interval_ms / 1000)
-            self.enforce_retention(clock_ms())
+            now_ms = clock_ms()
+            self.enforce_retention(now_ms)
+            if now_ms >= next_compaction_ms:
+                await self.compact(now_ms)
+                next_compaction_ms = clock_ms() + compaction_interval_ms
 
     def flush_all(self) -> None:
         for _, partition_log in self:

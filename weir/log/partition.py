@@ -18,7 +18,8 @@ Recovery (`PartitionLog.open`):
 
 1. If `.clean-shutdown` exists, remove it durably (unlink, fsync the directory):
    every segment but the last is trusted. Otherwise trust only the segments
-   wholly below the recovery point.
+   wholly below the recovery point. Then an interrupted compaction pass is
+   rolled back or forward (compaction.py, `finish_interrupted_compaction`).
 2. A trusted segment is loaded, not scanned: its indexes must exist and be
    sane (sizes, strictly increasing entries, within the file and the next
    segment's base), the last offset index entry must point at a batch with
@@ -27,7 +28,8 @@ Recovery (`PartitionLog.open`):
 3. Every other segment is scanned batch by batch: header, monotonic offsets,
    records_count, CRC32C. The first batch that fails and everything after it
    is truncated; both indexes are rebuilt. If a segment ends short of the
-   next segment's base, the later segments are deleted (no holes).
+   next segment's base, the later segments are deleted (no holes), unless
+   it lies below the cleaned offset and lost nothing: compaction's gap.
 4. The epoch cache is truncated to the recovered log end, then completed from
    the epochs seen in scanned batches; it is trimmed to the log start.
 5. What was scanned is fsynced (the process may have died with it only in the
@@ -52,6 +54,7 @@ from pathlib import Path
 import trio
 
 from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
+from weir.log.compaction import finish_interrupted_compaction, read_cleaned_offset
 from weir.log.config import LogConfig
 from weir.log.epoch_cache import LeaderEpochCache
 from weir.log.errors import LogClosed, LogCorrupt, LogError, LogTruncated, OffsetOutOfRange
@@ -166,11 +169,13 @@ class PartitionLog:
         """Open (creating if needed) and recover the log in `directory`."""
         created = _ensure_directory(directory)
         clean = _consume_clean_shutdown_marker(directory) or created
+        finish_interrupted_compaction(directory)
         _remove_stray_files(directory)
         epoch_cache = LeaderEpochCache(directory)
         recovery_point = _read_single(directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME, 0)
         loader = _SegmentLoader(directory, config, trust_below=None if clean else recovery_point)
         loader.recovery_point = recovery_point
+        loader.gaps_allowed_below = read_cleaned_offset(directory)
         segments = loader.load()
         log_start = max(_read_single(directory / LOG_START_CHECKPOINT_FILE_NAME, 0),
                         segments[0].base_offset if segments else 0)  # fmt: skip
@@ -676,6 +681,43 @@ class PartitionLog:
     def segments(self) -> list[Segment]:
         return list(self._segments)
 
+    # -- compaction (the work and its crash protocol: compaction.py) ---------
+
+    def compaction_inputs(self) -> list[tuple[Segment, int]]:
+        """The sealed segments wholly below the durable end offset, oldest first,
+        each with the next segment's base offset (where its offset range ends).
+        Never the active segment; empty while the log is closed or offline."""
+        if self._closed or self._failure is not None:
+            return []
+        inputs = []
+        for segment, following in zip(self._segments, self._segments[1:]):  # noqa: B905
+            if following.base_offset > self.durable_end_offset:
+                break
+            inputs.append((segment, following.base_offset))
+        return inputs
+
+    def swap_cleaned_segments(self, old: list[Segment], new: list[Segment]) -> None:
+        """Replace the sealed segments `old` by `new`: their cleaned copies, already
+        renamed into place and fsynced (compaction.py). The old files were
+        replaced or unlinked by name already, so the old segments are only closed."""
+        old_ids = {id(segment) for segment in old}
+        active = self._segments[-1]
+        assert id(active) not in old_ids, "the active segment is never cleaned"
+        kept = [segment for segment in self._segments if id(segment) not in old_ids]
+        assert len(kept) == len(self._segments) - len(old_ids), "swapping unknown segments"
+        self._segments = sorted(kept + new, key=lambda segment: segment.base_offset)
+        assert self._segments[-1] is active
+        for segment in old:
+            for synced in segment.files:
+                self._unsynced.pop(synced, None)
+            segment.close()
+        self._sealed_with_open_indexes = [
+            segment for segment in self._sealed_with_open_indexes if id(segment) not in old_ids
+        ]
+        for segment in new:
+            segment.release_index_files()
+        self._check_invariants()
+
     # -- truncation, deletion, retention ------------------------------------
 
     def truncate_to(self, offset: int) -> None:
@@ -901,6 +943,8 @@ class _SegmentLoader:
         self.recovery_point = 0
         self.epoch_starts: list[tuple[int, int]] = []
         self.truncated_bytes = 0
+        # Compaction leaves gaps: below this offset a segment may end short of the next.
+        self.gaps_allowed_below = 0
 
     def load(self) -> list[Segment]:
         bases = _segment_bases(self.directory)
@@ -921,6 +965,7 @@ class _SegmentLoader:
         trusted = next_base is not None and (
             self.trust_below is None or next_base <= self.trust_below
         )
+        truncated = 0
         if not (trusted and segment.load(next_base)):
             if trusted:
                 log.warning("%s: index not sane, rebuilding", segment.log_path)
@@ -931,6 +976,8 @@ class _SegmentLoader:
                 log.warning("%s: truncated %d bytes of torn or corrupt batches",
                             segment.log_path, truncated)  # fmt: skip
         if next_base is not None and segment.next_offset != next_base:
+            if not truncated and segment.next_offset < next_base <= self.gaps_allowed_below:
+                return True  # records removed by compaction, not lost
             log.warning("%s ends at %d but the next segment starts at %d: dropping what follows",
                         segment.log_path, segment.next_offset, next_base)  # fmt: skip
             return False

@@ -37,6 +37,7 @@ __all__ = [
     "RecordInput",
     "build_batch",
     "decode_records",
+    "rebuild_batch",
     "iter_batch_headers",
     "parse_batch_header",
     "patch_base_offset",
@@ -113,6 +114,12 @@ class BatchHeader:
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534: set by log compaction on a batch holding tombstones; the
+        base timestamp then holds the time after which they may be removed."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
 
     @property
     def size(self) -> int:
@@ -371,29 +378,87 @@ def build_batch(
     body = bytearray()
     for delta, (record, ts_ms) in enumerate(zip(records, timestamps_ms, strict=True)):
         _append_record(body, delta, ts_ms - base_timestamp, record[0], record[1], record[2])
-    payload = compress(compression, body) if compression else bytes(body)
     attributes = compression & COMPRESSION_MASK
     attributes |= TIMESTAMP_TYPE_BIT if timestamp_type == TIMESTAMP_LOG_APPEND_TIME else 0
     attributes |= TRANSACTIONAL_BIT if is_transactional else 0
     attributes |= CONTROL_BIT if is_control else 0
+    return _pack_batch(
+        body,
+        _PackedFields(
+            base_offset, partition_leader_epoch, attributes, len(records) - 1,
+            base_timestamp, max(timestamps_ms), producer_id, producer_epoch,
+            base_sequence, len(records),
+        ),
+    )  # fmt: skip
+
+
+def rebuild_batch(
+    header: BatchHeader, records: Sequence[Record], *, delete_horizon_ms: int | None = None
+) -> bytes:
+    """A batch of `records` (decoded from the batch `header` describes, a non-empty
+    subset of them) that keeps the header's base offset, last offset delta,
+    partition leader epoch, producer id/epoch/base sequence and attributes
+    (codec, timestamp type, transactional, control): every record keeps its
+    offset and timestamp, and the batch still spans its original offsets (as
+    Kafka's cleaner does, so the producer's last sequence survives).
+
+    With `delete_horizon_ms`, the batch carries KIP-534's delete horizon: the
+    delete-horizon attribute bit is set and baseTimestamp holds the horizon
+    (record timestamp deltas are relative to it and may be negative)."""
+    if not records:
+        raise ValueError("a record batch needs at least one record")
+    log_append_time = header.timestamp_type == TIMESTAMP_LOG_APPEND_TIME
+    timestamps_ms = [r.timestamp_ms for r in records]
+    max_timestamp = header.max_timestamp if log_append_time else max(timestamps_ms)
+    base_timestamp = min(timestamps_ms) if delete_horizon_ms is None else delete_horizon_ms
+    body = bytearray()
+    for record in records:
+        offset_delta = record.offset - header.base_offset
+        if not 0 <= offset_delta <= header.last_offset_delta:
+            raise ValueError(f"record offset {record.offset} lies outside the batch")
+        timestamp_delta_ms = record.timestamp_ms - base_timestamp
+        _append_record(
+            body, offset_delta, timestamp_delta_ms, record.key, record.value, record.headers
+        )
+    attributes = header.attributes & ~DELETE_HORIZON_BIT
+    attributes |= DELETE_HORIZON_BIT if delete_horizon_ms is not None else 0
+    return _pack_batch(
+        body,
+        _PackedFields(
+            header.base_offset, header.partition_leader_epoch, attributes,
+            header.last_offset_delta, base_timestamp, max_timestamp, header.producer_id,
+            header.producer_epoch, header.base_sequence, len(records),
+        ),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _PackedFields:
+    """The header fields a builder chooses (length, magic and CRC are derived)."""
+
+    base_offset: int
+    partition_leader_epoch: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+
+def _pack_batch(body: bytearray, f: _PackedFields) -> bytes:
+    """Compress `body` (the encoded records) with the codec in the attributes and
+    prepend the header; the CRC32C is computed last."""
+    codec = f.attributes & COMPRESSION_MASK
+    payload = compress(codec, body) if codec else bytes(body)
     batch = bytearray(BATCH_HEADER_SIZE) + payload
     _HEADER.pack_into(
-        batch,
-        0,
-        base_offset,
-        len(batch) - LOG_OVERHEAD_BYTES,
-        partition_leader_epoch,
-        MAGIC,
-        0,
-        attributes,
-        len(records) - 1,
-        base_timestamp,
-        max(timestamps_ms),
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        len(records),
-    )
+        batch, 0, f.base_offset, len(batch) - LOG_OVERHEAD_BYTES, f.partition_leader_epoch,
+        MAGIC, 0, f.attributes, f.last_offset_delta, f.base_timestamp, f.max_timestamp,
+        f.producer_id, f.producer_epoch, f.base_sequence, f.records_count,
+    )  # fmt: skip
     _write_crc(batch, 0, len(batch))
     return bytes(batch)
 
