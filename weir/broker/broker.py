@@ -95,8 +95,11 @@ class Broker:
         self.log_manager.close_all()
 
     async def run_retention(self) -> None:
-        """Retention and producer-state expiry on every log, every interval."""
-        await self.log_manager.run_retention(self.config.retention_check_interval_ms)
+        """Retention, producer-state expiry and compaction passes, until cancelled."""
+        await self.log_manager.run_retention(
+            self.config.retention_check_interval_ms,
+            compaction_interval_ms=self.config.log_cleaner_backoff_ms,
+        )
 
     # -- topics ----------------------------------------------------------
 

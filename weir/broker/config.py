@@ -52,6 +52,8 @@ class BrokerConfig:
     auto_create_topics: bool = True
     default_partition_count: int = 1
     retention_check_interval_ms: int = 10_000
+    # Kafka's log.cleaner.backoff.ms: compaction passes run at most this often.
+    log_cleaner_backoff_ms: int = 15_000
     # Opt-in relaxed durability: acknowledge before fsync. Off by default.
     unsafe_skip_fsync: bool = False
     shutdown_timeout_ms: int = 8_000
