@@ -134,3 +134,79 @@ def test_killed_member_partitions_move_and_only_uncommitted_messages_repeat(
     repeats = [v for v, n in Counter(v for _, _, v in rows).items() if n > 1]
     # B commits before it records, so at most its in-flight message per partition repeats.
     assert len(repeats) <= 4, f"more repeats than uncommitted messages: {repeats}"
+
+
+def test_kafka_python_group_consumer_resumes_from_its_commit(
+    group_broker: WeirProcess, topic: str
+) -> None:
+    from kafka import KafkaConsumer
+
+    create_topic(group_broker.bootstrap, topic, partitions=3)
+    produce(group_broker.bootstrap, topic, 90, 3)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    def consume(count: int) -> list[str]:
+        consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=group_broker.bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            consumer_timeout_ms=8000,
+        )
+        values = []
+        try:
+            for message in consumer:
+                values.append(message.value.decode())
+                if len(values) == count:
+                    break
+            consumer.commit()
+        finally:
+            consumer.close()
+        return values
+
+    first = consume(60)
+    produce(group_broker.bootstrap, topic, 30, 3)  # v0..v29 again, after the commit
+    rest = consume(60)
+    assert len(first) == 60 and len(rest) == 60
+    assert sorted(first + rest) == sorted(
+        [f"v{i}" for i in range(90)] + [f"v{i}" for i in range(30)]
+    )
+
+
+def test_aiokafka_group_consumer_consumes_and_commits(
+    group_broker: WeirProcess, topic: str
+) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+
+    create_topic(group_broker.bootstrap, topic, partitions=2)
+    produce(group_broker.bootstrap, topic, 40, 2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    async def run() -> tuple[list[str], int]:
+        consumer = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=group_broker.bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
+        await consumer.start()
+        values: list[str] = []
+        try:
+            async with asyncio.timeout(30):
+                async for message in consumer:
+                    values.append(message.value.decode())
+                    if len(values) == 40:
+                        break
+            await consumer.commit()
+            committed = sum([await consumer.committed(tp) or 0 for tp in consumer.assignment()])
+        finally:
+            await consumer.stop()
+        return values, committed
+
+    values, committed = asyncio.run(run())
+    assert sorted(values) == sorted(f"v{i}" for i in range(40))
+    assert committed == 40
