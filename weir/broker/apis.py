@@ -46,6 +46,10 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.SYNC_GROUP: groups.handle_sync_group,
     ApiKey.HEARTBEAT: groups.handle_heartbeat,
     ApiKey.LEAVE_GROUP: groups.handle_leave_group,
+    ApiKey.LIST_GROUPS: groups.handle_list_groups,
+    ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
+    ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+    ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: groups.handle_consumer_group_describe,
 }

@@ -475,3 +475,139 @@ async def handle_leave_group(ctx: RequestContext, request: Any) -> dict[str, Any
 
     reply = service.classic.leave_group(request.group_id, leaving, now_ms)
     return _defer_classic(service, reply, request.group_id, respond)
+
+
+# -- Group administration: ListGroups, DescribeGroups, DeleteGroups, OffsetDelete -------
+
+GROUP_TYPE_CLASSIC = "classic"
+GROUP_TYPE_CONSUMER = "consumer"
+
+
+def group_listings(
+    service: GroupService, states: list[str] | None, types: list[str] | None
+) -> list[dict[str, Any]]:
+    """Every group of both coordinators, filtered by state and type (case-insensitive)."""
+    wanted_states = {s.lower() for s in states} if states else None
+    wanted_types = {t.lower() for t in types} if types else None
+    listed = [
+        (g.group_id, g.protocol_type, g.state, GROUP_TYPE_CLASSIC)
+        for g in service.classic.list_groups()
+    ]
+    listed += [
+        (group_id, GROUP_TYPE_CONSUMER, group.state().value, GROUP_TYPE_CONSUMER)
+        for group_id, group in service.consumer_groups.groups.items()
+    ]
+    return [
+        {"group_id": g, "protocol_type": p, "group_state": s, "group_type": t}
+        for g, p, s, t in sorted(listed)
+        if (wanted_states is None or s.lower() in wanted_states)
+        and (wanted_types is None or t in wanted_types)
+    ]
+
+
+async def handle_list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    service = _service(ctx)
+    service.ensure_ready(ctx.now_ms())
+    groups = group_listings(service, request.get("states_filter"), request.get("types_filter"))
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": groups}
+
+
+async def handle_describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    service = _service(ctx)
+    service.ensure_ready(ctx.now_ms())
+    described = []
+    for group_id in request.groups:
+        if service.consumer_groups.has_group(group_id):
+            state = service.consumer_groups.group_state(group_id).value
+            described.append(
+                {
+                    "error_code": ErrorCode.NONE,
+                    "group_id": group_id,
+                    "group_state": state,
+                    "protocol_type": GROUP_TYPE_CONSUMER,
+                    "protocol_data": "",
+                    "members": [],
+                }
+            )
+        else:
+            described.append(service.classic.describe_group(group_id).response())
+    return {"throttle_time_ms": 0, "groups": described}
+
+
+async def handle_delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+    service = _service(ctx)
+    now_ms = ctx.now_ms()
+    service.ensure_ready(now_ms)
+    results: dict[str, ErrorCode] = {}
+    records = []
+    classic_ids = []
+    for group_id in request.groups_names:
+        if service.consumer_groups.has_group(group_id):
+            error, group_records = service.consumer_groups.delete_group(group_id)
+            results[group_id] = error
+            if error == ErrorCode.NONE:
+                records += group_records + service.offsets.delete_group(group_id)
+        else:
+            classic_ids.append(group_id)
+    reply = service.classic.delete_groups(classic_ids, now_ms)
+    records += reply.records
+
+    async def finish() -> dict[str, Any]:
+        durable_error = await service.settle(records, reply.completed)
+        await service.wait_for(reply.pending)
+        results.update(dict(reply.pending.result))
+        return {
+            "throttle_time_ms": 0,
+            "results": [
+                {"group_id": g, "error_code": results.get(g, ErrorCode.NONE) or durable_error}
+                for g in request.groups_names
+            ],
+        }
+
+    return Deferred(finish)
+
+
+async def handle_offset_delete(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+    service = _service(ctx)
+    now_ms = ctx.now_ms()
+    service.ensure_ready(now_ms)
+    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+
+    def respond(error: ErrorCode, errors: dict[tuple[str, int], ErrorCode]) -> dict[str, Any]:
+        return {
+            "error_code": error,
+            "throttle_time_ms": 0,
+            "topics": [
+                {
+                    "name": t.name,
+                    "partitions": [
+                        {
+                            "partition_index": p.partition_index,
+                            "error_code": errors.get((t.name, p.partition_index), ErrorCode.NONE),
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in request.topics
+            ],
+        }
+
+    if service.consumer_groups.has_group(request.group_id):
+        if service.has_members(request.group_id):
+            return respond(ErrorCode.NON_EMPTY_GROUP, {})
+        records = service.offsets.delete(request.group_id, partitions)
+        reply_records, completed, pending = records, [], None
+    else:
+        reply = service.classic.delete_offsets(request.group_id, partitions, now_ms)
+        reply_records, completed, pending = reply.records, reply.completed, reply.pending
+
+    async def finish() -> dict[str, Any]:
+        durable_error = await service.settle(reply_records, completed, request.group_id)
+        if pending is None:
+            return respond(durable_error, {})
+        await service.wait_for(pending)
+        result = pending.result
+        errors = {(e.topic, e.partition): e.error for e in result.partitions}
+        return respond(result.error or durable_error, errors)
+
+    return Deferred(finish)

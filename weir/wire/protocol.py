@@ -28,7 +28,17 @@ from weir.wire.apis.committed_offsets import OFFSET_COMMIT, OFFSET_FETCH
 from weir.wire.apis.configs import ALTER_CONFIGS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 from weir.wire.apis.consumer_groups import CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_HEARTBEAT
 from weir.wire.apis.fetch import FETCH
-from weir.wire.apis.groups import FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
+from weir.wire.apis.groups import (
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    FIND_COORDINATOR,
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    LIST_GROUPS,
+    OFFSET_DELETE,
+    SYNC_GROUP,
+)
 from weir.wire.apis.leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from weir.wire.apis.list_offsets import LIST_OFFSETS
 from weir.wire.apis.metadata import METADATA
@@ -92,6 +102,10 @@ APIS: dict[int, Api] = {
         OFFSET_FETCH,
         CONSUMER_GROUP_HEARTBEAT,
         CONSUMER_GROUP_DESCRIBE,
+        LIST_GROUPS,
+        DESCRIBE_GROUPS,
+        DELETE_GROUPS,
+        OFFSET_DELETE,
     )
 }
 

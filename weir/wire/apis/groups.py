@@ -203,3 +203,147 @@ JOIN_GROUP = Api(ApiKey.JOIN_GROUP, JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE, (0,
 HEARTBEAT = Api(ApiKey.HEARTBEAT, HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE, (0, 4))
 LEAVE_GROUP = Api(ApiKey.LEAVE_GROUP, LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE, (0, 5))
 SYNC_GROUP = Api(ApiKey.SYNC_GROUP, SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE, (0, 5))
+
+# -- group administration -----------------------------------------------------------
+
+LIST_GROUPS_REQUEST = Message(
+    "ListGroupsRequest",
+    valid="0-5",
+    flexible="3+",
+    fields=[
+        Field("states_filter", Array(STRING), "4+"),
+        Field("types_filter", Array(STRING), "5+"),
+    ],
+)
+
+LIST_GROUPS_RESPONSE = Message(
+    "ListGroupsResponse",
+    valid="0-5",
+    flexible="3+",
+    fields=[
+        Field("throttle_time_ms", INT32, "1+"),
+        Field("error_code", INT16),
+        Field(
+            "groups",
+            Array(
+                Struct(
+                    Field("group_id", STRING),
+                    Field("protocol_type", STRING),
+                    Field("group_state", STRING, "4+"),
+                    Field("group_type", STRING, "5+"),
+                )
+            ),
+        ),
+    ],
+)
+
+DESCRIBE_GROUPS_REQUEST = Message(
+    "DescribeGroupsRequest",
+    valid="0-5",
+    flexible="5+",
+    fields=[
+        Field("groups", Array(STRING)),
+        Field("include_authorized_operations", BOOL, "3+"),
+    ],
+)
+
+DESCRIBE_GROUPS_RESPONSE = Message(
+    "DescribeGroupsResponse",
+    valid="0-5",
+    flexible="5+",
+    fields=[
+        Field("throttle_time_ms", INT32, "1+"),
+        Field(
+            "groups",
+            Array(
+                Struct(
+                    Field("error_code", INT16),
+                    Field("group_id", STRING),
+                    Field("group_state", STRING),
+                    Field("protocol_type", STRING),
+                    Field("protocol_data", STRING),
+                    Field(
+                        "members",
+                        Array(
+                            Struct(
+                                Field("member_id", STRING),
+                                Field(
+                                    "group_instance_id", STRING, "4+", nullable="4+", default=None
+                                ),
+                                Field("client_id", STRING),
+                                Field("client_host", STRING),
+                                Field("member_metadata", BYTES),
+                                Field("member_assignment", BYTES),
+                            )
+                        ),
+                    ),
+                    Field("authorized_operations", INT32, "3+", default=-(2**31)),
+                )
+            ),
+        ),
+    ],
+)
+
+DELETE_GROUPS_REQUEST = Message(
+    "DeleteGroupsRequest",
+    valid="0-2",
+    flexible="2+",
+    fields=[Field("groups_names", Array(STRING))],
+)
+
+DELETE_GROUPS_RESPONSE = Message(
+    "DeleteGroupsResponse",
+    valid="0-2",
+    flexible="2+",
+    fields=[
+        Field("throttle_time_ms", INT32),
+        Field("results", Array(Struct(Field("group_id", STRING), Field("error_code", INT16)))),
+    ],
+)
+
+OFFSET_DELETE_REQUEST = Message(
+    "OffsetDeleteRequest",
+    valid="0",
+    flexible="none",
+    fields=[
+        Field("group_id", STRING),
+        Field(
+            "topics",
+            Array(
+                Struct(
+                    Field("name", STRING),
+                    Field("partitions", Array(Struct(Field("partition_index", INT32)))),
+                )
+            ),
+        ),
+    ],
+)
+
+OFFSET_DELETE_RESPONSE = Message(
+    "OffsetDeleteResponse",
+    valid="0",
+    flexible="none",
+    fields=[
+        Field("error_code", INT16),
+        Field("throttle_time_ms", INT32),
+        Field(
+            "topics",
+            Array(
+                Struct(
+                    Field("name", STRING),
+                    Field(
+                        "partitions",
+                        Array(Struct(Field("partition_index", INT32), Field("error_code", INT16))),
+                    ),
+                )
+            ),
+        ),
+    ],
+)
+
+LIST_GROUPS = Api(ApiKey.LIST_GROUPS, LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE, (0, 5))
+DESCRIBE_GROUPS = Api(
+    ApiKey.DESCRIBE_GROUPS, DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE, (0, 5)
+)
+DELETE_GROUPS = Api(ApiKey.DELETE_GROUPS, DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE, (0, 2))
+OFFSET_DELETE = Api(ApiKey.OFFSET_DELETE, OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE, (0, 0))
