@@ -210,3 +210,40 @@ def test_aiokafka_group_consumer_consumes_and_commits(
     values, committed = asyncio.run(run())
     assert sorted(values) == sorted(f"v{i}" for i in range(40))
     assert committed == 40
+
+
+def test_http_group_views_match_what_the_members_committed(
+    group_broker: WeirProcess, topic: str, tmp_path: Path
+) -> None:
+    import json
+
+    create_topic(group_broker.bootstrap, topic, partitions=2)
+    produce(group_broker.bootstrap, topic, 100, 2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "a.txt"
+    member = start_member(group_broker, topic, group, out, "classic-eager")
+    try:
+        wait_for(lambda: len(consumed(out)) >= 100, "the member to consume everything")
+        status, body = group_broker.http_get(f"/v1/groups/{group}")
+        assert status == 200
+        detail = json.loads(body)
+        assert (detail["type"], detail["state"], len(detail["members"])) == (
+            "classic",
+            "Stable",
+            1,
+        )
+        assigned = {
+            (a["topic"], p) for a in detail["members"][0]["assignment"] for p in a["partitions"]
+        }
+        assert assigned == {(topic, 0), (topic, 1)}
+        offsets = {(o["partition"], o["committed_offset"], o["lag"]) for o in detail["offsets"]}
+        assert offsets == {(0, 50, 0), (1, 50, 0)}
+        status, body = group_broker.http_get("/v1/groups")
+        assert group in {g["group_id"] for g in json.loads(body)["groups"]}
+        metrics = group_broker.http_get("/metrics")[1].decode()
+        assert f'weir_group_lag{{group="{group}"}} 0.0' in metrics
+        assert 'weir_groups{state="Stable",type="classic"} 1.0' in metrics
+    finally:
+        stop(member)
+    status, _ = group_broker.http_get("/v1/groups/no-such-group")
+    assert status == 404

@@ -16,6 +16,7 @@ import trio
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.config import BrokerConfig, ConfigError, check_data_dir, load_config
 from weir.broker.group_service import attach_group_service
+from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
 from weir.broker.server import serve_kafka
 from weir.controller.metadata import MetadataCorruptError
@@ -86,6 +87,7 @@ async def serve(config: BrokerConfig) -> None:
                 await nursery.start(serve_http, broker)
                 broker.open_logs()
                 groups = attach_group_service(broker)
+                register_group_metrics(broker, groups)
                 await nursery.start(broker.flusher.run)
                 nursery.start_soon(groups.run, wall_clock_ms)
                 await nursery.start(serve_kafka, broker)

@@ -1,13 +1,17 @@
-"""HTTP endpoints: /health/live, /health/ready and /metrics (Prometheus text)."""
+"""HTTP endpoints: /health/live, /health/ready, /metrics (Prometheus text), and the
+JSON group views GET /v1/groups and GET /v1/groups/{id} (weir.broker.group_views)."""
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
+import urllib.parse
 
 import trio
 
 from weir.broker.broker import Broker
+from weir.broker.group_views import group_detail, group_summaries
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +83,27 @@ def _respond(broker: Broker, request_line: str) -> bytes:
         return _response(503, "Service Unavailable", "not ready\n")
     if path == "/metrics":
         return _response(200, "OK", broker.metrics.render(), METRICS_CONTENT_TYPE)
+    if path == "/v1/groups" or path.startswith("/v1/groups/"):
+        return _groups_response(broker, path)
     return _response(404, "Not Found", "not found\n")
+
+
+def _groups_response(broker: Broker, path: str) -> bytes:
+    service = broker.groups
+    if service is None:
+        return _json(503, "Service Unavailable", {"error": "groups are not loaded yet"})
+    if path == "/v1/groups":
+        return _json(200, "OK", {"groups": group_summaries(service)})
+    group_id = urllib.parse.unquote(path.removeprefix("/v1/groups/"))
+    detail = group_detail(broker, service, group_id)
+    if detail is None:
+        return _json(404, "Not Found", {"error": f"no group {group_id!r}"})
+    return _json(200, "OK", detail)
+
+
+def _json(status: int, reason: str, document: object) -> bytes:
+    body = json.dumps(document, indent=1, sort_keys=True) + "\n"
+    return _response(status, reason, body, "application/json")
 
 
 def _response(

@@ -1,0 +1,184 @@
+"""What operators see of consumer groups: `GET /v1/groups`, `GET /v1/groups/{id}`
+and the group metrics. Read-only views over the group service.
+
+Lag of a partition = the partition's high watermark (what a consumer can read)
+minus the group's committed offset, and 0 when the committed offset is at or past
+it; a partition with no committed offset counts its whole readable log.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+from weir.broker.broker import Broker
+from weir.broker.group_service import GroupService
+from weir.broker.metrics import GaugeSample
+
+CLASSIC = "classic"
+CONSUMER = "consumer"
+# A member's assignment decoded for display: at most this many topics (bounded).
+ASSIGNMENT_TOPICS_MAX = 10_000
+
+
+def group_summaries(service: GroupService) -> list[dict[str, Any]]:
+    summaries = [
+        {
+            "group_id": group_id,
+            "type": CLASSIC,
+            "state": group.state.value,
+            "generation": group.generation_id,
+            "members": len(group.members),
+        }
+        for group_id, group in service.classic.groups.items()
+    ]
+    summaries += [
+        {
+            "group_id": group_id,
+            "type": CONSUMER,
+            "state": group.state().value,
+            "generation": group.group_epoch,
+            "members": len(group.members),
+        }
+        for group_id, group in service.consumer_groups.groups.items()
+    ]
+    return sorted(summaries, key=lambda s: str(s["group_id"]))
+
+
+def group_detail(broker: Broker, service: GroupService, group_id: str) -> dict[str, Any] | None:
+    """One group: state, members and their assignments, and per partition the
+    committed offset, the log end (high watermark) and the lag. None if unknown."""
+    summary = next((s for s in group_summaries(service) if s["group_id"] == group_id), None)
+    if summary is None:
+        return None
+    members = (
+        _classic_members(service, group_id)
+        if summary["type"] == CLASSIC
+        else _consumer_members(service, group_id)
+    )
+    offsets = group_offsets(broker, service, group_id)
+    return {
+        **summary,
+        "members": members,
+        "offsets": offsets,
+        "lag": sum(o["lag"] for o in offsets),
+    }
+
+
+def group_offsets(broker: Broker, service: GroupService, group_id: str) -> list[dict[str, Any]]:
+    rows = []
+    for (topic, partition), committed in sorted(service.offsets.group_offsets(group_id).items()):
+        replica = broker.partition(topic, partition)
+        end_offset = replica.high_watermark if replica is not None else None
+        lag = max(0, end_offset - committed.offset) if end_offset is not None else 0
+        rows.append(
+            {
+                "topic": topic,
+                "partition": partition,
+                "committed_offset": committed.offset,
+                "log_end_offset": end_offset,
+                "lag": lag,
+                "metadata": committed.metadata,
+            }
+        )
+    return rows
+
+
+def _classic_members(service: GroupService, group_id: str) -> list[dict[str, Any]]:
+    group = service.classic.groups[group_id]
+    return [
+        {
+            "member_id": m.member_id,
+            "instance_id": m.group_instance_id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "assignment": decode_consumer_assignment(m.assignment),
+        }
+        for m in sorted(group.members.values(), key=lambda m: m.member_id)
+    ]
+
+
+def _consumer_members(service: GroupService, group_id: str) -> list[dict[str, Any]]:
+    group = service.consumer_groups.groups[group_id]
+    members = []
+    for member_id in sorted(group.members):
+        m = group.members[member_id]
+        assignment = [
+            {"topic": service.topic_name(topic_id) or str(topic_id), "partitions": sorted(parts)}
+            for topic_id, parts in sorted(m.assigned.items(), key=lambda item: str(item[0]))
+        ]
+        members.append(
+            {
+                "member_id": m.member_id,
+                "instance_id": m.instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_epoch": m.member_epoch,
+                "assignment": assignment,
+            }
+        )
+    return members
+
+
+def decode_consumer_assignment(data: bytes) -> list[dict[str, Any]] | None:
+    """The topic partitions of a classic consumer-protocol assignment (version int16,
+    then [topic string, [partition int32]]); None when it is not one."""
+    try:
+        return list(_read_assignment(memoryview(data)))
+    except (struct.error, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _read_assignment(view: memoryview) -> Iterable[dict[str, Any]]:
+    if len(view) == 0:
+        return
+    position = 2  # version
+    (topics_count,) = struct.unpack_from(">i", view, position)
+    position += 4
+    if not 0 <= topics_count <= min(ASSIGNMENT_TOPICS_MAX, len(view)):
+        raise ValueError("bad topic count")
+    for _ in range(topics_count):
+        (name_length,) = struct.unpack_from(">h", view, position)
+        position += 2
+        if name_length < 0 or position + name_length > len(view):
+            raise ValueError("bad topic name")
+        topic = bytes(view[position : position + name_length]).decode()
+        position += name_length
+        (partitions_count,) = struct.unpack_from(">i", view, position)
+        position += 4
+        if not 0 <= partitions_count <= (len(view) - position) // 4:
+            raise ValueError("bad partition count")
+        partitions = list(struct.unpack_from(f">{partitions_count}i", view, position))
+        position += 4 * partitions_count
+        yield {"topic": topic, "partitions": partitions}
+
+
+def register_group_metrics(broker: Broker, service: GroupService) -> None:
+    def groups_by_state() -> Iterable[GaugeSample]:
+        counts: dict[tuple[str, str], int] = {}
+        for summary in group_summaries(service):
+            key = (str(summary["type"]), str(summary["state"]))
+            counts[key] = counts.get(key, 0) + 1
+        for (group_type, state), count in sorted(counts.items()):
+            yield {"type": group_type, "state": state}, float(count)
+
+    def generations() -> Iterable[GaugeSample]:
+        for summary in group_summaries(service):
+            yield {"group": str(summary["group_id"])}, float(summary["generation"])
+
+    def lags() -> Iterable[GaugeSample]:
+        for group_id in service.offsets.groups():
+            lag = sum(row["lag"] for row in group_offsets(broker, service, group_id))
+            yield {"group": group_id}, float(lag)
+
+    metrics = broker.metrics
+    metrics.register_gauge("weir_groups", "Consumer groups, by type and state.", groups_by_state)
+    metrics.register_gauge(
+        "weir_group_generation",
+        "Generation (classic) or group epoch (consumer); it grows by one per rebalance.",
+        generations,
+    )
+    metrics.register_gauge(
+        "weir_group_lag", "Records behind the high watermark over a group's partitions.", lags
+    )
