@@ -3,9 +3,10 @@
     python group_member.py BOOTSTRAP TOPIC GROUP PROTOCOL OUT_FILE [DELAY_MS]
 
 PROTOCOL: `consumer` (KIP-848), `classic-eager` or `classic-cooperative`. Each consumed
-message is processed (DELAY_MS of sleep), committed synchronously, then appended to
-OUT_FILE as "partition offset value" and flushed, so a SIGKILL loses at most the
-message being processed. Runs until killed or 60 s pass.
+message is processed (DELAY_MS of sleep), appended to OUT_FILE as "partition offset
+value" (line-buffered), then committed synchronously: at-least-once, so a SIGKILL can
+repeat only the one recorded-but-uncommitted message per partition. Runs until
+killed or 60 s pass.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ def main() -> None:
             if message is None or message.error() is not None:
                 continue
             time.sleep(delay_s)
-            consumer.commit(message=message, asynchronous=False)
             value = (message.value() or b"").decode()
             out.write(f"{message.partition()} {message.offset()} {value}\n")
+            consumer.commit(message=message, asynchronous=False)
     consumer.close()
 
 

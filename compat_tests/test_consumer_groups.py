@@ -100,8 +100,9 @@ def test_two_members_split_the_partitions_and_consume_everything(
     finally:
         stop(*members)
     rows = [row for out in outs for row in consumed(out)]
-    # Commit-before-record and revoke-before-assign: every message exactly once,
-    # although partitions move from the first member to the second as it joins.
+    # Each message is committed before the next poll and partitions are revoked before
+    # they are assigned elsewhere: every message exactly once, although partitions
+    # move from the first member to the second as it joins.
     assert sorted(value for _, _, value in rows) == sorted(f"v{i}" for i in range(400))
     assert all(consumed(out) for out in outs), "a member never got a partition"
 
@@ -132,7 +133,7 @@ def test_killed_member_partitions_move_and_only_uncommitted_messages_repeat(
         stop(member_a, member_b)
     rows = consumed(out_a) + consumed(out_b)
     repeats = [v for v, n in Counter(v for _, _, v in rows).items() if n > 1]
-    # B commits before it records, so at most its in-flight message per partition repeats.
+    # B records before it commits, so at most one message per partition it held repeats.
     assert len(repeats) <= 4, f"more repeats than uncommitted messages: {repeats}"
 
 
