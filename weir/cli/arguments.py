@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from weir.cli.formatting import FORMATS, TABLE
 
@@ -161,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY",
     )
 
+    _add_group_commands(commands, common)
+
     produce = commands.add_parser(
         "produce", parents=[common], help="send stdin lines as records (one per line)"
     )
@@ -203,6 +206,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--print-key", action="store_true", help="print key<TAB>value instead of the value"
     )
     return parser
+
+
+def _add_group_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    group = commands.add_parser(
+        "group", help="list, describe, delete consumer groups or reset their offsets"
+    )
+    actions = group.add_subparsers(dest="group_command", metavar="ACTION", required=True)
+    actions.add_parser("list", parents=[common], help="list groups with their type and state")
+    describe = actions.add_parser(
+        "describe", parents=[common], help="members, committed offsets and lag of a group"
+    )
+    describe.add_argument("group")
+    delete = actions.add_parser("delete", parents=[common], help="delete an empty group")
+    delete.add_argument("group")
+    reset = actions.add_parser(
+        "reset-offsets",
+        parents=[common],
+        help="move a group's committed offsets on a topic (a dry run without --execute)",
+    )
+    reset.add_argument("group")
+    reset.add_argument("--topic", required=True)
+    reset.add_argument("--to-earliest", action="store_true")
+    reset.add_argument("--to-latest", action="store_true")
+    reset.add_argument("--to-offset", type=non_negative_int, metavar="N")
+    reset.add_argument("--to-datetime", metavar="ISO-8601", help="e.g. 2026-11-22T10:00:00Z")
+    reset.add_argument("--execute", action="store_true", help="commit the plan")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

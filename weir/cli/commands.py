@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
-from weir.cli import topic_commands
+from weir.cli import group_commands, topic_commands
 from weir.cli.cluster import Cluster
 from weir.cli.consume_command import ConsumeOptions, Consumer, printer
 from weir.cli.formatting import JSON, render_json
@@ -27,6 +27,8 @@ EXIT_FAILURE = 1
 def run_command(args: argparse.Namespace, cluster: Cluster, stdin: BinaryIO, stdout: TextIO) -> int:
     if args.command == "topic":
         return _run_topic_command(args, cluster, stdout)
+    if args.command == "group":
+        return _run_group_command(args, cluster, stdout)
     if args.command == "produce":
         return _run_produce(args, cluster, stdin, stdout)
     if args.command == "consume":
@@ -64,6 +66,32 @@ def _run_topic_command(args: argparse.Namespace, cluster: Cluster, stdout: TextI
         render = topic_commands.render_altered
     else:
         raise AssertionError(f"unknown topic action {action!r}")
+    stdout.write(render_json(document) if args.output_format == JSON else render(document))
+    return EXIT_OK
+
+
+def _run_group_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:
+    action = args.group_command
+    document: dict[str, Any]
+    render: Callable[[dict[str, Any]], str]
+    if action == "list":
+        document, render = group_commands.list_groups(cluster), group_commands.render_group_list
+    elif action == "describe":
+        document = group_commands.describe_group(cluster, args.group)
+        render = group_commands.render_group_description
+    elif action == "delete":
+        document = group_commands.delete_group(cluster, args.group)
+        render = group_commands.render_group_deleted
+    elif action == "reset-offsets":
+        target = group_commands.parse_reset_target(
+            args.to_earliest, args.to_latest, args.to_offset, args.to_datetime
+        )
+        document = group_commands.reset_offsets(
+            cluster, args.group, args.topic, target, execute=args.execute
+        )
+        render = group_commands.render_reset_plan
+    else:
+        raise AssertionError(f"unknown group action {action!r}")
     stdout.write(render_json(document) if args.output_format == JSON else render(document))
     return EXIT_OK
 

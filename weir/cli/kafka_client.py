@@ -50,6 +50,12 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (0, 6),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.FIND_COORDINATOR: (0, 4),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.OFFSET_FETCH: (2, 7),  # one group per request, null topics = all
+    ApiKey.OFFSET_COMMIT: (2, 9),
 }
 
 
