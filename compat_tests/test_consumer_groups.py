@@ -248,3 +248,30 @@ def test_http_group_views_match_what_the_members_committed(
         stop(member)
     status, _ = group_broker.http_get("/v1/groups/no-such-group")
     assert status == 404
+
+
+@pytest.mark.parametrize("protocol", ["consumer", "classic-eager"])
+def test_group_resumes_where_it_committed_after_a_broker_restart(
+    group_broker: WeirProcess, topic: str, tmp_path: Path, protocol: str
+) -> None:
+    create_topic(group_broker.bootstrap, topic, partitions=2)
+    produce(group_broker.bootstrap, topic, 100, 2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    member = start_member(group_broker, topic, group, first, protocol)
+    try:
+        wait_for(lambda: len(consumed(first)) >= 100, "the first 100 messages")
+        time.sleep(1)  # the last record's commit follows its line in the file
+    finally:
+        stop(member)
+    group_broker.stop()
+    group_broker.restart()
+    produce(group_broker.bootstrap, topic, 50, 2)  # v0..v49 again, at offsets 50..74
+    member = start_member(group_broker, topic, group, second, protocol)
+    try:
+        wait_for(lambda: len(consumed(second)) >= 50, "the 50 new messages")
+        time.sleep(1)  # anything re-read from before the restart would show up by now
+    finally:
+        stop(member)
+    again = consumed(second)
+    assert sorted(offset for _, offset, _ in again) == sorted(list(range(50, 75)) * 2)
