@@ -61,3 +61,36 @@ async def test_ordinary_topic_accepts_the_same_append(broker: Broker) -> None:
     broker.create_topic(broker.controller.plan_topic("orders", 1, 1))
     accepted = await produce(broker, "orders")
     assert (accepted["error_code"], accepted["base_offset"]) == (ErrorCode.NONE, 0)
+
+
+async def produce_records(broker: Broker, topic: str, records: list[Any]) -> Any:
+    return await produce_records_raw(broker, topic, build_batch(records))
+
+
+@pytest.mark.parametrize("compression", [0, 1, 4])
+async def test_compacted_topic_refuses_records_without_a_key(
+    broker: Broker, compression: int
+) -> None:
+    record = broker.controller.plan_topic("compacted", 1, 1, configs={"cleanup.policy": "compact"})
+    broker.create_topic(record)
+    body_records = [(b"k", b"v", []), (None, b"keyless", [])]
+    frame_records = build_batch(body_records, compression=compression)
+    refused = await produce_records_raw(broker, "compacted", frame_records)
+    assert refused["error_code"] == ErrorCode.INVALID_RECORD
+    accepted = await produce_records(broker, "compacted", [(b"k", b"v", [])])
+    assert accepted["error_code"] == ErrorCode.NONE
+
+
+async def produce_records_raw(broker: Broker, topic: str, batch: bytes) -> Any:
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    frame = memoryview(encode_request(ApiKey.PRODUCE, 9, 1, "rules-test", body))[4:]
+    header = parse_request_header(frame)
+    answer = await handle_produce(RequestContext(header, broker), decode_request(header, frame))
+    response = await resolve(answer)
+    assert response is not None
+    return response["responses"][0]["partition_responses"][0]

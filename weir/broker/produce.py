@@ -10,6 +10,7 @@ import trio
 
 from weir.broker.broker import Broker, PartitionReplica
 from weir.broker.context import Deferred, RequestContext
+from weir.log.compaction import compacts, require_keys
 from weir.log.errors import LogError
 from weir.wire.errors import ErrorCode
 
@@ -107,6 +108,8 @@ def _append(
         outcome.error_message = "the produce request carried no record batches"
         return outcome
     try:
+        if compacts(replica.log):
+            require_keys(records)
         result = replica.log.append(records, leader_epoch=replica.leader_epoch, now_ms=now_ms)
     except LogError as exc:
         outcome.error_code = exc.error_code

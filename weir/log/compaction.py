@@ -193,6 +193,25 @@ def compacts(partition: PartitionLog) -> bool:
     return "compact" in partition.config.cleanup_policy
 
 
+# Bound on inflating a produce request's batches to check their keys.
+KEY_CHECK_INFLATE_BYTES_MAX = 64 * 1024 * 1024
+
+
+def require_keys(batches: memoryview | bytes | bytearray) -> None:
+    """Producers may not write keyless records to a compacted topic (Kafka answers
+    INVALID_RECORD): compaction keeps the latest record per key. The produce path
+    calls this for compacted topics only; it is the one place a client's records
+    are decoded, within a bound. Raises LogError."""
+    try:
+        for record in decode_records(batches, uncompressed_bytes_max=KEY_CHECK_INFLATE_BYTES_MAX):
+            if record.key is None:
+                raise LogError(
+                    ErrorCode.INVALID_RECORD, "Compacted topic cannot accept message without key"
+                )
+    except InvalidBatch as exc:
+        raise LogError(exc.error_code, str(exc)) from exc
+
+
 class LogCleaner:
     """Plans, runs and swaps in compaction passes; one pass per log at a time.
 
