@@ -1,6 +1,6 @@
 """One consumer-group member as its own process, for the group compatibility tests.
 
-    python group_member.py BOOTSTRAP TOPIC GROUP PROTOCOL OUT_FILE [DELAY_MS]
+    python group_member.py BOOTSTRAP TOPIC GROUP PROTOCOL OUT_FILE [DELAY_MS [INSTANCE_ID]]
 
 PROTOCOL: `consumer` (KIP-848), `classic-eager` or `classic-cooperative`. Each consumed
 message is processed (DELAY_MS of sleep), appended to OUT_FILE as "partition offset
@@ -22,12 +22,15 @@ RUN_S_MAX = 60.0
 def main() -> None:
     bootstrap, topic, group_id, protocol, out_path = sys.argv[1:6]
     delay_s = int(sys.argv[6]) / 1000 if len(sys.argv) > 6 else 0.0
+    instance_id = sys.argv[7] if len(sys.argv) > 7 else None
     config = {
         "bootstrap.servers": bootstrap,
         "group.id": group_id,
         "auto.offset.reset": "earliest",
         "enable.auto.commit": False,
     }
+    if instance_id is not None:
+        config["group.instance.id"] = instance_id  # static membership (KIP-345)
     if protocol == "consumer":
         config["group.protocol"] = "consumer"
     else:

@@ -55,10 +55,19 @@ def produce(bootstrap: str, topic: str, count: int, partitions: int) -> None:
 
 
 def start_member(
-    broker: WeirProcess, topic: str, group: str, out: Path, protocol: str, delay_ms: int = 0
+    broker: WeirProcess,
+    topic: str,
+    group: str,
+    out: Path,
+    protocol: str,
+    delay_ms: int = 0,
+    instance_id: str | None = None,
 ) -> subprocess.Popen[bytes]:
     command = [sys.executable, str(MEMBER), broker.bootstrap, topic, group, protocol, str(out)]
-    return subprocess.Popen([*command, str(delay_ms)], stdin=subprocess.DEVNULL)
+    command.append(str(delay_ms))
+    if instance_id is not None:
+        command.append(instance_id)
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL)
 
 
 def consumed(out: Path) -> list[tuple[int, int, str]]:
@@ -275,3 +284,34 @@ def test_group_resumes_where_it_committed_after_a_broker_restart(
         stop(member)
     again = consumed(second)
     assert sorted(offset for _, offset, _ in again) == sorted(list(range(50, 75)) * 2)
+
+
+def test_static_member_restarting_within_its_session_keeps_the_generation(
+    group_broker: WeirProcess, topic: str, tmp_path: Path
+) -> None:
+    import json
+
+    create_topic(group_broker.bootstrap, topic, partitions=2)
+    produce(group_broker.bootstrap, topic, 40, 2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    out_a, out_b = tmp_path / "a.txt", tmp_path / "b.txt"
+
+    def generation() -> tuple[int, str]:
+        detail = json.loads(group_broker.http_get(f"/v1/groups/{group}")[1])
+        return int(detail["generation"]), str(detail["state"])
+
+    member_a = start_member(group_broker, topic, group, out_a, "classic-eager", 0, "static-a")
+    member_b = start_member(group_broker, topic, group, out_b, "classic-eager", 0, "static-b")
+    restarted = member_a
+    try:
+        wait_for(lambda: len(consumed(out_a)) + len(consumed(out_b)) >= 40, "the first 40")
+        wait_for(lambda: generation()[1] == "Stable", "a stable group")
+        before = generation()
+        member_a.send_signal(signal.SIGKILL)
+        member_a.wait()
+        restarted = start_member(group_broker, topic, group, out_a, "classic-eager", 0, "static-a")
+        produce(group_broker.bootstrap, topic, 40, 2)
+        wait_for(lambda: len(consumed(out_a)) + len(consumed(out_b)) >= 80, "the next 40")
+        assert generation() == before  # the static member came back: no rebalance
+    finally:
+        stop(restarted, member_b)
