@@ -169,3 +169,28 @@ async def test_commits_are_loaded_after_a_restart(tmp_path: Path) -> None:
     committed = restarted.groups.offsets.fetch("g", "t", 0)
     assert committed is not None and committed.offset == 99
     restarted.close()
+
+
+async def test_oversized_join_metadata_and_sync_assignments_are_refused(broker: Broker) -> None:
+    from weir.broker.groups import handle_join_group, handle_sync_group
+
+    huge = b"x" * (1024 * 1024 + 1)
+    join = {
+        "group_id": "big",
+        "session_timeout_ms": 10_000,
+        "rebalance_timeout_ms": 10_000,
+        "member_id": "",
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": huge}],
+    }
+    response = await call(broker, handle_join_group, ApiKey.JOIN_GROUP, 9, join)
+    assert response.error_code == ErrorCode.INVALID_REQUEST
+    sync = {
+        "group_id": "big",
+        "generation_id": 1,
+        "member_id": "m",
+        "assignments": [{"member_id": "m", "assignment": huge}],
+    }
+    response = await call(broker, handle_sync_group, ApiKey.SYNC_GROUP, 5, sync)
+    assert response.error_code == ErrorCode.INVALID_REQUEST
+    assert broker.groups is not None and not broker.groups.classic.has_group("big")

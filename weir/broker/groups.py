@@ -35,6 +35,11 @@ from weir.wire.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 NO_OFFSET = -1
+# What one member may make the coordinator hold: its JoinGroup protocol metadata, and
+# a leader's SyncGroup assignments (Kafka bounds these through the 1 MiB limit on
+# the group's record in __consumer_offsets).
+GROUP_MEMBER_METADATA_BYTES_MAX = 1024 * 1024
+GROUP_ASSIGNMENTS_BYTES_MAX = 1024 * 1024
 
 
 def _service(ctx: RequestContext) -> GroupService:
@@ -398,6 +403,10 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> dict[str, Any]
 
     if _classic_conflict(service, request.group_id):
         return respond(None, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    if sum(len(p.metadata) for p in request.protocols) > GROUP_MEMBER_METADATA_BYTES_MAX:
+        log.warning("JoinGroup for %s refused: protocol metadata over %d bytes",
+                    request.group_id, GROUP_MEMBER_METADATA_BYTES_MAX)  # fmt: skip
+        return respond(None, ErrorCode.INVALID_REQUEST)
     session_timeout_ms = request.session_timeout_ms
     join = JoinGroupRequest(
         group_id=request.group_id,
@@ -427,6 +436,10 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]
         body["throttle_time_ms"] = 0
         return body
 
+    if sum(len(a.assignment) for a in request.assignments) > GROUP_ASSIGNMENTS_BYTES_MAX:
+        log.warning("SyncGroup for %s refused: assignments over %d bytes",
+                    request.group_id, GROUP_ASSIGNMENTS_BYTES_MAX)  # fmt: skip
+        return respond(None, ErrorCode.INVALID_REQUEST)
     sync = SyncGroupRequest(
         group_id=request.group_id,
         generation_id=request.generation_id,
