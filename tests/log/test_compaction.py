@@ -567,3 +567,35 @@ def test_random_histories_compact_to_the_latest_record_per_key(
         log = PartitionLog.open(Path(tmp) / "t-0", config, GroupFlusher())
         assert offsets_read() == surviving(tombstones=False)
         log.close()
+
+
+async def test_background_pass_is_dropped_if_the_log_changes_after_its_manifest(
+    open_log: OpenLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest is committed on a worker thread; DeleteRecords may move the log
+    meanwhile. The pass must then be taken back durably: nothing moves, and a
+    restart does not roll the stale pass forward."""
+    import weir.log.compaction as compaction
+
+    log = open_log(**COMPACTED)
+    write_updates(log, keys=4, rounds=6)
+    first_segment_end = log.segments[1].base_offset
+    commit_manifest = compaction._commit_manifest
+
+    def commit_then_delete_records(directory: Path, entries: object) -> None:
+        commit_manifest(directory, entries)  # type: ignore[arg-type]
+        trio.from_thread.run_sync(log.delete_records_before, first_segment_end)
+
+    monkeypatch.setattr(compaction, "_commit_manifest", commit_then_delete_records)
+    before = read_all(log)
+    assert await LogCleaner().clean_in_background(log, NOW_MS) is None
+    assert not (log.directory / compaction.CLEANING_DIRECTORY_NAME).exists()
+    assert [h.base_offset for h, _ in read_all(log)] == [
+        h.base_offset for h, _ in before if h.base_offset >= first_segment_end
+    ]
+    log.close()
+    reopened = open_log(**COMPACTED)
+    assert reopened.log_start_offset == first_segment_end
+    assert [h.base_offset for h, _ in read_all(reopened)] == [
+        h.base_offset for h, _ in before if h.base_offset >= first_segment_end
+    ]

@@ -40,8 +40,8 @@ A pass keeps, for every key, only its latest record; offsets never change.
 
 The heavy work (`build_cleaned_segments`: reading, decompressing, rewriting,
 fsyncing) touches no PartitionLog state and reads segments through its own
-file descriptors, so it runs on a worker thread (`trio.to_thread`); planning
-and the swap run on the Trio thread, between appends and fetches.
+file descriptors, so it runs on a worker thread (`trio.to_thread`); planning, the
+checks, the renames and the in-memory swap run on the Trio thread.
 
 Compaction protocol (crash safety). `<dir>` is the partition directory; new
 segment files are written under `<dir>/cleaning/` with their final names:
@@ -52,24 +52,30 @@ segment files are written under `<dir>/cleaning/` with their final names:
 2. (Trio) Check the log still holds every input segment unchanged (not
    truncated, deleted or closed meanwhile); otherwise remove `cleaning/` and
    stop: nothing changed.
-3. fsync `cleaning/`, then write `cleaning/manifest` atomically (temporary
-   file, fsync, rename, fsync `cleaning/`): which segment bases are replaced,
-   which are written, and the new cleaned offset. The manifest is the commit
-   point: before it exists a crash rolls back, after it a crash rolls forward.
-4. Roll forward (idempotent): move each written file into `<dir>` with
-   `rename` (atomically replacing the old file of the same name); unlink the
-   files of replaced segments that were not rewritten (emptied); fsync
-   `<dir>` and `cleaning/`.
-5. Raise `cleaner-offset-checkpoint` to the new cleaned offset (atomic write).
-6. Unlink the manifest, fsync `cleaning/`, remove `cleaning/`, fsync `<dir>`.
-7. (Trio) Open the new segments and swap them into the log in memory
+3. (worker) fsync `cleaning/`, then write `cleaning/manifest` atomically
+   (temporary file, fsync, rename, fsync `cleaning/`): which segment bases are
+   replaced, which are written, and the new cleaned offset. The manifest is the
+   commit point: before it exists a crash rolls back, after it a crash rolls
+   forward.
+4. (Trio) Check again, since step 3 ran concurrently with the log; if the log
+   changed, unlink the manifest and fsync `cleaning/` (so a crash rolls back)
+   and stop. Otherwise, without awaiting anything: move each written file into
+   `<dir>` with `rename` (atomically replacing the old file of the same name),
+   unlink the files of replaced segments that were not rewritten (emptied),
+   then open the new segments and swap them into the log in memory
    (`PartitionLog.swap_cleaned_segments`); the old ones are closed (their
-   inodes stay readable until then, so no read ever sees a mix).
+   inodes stayed readable until then, so no read ever sees a mix).
+5. (worker) fsync `<dir>` and `cleaning/`; raise `cleaner-offset-checkpoint` to
+   the new cleaned offset (atomic write); unlink the manifest, fsync
+   `cleaning/`, remove `cleaning/`, fsync `<dir>`.
+
+So the event loop never waits on the disk for compaction. `LogCleaner.clean`
+(tests) runs the same steps in order on the calling thread.
 
 Recovery (`finish_interrupted_compaction`, the first thing `PartitionLog.open`
 does after the clean-shutdown marker): if `cleaning/` exists without a
 readable manifest, remove it (the old segments are intact: roll back);
-with a manifest, redo steps 4-6 (roll forward). Either way the directory then
+with a manifest, redo the renames of step 4 and step 5 (roll forward). Either way the directory then
 holds exactly the old segments or exactly the new ones, and the segment
 loader runs on that.
 """
@@ -245,7 +251,22 @@ class LogCleaner:
             return None
         try:
             result = await trio.to_thread.run_sync(build_cleaned_segments, plan)
-            return self._finish(partition, result)
+            if not result.replaced or not _still_current(partition, result):
+                return self._finish(partition, result)
+            # Steps 2-7 with every fsync on worker threads; only the renames and
+            # the in-memory swap (no disk waits) run on the Trio thread, together.
+            entries = _manifest_entries(result)
+            await trio.to_thread.run_sync(_commit_manifest, plan.directory, entries)
+            if not _still_current(partition, result):
+                log.info("%s: the log changed during compaction; pass dropped",
+                         plan.directory.name)  # fmt: skip
+                _abandon_manifest(plan.directory)  # no file moved yet: roll back
+                return None
+            self._record_horizon(result)
+            _move_files(plan.directory, entries)
+            self._swap(partition, result)
+            await trio.to_thread.run_sync(_complete_swap, plan.directory, entries)
+            return result
         finally:
             self._end(plan)
 
@@ -301,17 +322,28 @@ class LogCleaner:
             log.info("%s: the log changed during compaction; pass dropped", directory.name)
             _remove_cleaning_directory(directory)
             return None
+        self._record_horizon(result)
+        if not result.replaced:
+            _raise_cleaned_offset(directory, result.cleaned_offset)
+            return result
+        entries = _manifest_entries(result)
+        _commit_manifest(directory, entries)
+        _move_files(directory, entries)
+        self._swap(partition, result)
+        _complete_swap(directory, entries)
+        return result
+
+    def _record_horizon(self, result: CleaningResult) -> None:
+        directory = result.plan.directory
         if result.earliest_delete_horizon_ms is None:
             self._delete_horizons_ms.pop(directory, None)
         else:
             self._delete_horizons_ms[directory] = result.earliest_delete_horizon_ms
-        if not result.replaced:
-            _raise_cleaned_offset(directory, result.cleaned_offset)
-            return result
-        cleaning = directory / CLEANING_DIRECTORY_NAME
-        fsync_directory(cleaning)
-        write_checkpoint(cleaning / MANIFEST_FILE_NAME, _manifest_entries(result))
-        _roll_forward(directory, _manifest_entries(result))
+
+    @staticmethod
+    def _swap(partition: PartitionLog, result: CleaningResult) -> None:
+        """Trio thread, no disk waits: open the moved-in segments and swap them in."""
+        directory = result.plan.directory
         new_segments = [_open_cleaned(partition, result, base) for base in result.written_bases]
         partition.swap_cleaned_segments([item.segment for item in result.replaced], new_segments)
         log.info(
@@ -319,7 +351,6 @@ class LogCleaner:
             directory.name, result.cleaned_offset, result.records_removed,
             len(result.replaced),
         )  # fmt: skip
-        return result
 
 
 def _cleanable_inputs(partition: PartitionLog, now_ms: int) -> list[_Input]:
@@ -366,12 +397,34 @@ def _manifest_entries(result: CleaningResult) -> list[tuple[int, int]]:
     return entries
 
 
+def _commit_manifest(directory: Path, manifest: Sequence[tuple[int, ...]]) -> None:
+    """Step 3: fsync `cleaning/`, then write the manifest (the commit point)."""
+    cleaning = directory / CLEANING_DIRECTORY_NAME
+    fsync_directory(cleaning)
+    write_checkpoint(cleaning / MANIFEST_FILE_NAME, manifest)
+
+
+def _abandon_manifest(directory: Path) -> None:
+    """Durably take back a committed manifest whose pass must not happen (the log
+    changed after it was written, before any file moved), so recovery rolls back."""
+    cleaning = directory / CLEANING_DIRECTORY_NAME
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(cleaning / MANIFEST_FILE_NAME)
+        fsync_directory(cleaning)
+
+
 def _roll_forward(directory: Path, manifest: Sequence[tuple[int, ...]]) -> None:
     """Steps 4-6 of the protocol; safe to repeat after a crash at any point."""
+    _move_files(directory, manifest)
+    _complete_swap(directory, manifest)
+
+
+def _move_files(directory: Path, manifest: Sequence[tuple[int, ...]]) -> None:
+    """Step 4 without its fsyncs: rename the new files into place, unlink emptied
+    segments. No disk waits, so it runs on the Trio thread next to the swap."""
     cleaning = directory / CLEANING_DIRECTORY_NAME
     written = {base for kind, base in manifest if kind == _MANIFEST_WRITTEN}
     replaced = {base for kind, base in manifest if kind == _MANIFEST_REPLACED}
-    cleaned_offsets = [offset for kind, offset in manifest if kind == _MANIFEST_CLEANED_OFFSET]
     for base in sorted(written):
         for suffix in SEGMENT_SUFFIXES:
             name = segment_file_name(base, suffix)
@@ -381,6 +434,13 @@ def _roll_forward(directory: Path, manifest: Sequence[tuple[int, ...]]) -> None:
         for suffix in SEGMENT_SUFFIXES:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(directory / segment_file_name(base, suffix))
+
+
+def _complete_swap(directory: Path, manifest: Sequence[tuple[int, ...]]) -> None:
+    """Steps 4 (fsyncs) to 6: make the moves durable, raise the cleaned offset,
+    remove the manifest and `cleaning/`. Any thread; safe to repeat."""
+    cleaning = directory / CLEANING_DIRECTORY_NAME
+    cleaned_offsets = [offset for kind, offset in manifest if kind == _MANIFEST_CLEANED_OFFSET]
     fsync_directory(directory)
     fsync_directory(cleaning)
     if cleaned_offsets:
