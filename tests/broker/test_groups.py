@@ -194,3 +194,27 @@ async def test_oversized_join_metadata_and_sync_assignments_are_refused(broker: 
     response = await call(broker, handle_sync_group, ApiKey.SYNC_GROUP, 5, sync)
     assert response.error_code == ErrorCode.INVALID_REQUEST
     assert broker.groups is not None and not broker.groups.classic.has_group("big")
+
+
+async def test_groups_of_a_partition_that_failed_a_write_are_not_served(broker: Broker) -> None:
+    """After a failed fsync the coordinator's memory may be ahead of the log: the
+    group's partition answers NOT_COORDINATOR (and FindCoordinator
+    COORDINATOR_NOT_AVAILABLE) instead of serving state a restart would not have."""
+    await commit(broker, commit_body("g", (0, 5)))
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    broker.flusher.sync_file = failing_fsync
+    assert await commit(broker, commit_body("g", (0, 6))) == [
+        (0, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    ]
+    body = {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]}
+    response = await call(broker, handle_offset_fetch, ApiKey.OFFSET_FETCH, 7, body)
+    assert response.error_code == ErrorCode.NOT_COORDINATOR
+    assert await commit(broker, commit_body("g", (0, 7))) == [(0, ErrorCode.NOT_COORDINATOR)]
+    found = await call(
+        broker, handle_find_coordinator, ApiKey.FIND_COORDINATOR, 4,
+        {"key_type": 0, "coordinator_keys": ["g"]},
+    )  # fmt: skip
+    assert found.coordinators[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE

@@ -72,12 +72,12 @@ class PendingWrite:
     ends: dict[int, int]  # partition -> offset to wait for
 
     async def durable(self) -> ErrorCode:
-        try:
-            for partition, end_offset in self.ends.items():
+        for partition, end_offset in self.ends.items():
+            try:
                 await wait_group_records(self.service.broker, partition, end_offset)
-        except LogError as exc:
-            log.error("group records not durable: %s", exc)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            except LogError as exc:
+                self.service.mark_failed(partition, exc)
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return ErrorCode.NONE
 
 
@@ -107,6 +107,10 @@ class GroupService:
         self._wakeup = trio.Event()
         # Groups with no members (no consumer group, or an empty one): since when.
         self._empty_since_ms: dict[str, int] = {}
+        # Offsets partitions whose records could not be made durable: their groups'
+        # state in memory may be ahead of the log, so they are not served until a
+        # restart reloads them (Kafka's coordinator gives up such a partition too).
+        self._failed_partitions: set[int] = set()
 
     # -- the offsets topic ---------------------------------------------------
 
@@ -117,6 +121,16 @@ class GroupService:
 
     def partition_for(self, group_id: str) -> int:
         return group_partition(group_id, self.partition_count)
+
+    def available(self, group_id: str) -> bool:
+        """False once the group's offsets partition failed a write (see __init__)."""
+        return self.partition_for(group_id) not in self._failed_partitions
+
+    def mark_failed(self, partition: int, error: Exception) -> None:
+        if partition not in self._failed_partitions:
+            log.error("%s-%d failed a write (%s): its groups are not served until restart",
+                      OFFSETS_TOPIC_NAME, partition, error)  # fmt: skip
+            self._failed_partitions.add(partition)
 
     def load_if_present(self, now_ms: int) -> None:
         """At start: load group state when the offsets topic already exists."""
@@ -162,10 +176,13 @@ class GroupService:
         for key, value in records:
             partition = self.partition_for(group_id or _group_of(key))
             by_partition.setdefault(partition, []).append((key, value))
-        ends = {
-            partition: append_group_records_now(self.broker, partition, chunk)
-            for partition, chunk in by_partition.items()
-        }
+        ends = {}
+        for partition, chunk in by_partition.items():
+            try:
+                ends[partition] = append_group_records_now(self.broker, partition, chunk)
+            except LogError as exc:
+                self.mark_failed(partition, exc)
+                raise
         self.poke()
         return PendingWrite(self, ends)
 

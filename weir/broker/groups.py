@@ -84,6 +84,9 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
         except (LogError, OSError) as exc:
             log.error("cannot prepare %s: %s", "the offsets topic", exc)
             error, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
+        if error == ErrorCode.NONE and not _service(ctx).available(key):
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            message = "the group's offsets partition failed a write; restart the broker"
     advertised = ctx.broker.config.advertised
     found = error == ErrorCode.NONE
     return {
@@ -108,6 +111,8 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> dict[str, A
         return _commit_response(request, lambda topic, partition: ErrorCode.INVALID_GROUP_ID)
     now_ms = ctx.now_ms()
     service.ensure_ready(now_ms)
+    if not service.available(group_id):
+        return _commit_response(request, lambda topic, partition: ErrorCode.NOT_COORDINATOR)
     errors: dict[tuple[str, int], ErrorCode] = {}
     valid: list[tuple[str, Any]] = []
     for topic in request.topics:
@@ -254,6 +259,8 @@ def _fetch_group(service: GroupService, group: Any) -> dict[str, Any]:
     error = ErrorCode.NONE
     if not group_id:
         error = ErrorCode.INVALID_GROUP_ID
+    elif not service.available(group_id):
+        error = ErrorCode.NOT_COORDINATOR
     elif service.consumer_groups.has_group(group_id) and group.get("member_id") is not None:
         error = service.consumer_groups.validate_offset_fetch(
             group_id, group.get("member_id"), group.get("member_epoch", -1)
@@ -307,6 +314,8 @@ async def handle_consumer_group_heartbeat(
     service = _service(ctx)
     now_ms = ctx.now_ms()
     service.ensure_ready(now_ms)
+    if not service.available(request.group_id):
+        return _heartbeat_failure(ErrorCode.NOT_COORDINATOR)
     owned = request.topic_partitions
     result = service.consumer_groups.heartbeat(
         request.group_id,
@@ -401,6 +410,8 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> dict[str, Any]
         body["throttle_time_ms"] = 0
         return body
 
+    if not service.available(request.group_id):
+        return respond(None, ErrorCode.NOT_COORDINATOR)
     if _classic_conflict(service, request.group_id):
         return respond(None, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     if sum(len(p.metadata) for p in request.protocols) > GROUP_MEMBER_METADATA_BYTES_MAX:
@@ -436,6 +447,8 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]
         body["throttle_time_ms"] = 0
         return body
 
+    if not service.available(request.group_id):
+        return respond(None, ErrorCode.NOT_COORDINATOR)
     if sum(len(a.assignment) for a in request.assignments) > GROUP_ASSIGNMENTS_BYTES_MAX:
         log.warning("SyncGroup for %s refused: assignments over %d bytes",
                     request.group_id, GROUP_ASSIGNMENTS_BYTES_MAX)  # fmt: skip
@@ -457,6 +470,8 @@ async def handle_heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
     service = _service(ctx)
     now_ms = ctx.now_ms()
     service.ensure_ready(now_ms)
+    if not service.available(request.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_COORDINATOR}
     error = service.classic.heartbeat(
         request.group_id,
         request.generation_id,
@@ -486,6 +501,8 @@ async def handle_leave_group(ctx: RequestContext, request: Any) -> dict[str, Any
         body["throttle_time_ms"] = 0
         return body
 
+    if not service.available(request.group_id):
+        return respond(None, ErrorCode.NOT_COORDINATOR)
     reply = service.classic.leave_group(request.group_id, leaving, now_ms)
     return _defer_classic(service, reply, request.group_id, respond)
 
