@@ -392,6 +392,9 @@ def _defer_classic(
         if error != ErrorCode.NONE:
             return respond(None, error)
         await service.wait_for(reply.pending)
+        if not service.available(group_id):
+            # Completed by a call whose records failed: never answer with that.
+            return respond(None, ErrorCode.NOT_COORDINATOR)
         return respond(reply.pending.result, ErrorCode.NONE)
 
     return Deferred(finish)
