@@ -564,9 +564,8 @@ def test_producer_to_missing_topic_auto_creates_it_with_one_partition(
 def test_consumer_subscribed_to_missing_topic_reports_unknown_topic(
     broker: WeirProcess, topic: str
 ) -> None:
-    """librdkafka reports a missing topic for subscriptions (not for assign(), where it
-    only logs the broker's UNKNOWN_TOPIC_OR_PARTITION and keeps querying), and only
-    after topic.metadata.propagation.max.ms (30 s by default, since topic creation
+    """librdkafka reports a missing subscribed topic as a consumer error from poll(), and
+    only after topic.metadata.propagation.max.ms (30 s by default, since topic creation
     propagates asynchronously in a Kafka cluster): the test shortens that wait."""
     consumer = make_consumer(broker, **{"topic.metadata.propagation.max.ms": 1000})
     try:
@@ -582,6 +581,40 @@ def test_consumer_subscribed_to_missing_topic_reports_unknown_topic(
         consumer.close()
     assert error is not None, "no error reported for a topic that does not exist"
     assert error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART, repr(error)
+
+
+def test_consumer_assigned_to_missing_topic_reports_it_to_error_cb_and_reads_it_once_created(
+    admin: AdminClient, broker: WeirProcess, topic: str
+) -> None:
+    """What librdkafka does against Kafka when assign()ed to a missing topic: Metadata
+    answers UNKNOWN_TOPIC_OR_PARTITION for it (consumers ask with auto-creation off), so
+    there is no leader and no Fetch or ListOffsets is sent. After
+    topic.metadata.propagation.max.ms the topic is marked non-existent and the broker's
+    error goes to error_cb, never to poll(): rd_kafka_topic_set_notexists() ->
+    rd_kafka_topic_propagate_notexists() -> rd_kafka_toppar_enq_error() enqueues an
+    RD_KAFKA_OP_ERR, which rd_kafka_poll_cb() hands to error_cb (librdkafka
+    src/rdkafka_topic.c, src/rdkafka.c; confluentinc/librdkafka#1755 reports the same
+    against Apache Kafka 1.0.1). The consumer keeps refreshing metadata, so it reads the
+    topic as soon as someone creates it."""
+    errors: list[KafkaError] = []
+    consumer = make_consumer(
+        broker, error_cb=errors.append, **{"topic.metadata.propagation.max.ms": 1000}
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + 10
+        while not errors and time.monotonic() < deadline:
+            assert consumer.poll(0.25) is None, "poll() returned something for a missing topic"
+        assert [e.code() for e in errors[:1]] == [KafkaError.UNKNOWN_TOPIC_OR_PART], errors
+        assert "topic does not exist" in errors[0].str()
+        create(admin, topic)
+        log = DeliveryLog()
+        producer = make_producer(broker)
+        producer.produce(topic, value=b"late arrival", partition=0, on_delivery=log)
+        produce_and_flush(producer, log, 1)
+        assert [(m.offset(), m.value()) for m in consume(consumer, 1)] == [(0, b"late arrival")]
+    finally:
+        consumer.close()
 
 
 def test_assign_inside_a_compressed_batch_starts_at_that_offset(

@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, Message, Producer
 
-from compat_tests.harness import WeirProcess, create_topic
+from compat_tests.harness import WeirProcess, create_topic, unique_topic_name
+from compat_tests.test_confluent_kafka import read_partition
 from compat_tests.test_durability import read_everything
 
 CLIENT = Path(__file__).with_name("kafkajs") / "client.js"
 RUN_TIMEOUT_S = 60
+TIMESTAMP_BASE_MS = 1_700_000_000_000
 
 
 def run_kafkajs(broker: WeirProcess, scenario: str, topic: str, arg: str = "") -> Any:
@@ -89,3 +92,109 @@ def _high_watermarks(broker: WeirProcess, topic: str, partitions: int) -> dict[i
     for partition, offset in stored:
         ends[partition] = max(ends.get(partition, 0), offset + 1)
     return ends
+
+
+def test_kafkajs_describes_and_alters_topic_configs(broker: WeirProcess, topic: str) -> None:
+    result = run_kafkajs(broker, "configs", topic)
+    assert result["created"] == {
+        "retention.ms": ["3600000", False],
+        "cleanup.policy": ["delete", True],
+    }
+    assert result["afterValidateOnly"] == result["created"]
+    # Legacy AlterConfigs replaces the whole override set: retention.ms reverts to its default.
+    assert result["afterAlter"] == {
+        "retention.ms": ["604800000", True],
+        "cleanup.policy": ["compact", False],
+    }
+    assert result["unknownName"] == "INVALID_CONFIG"
+    assert result["badValue"] == "INVALID_CONFIG"
+
+
+def test_kafkajs_finds_offsets_by_timestamp(broker: WeirProcess, topic: str) -> None:
+    create_topic(broker.bootstrap, topic, partitions=2)
+    result = run_kafkajs(broker, "timestamps", topic, str(TIMESTAMP_BASE_MS))
+    # Records at base + 0, 1000, ..., 4000 ms on partition 0; partition 1 is empty, and
+    # kafkajs turns the broker's "no such record" (-1) into the high watermark.
+    assert result == {
+        "beforeAll": [[0, "0"], [1, "0"]],
+        "exact": [[0, "2"], [1, "0"]],
+        "between": [[0, "3"], [1, "0"]],
+        "afterAll": [[0, "5"], [1, "0"]],
+    }
+
+
+def test_kafkajs_deletes_records_up_to_an_offset_and_to_the_end(
+    broker: WeirProcess, topic: str
+) -> None:
+    create_topic(broker.bootstrap, topic, partitions=3)
+    run_kafkajs(broker, "produce-exact", topic, "-1")  # 40 records per partition
+    result = run_kafkajs(broker, "delete-records", topic)
+    assert result["afterDelete"] == [[0, "3", "40"], [1, "0", "40"], [2, "0", "40"]]
+    assert result["afterDeleteAll"] == [[0, "3", "40"], [1, "40", "40"], [2, "0", "40"]]
+    assert result["beyondHigh"] == "OFFSET_OUT_OF_RANGE"
+    assert [m.offset() for m in read_partition(broker, topic, 0, 3, 37)] == list(range(3, 40))
+
+
+@pytest.mark.parametrize("acks", ["-1", "1"])
+def test_kafkajs_records_read_back_by_confluent_kafka_are_exactly_what_was_sent(
+    broker: WeirProcess, topic: str, acks: str
+) -> None:
+    """Null keys and values, string, binary and repeated headers, plain and GZIP batches:
+    librdkafka reads from each partition what kafkajs wrote, at the offsets it reported."""
+    create_topic(broker.bootstrap, topic, partitions=3)
+    result = run_kafkajs(broker, "produce-exact", topic, acks)
+    # Four sends of 30 records, 10 per partition each: base offsets 0, 10, 20, 30.
+    assert sorted(result["sent"]) == [[p, base, 0] for p in range(3) for base in (0, 10, 20, 30)]
+    for partition in range(3):
+        numbers = [n for n in range(120) if n % 3 == partition]
+        messages = read_partition(broker, topic, partition, 0, len(numbers))
+        got = [(m.offset(), m.key(), m.value(), m.headers()) for m in messages]
+        assert got == [(offset, *_expected_record(n)) for offset, n in enumerate(numbers)]
+
+
+def _expected_record(n: int) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]:
+    key = None if n % 10 == 0 else f"key-{n}".encode()
+    value = None if n % 15 == 0 else f"value-{n}".encode()
+    headers = [
+        ("n", str(n).encode()),
+        ("bin", bytes([n % 256, 0, 255])),
+        ("multi", b"a"),
+        ("multi", f"b{n}".encode()),
+    ]
+    return key, value, headers
+
+
+def test_kafkajs_spreads_many_keyed_records_over_partitions_like_java_murmur2(
+    broker: WeirProcess, topic: str
+) -> None:
+    """One GZIP send of 1000 keyed records: all stored, and each key on the partition that
+    librdkafka's Java-compatible `murmur2` partitioner picks for the same partition count."""
+    create_topic(broker.bootstrap, topic, partitions=4)
+    result = run_kafkajs(broker, "produce-many", topic, "1000")
+    assert sorted(result["sent"]) == [[p, 0] for p in range(4)]
+    stored = read_everything(broker.bootstrap, topic, 4)
+    assert sorted(value for _key, value in stored.values()) == sorted(
+        f"v{n}".encode() for n in range(1000)
+    )
+    partition_of_key = {key: partition for (partition, _), (key, _) in stored.items()}
+    keys = [f"k{n}".encode() for n in range(1000)]
+    assert partition_of_key == _librdkafka_murmur2_partitions(broker, keys, 4)
+
+
+def _librdkafka_murmur2_partitions(
+    broker: WeirProcess, keys: list[bytes], partitions: int
+) -> dict[bytes | None, int]:
+    """The partition confluent-kafka's `murmur2` partitioner delivers each key to."""
+    other_topic = unique_topic_name("murmur2")
+    create_topic(broker.bootstrap, other_topic, partitions=partitions)
+    chosen: dict[bytes | None, int] = {}
+
+    def on_delivery(error: KafkaError | None, message: Message) -> None:
+        assert error is None, repr(error)
+        chosen[message.key()] = message.partition()
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "partitioner": "murmur2"})
+    for key in keys:
+        producer.produce(other_topic, key=key, value=b"", on_delivery=on_delivery)
+    assert producer.flush(RUN_TIMEOUT_S) == 0
+    return chosen

@@ -1,7 +1,7 @@
 // kafkajs against a Weir broker, one scenario per run; prints one JSON document.
 // Usage: node client.js BOOTSTRAP SCENARIO TOPIC [ARG]
 "use strict";
-const { Kafka, CompressionTypes, logLevel } = require("kafkajs");
+const { Kafka, CompressionTypes, ConfigResourceTypes, logLevel } = require("kafkajs");
 
 const [bootstrap, scenario, topic, arg] = process.argv.slice(2);
 const kafka = new Kafka({
@@ -109,7 +109,160 @@ async function consumeGroup() {
   }
 }
 
-const scenarios = { admin, produce, "consume-group": consumeGroup };
+function withAdmin(body) {
+  return async () => {
+    const client = kafka.admin();
+    await client.connect();
+    try {
+      return await body(client);
+    } finally {
+      await client.disconnect();
+    }
+  };
+}
+
+async function errorTypeOf(promise) {
+  try {
+    await promise;
+    return null;
+  } catch (wrapped) {
+    // kafkajs's retrier wraps what the broker said in a KafkaJSNonRetriableError's cause.
+    const error = wrapped.cause || wrapped;
+    const first = (error.errors && error.errors[0]) || (error.partitions && error.partitions[0]);
+    return (first && (first.type || (first.error && first.error.type))) || error.type || error.name;
+  }
+}
+
+// Topic configs as kafkajs sees them: {name: [value, isDefault]} for the asked names.
+async function topicConfigs(client, names) {
+  const { resources } = await client.describeConfigs({
+    includeSynonyms: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: names }],
+  });
+  return Object.fromEntries(
+    resources[0].configEntries.map((e) => [e.configName, [e.configValue, e.isDefault]])
+  );
+}
+
+function alterTopic(client, entries, validateOnly = false) {
+  return client.alterConfigs({
+    validateOnly,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries: entries }],
+  });
+}
+
+const configs = withAdmin(async (client) => {
+  const names = ["retention.ms", "cleanup.policy"];
+  await client.createTopics({
+    topics: [{ topic, numPartitions: 1, configEntries: [{ name: "retention.ms", value: "3600000" }] }],
+  });
+  const created = await topicConfigs(client, names);
+  await alterTopic(client, [{ name: "retention.ms", value: "60000" }], true);
+  const afterValidateOnly = await topicConfigs(client, names);
+  await alterTopic(client, [{ name: "cleanup.policy", value: "compact" }]);
+  const afterAlter = await topicConfigs(client, names);
+  const unknownName = await errorTypeOf(alterTopic(client, [{ name: "no.such.config", value: "1" }]));
+  const badValue = await errorTypeOf(alterTopic(client, [{ name: "retention.ms", value: "soon" }]));
+  return { created, afterValidateOnly, afterAlter, unknownName, badValue };
+});
+
+// Writes `count` records to partition 0 with timestamps base + 1000*i, then asks for offsets.
+const timestamps = withAdmin(async (client) => {
+  const base = Number(arg);
+  const producer = kafka.producer({ idempotent: false });
+  await producer.connect();
+  try {
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: [0, 1, 2, 3, 4].map((i) => ({
+        partition: 0,
+        value: `t${i}`,
+        timestamp: String(base + 1000 * i),
+      })),
+    });
+  } finally {
+    await producer.disconnect();
+  }
+  const at = async (ms) => (await client.fetchTopicOffsetsByTimestamp(topic, ms)).map((o) => [o.partition, o.offset]);
+  return {
+    beforeAll: await at(base - 1),
+    exact: await at(base + 2000),
+    between: await at(base + 2500),
+    afterAll: await at(base + 10000),
+  };
+});
+
+const deleteRecords = withAdmin(async (client) => {
+  await client.fetchTopicMetadata({ topics: [topic] });
+  await client.deleteTopicRecords({ topic, partitions: [{ partition: 0, offset: "3" }] });
+  const afterDelete = await client.fetchTopicOffsets(topic);
+  await client.deleteTopicRecords({ topic, partitions: [{ partition: 1, offset: "-1" }] });
+  const afterDeleteAll = await client.fetchTopicOffsets(topic);
+  const beyondHigh = await errorTypeOf(
+    client.deleteTopicRecords({ topic, partitions: [{ partition: 2, offset: "1000" }] })
+  );
+  const watermarks = (offsets) => offsets.map((o) => [o.partition, o.low, o.high]);
+  return { afterDelete: watermarks(afterDelete), afterDeleteAll: watermarks(afterDeleteAll), beyondHigh };
+});
+
+// Explicit partitions, so the offsets each record gets are known in advance. ARG is the acks.
+async function produceExact() {
+  const producer = kafka.producer({ idempotent: false, maxInFlightRequests: 1 });
+  await producer.connect();
+  try {
+    const sent = [];
+    for (let batch = 0; batch < 4; batch++) {
+      const messages = [];
+      for (let i = 0; i < 30; i++) {
+        const n = batch * 30 + i;
+        messages.push({
+          partition: n % 3,
+          key: n % 10 === 0 ? null : `key-${n}`,
+          value: n % 15 === 0 ? null : `value-${n}`,
+          headers: { n: String(n), bin: Buffer.from([n % 256, 0, 255]), multi: ["a", `b${n}`] },
+        });
+      }
+      const results = await producer.send({
+        topic,
+        acks: Number(arg),
+        compression: batch % 2 ? CompressionTypes.GZIP : CompressionTypes.None,
+        messages,
+      });
+      sent.push(...results.map((r) => [r.partition, Number(r.baseOffset), r.errorCode]));
+    }
+    return { sent };
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+// One send of ARG keyed records with the default (murmur2) partitioner.
+async function produceMany() {
+  const producer = kafka.producer({ idempotent: false });
+  await producer.connect();
+  try {
+    const messages = [];
+    for (let n = 0; n < Number(arg); n++) {
+      messages.push({ key: `k${n}`, value: `v${n}` });
+    }
+    const results = await producer.send({ topic, acks: -1, compression: CompressionTypes.GZIP, messages });
+    return { sent: results.map((r) => [r.partition, Number(r.baseOffset)]) };
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+const scenarios = {
+  admin,
+  produce,
+  "consume-group": consumeGroup,
+  configs,
+  timestamps,
+  "delete-records": deleteRecords,
+  "produce-exact": produceExact,
+  "produce-many": produceMany,
+};
 scenarios[scenario]()
   .then((result) => {
     process.stdout.write(JSON.stringify(result) + "\n");
