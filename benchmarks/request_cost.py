@@ -6,8 +6,9 @@ broker process's user+system CPU time from /proc before and after:
     .venv/bin/python benchmarks/request_cost.py --port 9092 --pid $(pgrep -f 'weir serve') \\
         --api produce --topic bench --requests 3000 --depth 1
 
-`--api produce` sends Produce v9 (acks=all) with one 2-record batch to
-partition (i mod --partitions); `--api api-versions` sends ApiVersions v3.
+`--api produce` sends Produce v9 (acks=all) with one batch of
+`--records-per-batch` records (default 2) to partition (i mod --partitions), or
+to every partition with `--all-partitions`; `--api api-versions` sends ApiVersions v3.
 Run it against two brokers alternately to compare builds side by side.
 """
 
@@ -29,15 +30,16 @@ def build_frames(args: argparse.Namespace) -> list[bytes]:
         return [
             encode_request(ApiKey.API_VERSIONS, 3, i, "bench", body) for i in range(args.requests)
         ]
-    batch = build_batch([(None, b"x" * args.value_bytes, [])] * 2)
+    batch = build_batch([(None, b"x" * args.value_bytes, [])] * args.records_per_batch)
     frames = []
     for i in range(args.requests):
-        partition = {"index": i % args.partitions, "records": batch}
+        indexes = list(range(args.partitions)) if args.all_partitions else [i % args.partitions]
+        partitions = [{"index": index, "records": batch} for index in indexes]
         body = {
             "transactional_id": None,
             "acks": -1,
             "timeout_ms": 5000,
-            "topic_data": [{"name": args.topic, "partition_data": [partition]}],
+            "topic_data": [{"name": args.topic, "partition_data": partitions}],
         }
         frames.append(encode_request(ApiKey.PRODUCE, 9, i, "bench", body))
     return frames
@@ -68,6 +70,12 @@ def main() -> None:
     parser.add_argument("--topic", default="bench")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--value-bytes", type=int, default=100)
+    parser.add_argument("--records-per-batch", type=int, default=2)
+    parser.add_argument(
+        "--all-partitions",
+        action="store_true",
+        help="one batch for every partition in each request, as a saturated client sends",
+    )
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--depth", type=int, default=1, help="requests in flight")
     args = parser.parse_args()

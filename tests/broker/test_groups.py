@@ -15,6 +15,7 @@ from weir.broker.context import Handler, RequestContext, resolve
 from weir.broker.group_service import attach_group_service
 from weir.broker.groups import handle_find_coordinator, handle_offset_commit, handle_offset_fetch
 from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME
+from weir.log.filesystem_sync import FilesystemWatch
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
@@ -206,6 +207,8 @@ async def test_groups_of_a_partition_that_failed_a_write_are_not_served(broker: 
         raise OSError(5, "Input/output error")
 
     broker.flusher.sync_file = failing_fsync
+    if broker.flusher.filesystem is not None:  # the syncfs method
+        broker.flusher.filesystem = FilesystemWatch(broker.config.data_dir, failing_fsync)
     assert await commit(broker, commit_body("g", (0, 6))) == [
         (0, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     ]

@@ -93,7 +93,10 @@ async def serve(config: BrokerConfig) -> None:
                 await nursery.start(serve_kafka, broker)
                 nursery.start_soon(broker.run_retention)
                 broker.ready = started = True
-                log.info("weir broker %d ready, data in %s", config.node_id, config.data_dir)
+                log.info(
+                    "weir broker %d ready, data in %s, fsync method %s",
+                    config.node_id, config.data_dir, broker.flusher.method,
+                )  # fmt: skip
                 async for signum in signals:
                     log.info("received %s, shutting down", signal.Signals(signum).name)
                     break

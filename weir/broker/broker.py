@@ -16,6 +16,7 @@ from weir.broker.metrics import GaugeSample, Metrics
 from weir.controller.controller import Controller, TopicDefaults
 from weir.controller.metadata import EmbeddedMetadataStore, TopicRecord
 from weir.log.config import LogConfig
+from weir.log.filesystem_sync import FilesystemWatch, load_syncfs, resolve_fsync_method
 from weir.log.flusher import GroupFlusher
 from weir.log.manager import LogManager
 from weir.log.partition import PartitionLog
@@ -64,6 +65,18 @@ class PartitionReplica:
         self.waiters.clear()
 
 
+def build_flusher(config: BrokerConfig) -> GroupFlusher:
+    """The broker's group-commit flusher, with the configured fsync method."""
+    if config.unsafe_skip_fsync:
+        return GroupFlusher(fsync_enabled=False)
+    method = resolve_fsync_method(config.fsync_method)
+    if method == "fdatasync":
+        return GroupFlusher()
+    syncfs = load_syncfs()
+    assert syncfs is not None, "resolve_fsync_method checked it"
+    return GroupFlusher(filesystem=FilesystemWatch(config.data_dir, syncfs))
+
+
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -74,7 +87,7 @@ class Broker:
             defaults=TopicDefaults(partition_count=config.default_partition_count),
         )
         self.producer_ids = ProducerIdAllocator(self.controller.allocate_producer_ids)
-        self.flusher = GroupFlusher(fsync_enabled=not config.unsafe_skip_fsync)
+        self.flusher = build_flusher(config)
         self.log_manager = LogManager(config.data_dir, self.flusher)
         self.partitions: dict[tuple[str, int], PartitionReplica] = {}
         # Consumer groups: set by weir.broker.group_service.attach_group_service.
@@ -93,6 +106,7 @@ class Broker:
 
     def close(self) -> None:
         self.log_manager.close_all()
+        self.flusher.close()
 
     async def run_retention(self) -> None:
         """Retention, producer-state expiry and compaction passes, until cancelled."""

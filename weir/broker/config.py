@@ -11,6 +11,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from weir.log.filesystem_sync import (
+    FSYNC_METHODS,
+    FsyncMethodUnavailableError,
+    resolve_fsync_method,
+)
+
 ENV_PREFIX = "WEIR_"
 
 
@@ -56,6 +62,9 @@ class BrokerConfig:
     log_cleaner_backoff_ms: int = 15_000
     # Opt-in relaxed durability: acknowledge before fsync. Off by default.
     unsafe_skip_fsync: bool = False
+    # How a flush round makes appends durable: "syncfs" (one call per round),
+    # "fdatasync" (one per file), or "auto" (syncfs where it reports errors).
+    fsync_method: str = "auto"
     shutdown_timeout_ms: int = 8_000
     # Consumer groups (Kafka's offsets.topic.num.partitions, offsets.retention.minutes,
     # group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms).
@@ -186,6 +195,14 @@ def _convert(name: str, value: Any) -> Any:
         return value
     if name == "etcd":
         return str(value)
+    if name == "fsync_method":
+        if value not in FSYNC_METHODS:
+            raise ConfigError(f"fsync_method: expected one of {', '.join(FSYNC_METHODS)}")
+        try:
+            resolve_fsync_method(value)
+        except FsyncMethodUnavailableError as exc:
+            raise ConfigError(f"fsync_method: {exc}") from None
+        return value
     if name in NON_NEGATIVE_SETTINGS:
         number = _int(name, value)
         if number < 0:

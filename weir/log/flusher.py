@@ -9,8 +9,11 @@ Protocol (numbered as in ARCHITECTURE.md, "fsync and recovery"):
    written since its previous job (held, so nobody closes them), the
    directories that gained a file, and the log end offset at that moment.
    A partition has at most one job in flight.
-4. The flusher's own worker thread (`SyncWorker`) runs `fdatasync` on every
-   file, then `fsync` on every directory.
+4. The flusher's own worker thread (`SyncWorker`) makes every file and
+   directory of the round durable: with the `syncfs` method, one `syncfs` on
+   the data directory's filesystem (`filesystem_sync.py`) plus `fdatasync` for
+   any file elsewhere; with `fdatasync`, `fdatasync` on every file, then
+   `fsync` on every directory.
 5. Back on the Trio thread, each partition advances `durable_end_offset` to
    its job's end offset and wakes the waiters it now covers. Appends that
    arrived during the round are served by the next round.
@@ -34,6 +37,8 @@ from typing import Any, Protocol, TypeVar, cast
 import outcome
 import trio
 
+from weir.log.filesystem_sync import FilesystemWatch
+
 log = logging.getLogger(__name__)
 
 RELAXED_FLUSH_INTERVAL_MS = 1000
@@ -48,11 +53,12 @@ class SyncedFile:
     truncation or deletion never closes an fd under an in-flight fsync. Only the
     Trio thread calls these methods."""
 
-    __slots__ = ("fd", "path", "_holds", "_close_requested")
+    __slots__ = ("fd", "path", "device", "_holds", "_close_requested")
 
     def __init__(self, fd: int, path: Path) -> None:
         self.fd = fd
         self.path = path
+        self.device = os.fstat(fd).st_dev  # which filesystem a syncfs must cover
         self._holds = 0
         self._close_requested = False
 
@@ -181,8 +187,12 @@ class GroupFlusher:
         relaxed_interval_ms: int = RELAXED_FLUSH_INTERVAL_MS,
         sync_file: Callable[[int], None] = os.fdatasync,
         sync_directory: Callable[[Path], None] = fsync_directory,
+        filesystem: FilesystemWatch | None = None,
     ) -> None:
+        """`filesystem`, when given, is synced once per round with `syncfs` in
+        place of `fdatasync` on each file and directory it holds."""
         self.fsync_enabled = fsync_enabled
+        self.filesystem = filesystem
         self.relaxed_interval_ms = relaxed_interval_ms
         self.sync_file = sync_file
         self.sync_directory = sync_directory
@@ -191,7 +201,15 @@ class GroupFlusher:
         self._worker = SyncWorker()
         self.rounds_count = 0
         self.files_synced_count = 0
+        self.filesystem_syncs_count = 0
         self.running = False
+
+    @property
+    def method(self) -> str:
+        """How rounds make appends durable, for logs and operators."""
+        if not self.fsync_enabled:
+            return "none (unsafe_skip_fsync: acknowledged before fsync)"
+        return "syncfs" if self.filesystem is not None else "fdatasync"
 
     def request(self, target: FlushTarget) -> None:
         """Ask for `target` to be included in the next round."""
@@ -254,31 +272,64 @@ class GroupFlusher:
             target.end_flush(job, error)
 
     def _sync(self, jobs: Sequence[FlushJob]) -> list[OSError | None]:
-        """Worker thread: fdatasync every file, then fsync every directory.
-        Returns each job's first error (one failing partition fails alone)."""
-        errors: list[OSError | None] = [None] * len(jobs)
-        for i, job in enumerate(jobs):
-            errors[i] = self._sync_files(job)
-        for i, job in enumerate(jobs):
-            if errors[i] is None:
-                errors[i] = self._sync_directories(job)
+        """Worker thread: make every job's files and directories durable.
+        Returns each job's first error (one failing partition fails alone, except
+        that a failed syncfs fails every job it covered)."""
+        if self.filesystem is not None:
+            errors = self._sync_through_filesystem(jobs, self.filesystem)
+        else:
+            errors = [self._sync_files(job.files) for job in jobs]
+            for i, job in enumerate(jobs):
+                if errors[i] is None:
+                    errors[i] = self._sync_directories(job.directories)
         for error in errors:
             if error is not None:
                 log.error("fsync failed: %s", error)
         return errors
 
-    def _sync_files(self, job: FlushJob) -> OSError | None:
+    def _sync_through_filesystem(
+        self, jobs: Sequence[FlushJob], watch: FilesystemWatch
+    ) -> list[OSError | None]:
+        errors: list[OSError | None] = [None] * len(jobs)
+        covered = [False] * len(jobs)  # whether the job needs the syncfs
+        covered_files = 0
+        for i, job in enumerate(jobs):
+            elsewhere = [synced for synced in job.files if synced.device != watch.device]
+            covered_files += len(job.files) - len(elsewhere)
+            covered[i] = len(elsewhere) < len(job.files)
+            errors[i] = self._sync_files(elsewhere)
+            directories_elsewhere = []
+            for directory in job.directories:
+                if _device_of(directory) == watch.device:
+                    covered[i] = True
+                else:
+                    directories_elsewhere.append(directory)
+            if errors[i] is None:
+                errors[i] = self._sync_directories(directories_elsewhere)
+        if any(covered):
+            try:
+                watch.sync()
+            except OSError as exc:
+                for i in range(len(jobs)):
+                    if covered[i] and errors[i] is None:
+                        errors[i] = exc
+            else:
+                self.filesystem_syncs_count += 1
+                self.files_synced_count += covered_files
+        return errors
+
+    def _sync_files(self, files: Sequence[SyncedFile]) -> OSError | None:
         try:
-            for synced in job.files:
+            for synced in files:
                 self.sync_file(synced.fd)
                 self.files_synced_count += 1
         except OSError as exc:
             return exc
         return None
 
-    def _sync_directories(self, job: FlushJob) -> OSError | None:
+    def _sync_directories(self, directories: Sequence[Path]) -> OSError | None:
         try:
-            for directory in job.directories:
+            for directory in directories:
                 with contextlib.suppress(FileNotFoundError):  # deleted meanwhile
                     self.sync_directory(directory)
         except OSError as exc:
@@ -304,3 +355,16 @@ class GroupFlusher:
         """Synchronously sync every target that asked for a round (clean shutdown)."""
         for target in list(self._requested):
             self.flush_now(target)
+
+    def close(self) -> None:
+        """Release the filesystem descriptor (after the last round)."""
+        if self.filesystem is not None:
+            self.filesystem.close()
+
+
+def _device_of(directory: Path) -> int | None:
+    """The filesystem a directory is on; None once it is gone (nothing to sync)."""
+    try:
+        return os.stat(directory).st_dev
+    except FileNotFoundError:
+        return None

@@ -7,9 +7,14 @@
   u32): the largest timestamp so far in the segment and the last offset of the
   batch that carried it; only strictly increasing timestamps are added.
 
-Both are kept in memory as arrays (bisect lookups) and appended to their files
-with plain writes. Index files are never trusted blindly: `load` checks them and
-the segment rebuilds them from the log when they are not sane.
+Both are kept in memory as arrays (bisect lookups). New entries are buffered
+and appended to their files in one write per `PENDING_ENTRIES_BYTES_MAX`, and
+always before the index is sealed, truncated or closed: the active segment's
+indexes are not part of any fsync round anyway (recovery rebuilds them), and a
+write per entry cost a system call for about every other appended batch.
+
+Index files are never trusted blindly: `load` checks them and the segment
+rebuilds them from the log when they are not sane.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ OFFSET_ENTRY_BYTES = 8
 TIME_ENTRY_BYTES = 12
 RELATIVE_OFFSET_MAX = 2**32 - 1
 INDEX_FILE_BYTES_MAX = 1 << 30
+PENDING_ENTRIES_BYTES_MAX = 4096
 
 _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
@@ -42,6 +48,7 @@ class _IndexFile:
         self.base_offset = base_offset
         self.entries_max = max(1, entries_max)
         self.file: SyncedFile | None = None
+        self._pending = bytearray()  # entries in memory, not yet written
         self._fd()
 
     def _fd(self) -> int:
@@ -57,14 +64,32 @@ class _IndexFile:
         return os.pread(fd, size, 0)
 
     def _write(self, entry: bytes) -> None:
-        os.write(self._fd(), entry)
+        self._pending += entry
+        if len(self._pending) >= PENDING_ENTRIES_BYTES_MAX:
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        """Append the buffered entries to the file (page cache only)."""
+        if not self._pending:
+            return
+        fd = self._fd()
+        view = memoryview(self._pending)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            view.release()
+        self._pending.clear()
 
     def _truncate_file(self, entries: int, entry_bytes: int) -> None:
+        self.write_pending()
         os.ftruncate(self._fd(), entries * entry_bytes)
 
     def release(self) -> None:
-        """Close the descriptor (deferred while a flush round holds it)."""
+        """Write what is buffered and close the descriptor (the close is deferred
+        while a flush round holds it)."""
         if self.file is not None:
+            self.write_pending()
             self.file.close()
             self.file = None
 

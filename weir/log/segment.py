@@ -164,9 +164,16 @@ class Segment:
         self.next_offset = last_offset + 1
 
     def seal(self) -> None:
-        """The segment stops being active: record its max timestamp in the time index."""
+        """The segment stops being active: record its max timestamp in the time
+        index and write both indexes out, ready to be synced."""
         if self.max_timestamp_ms != NO_TIMESTAMP:
             self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp)
+        self.write_index_entries()
+
+    def write_index_entries(self) -> None:
+        """Write the buffered index entries to their files (page cache only)."""
+        self.offset_index.write_pending()
+        self.time_index.write_pending()
 
     # -- opening -----------------------------------------------------------
 
@@ -186,6 +193,7 @@ class Segment:
         self.size_bytes = position
         if position < file_size:
             os.ftruncate(self.log_file.fd, position)
+        self.write_index_entries()  # recovery's fsync covers the rebuilt indexes
         return file_size - position
 
     def _reset_state(self) -> None:
