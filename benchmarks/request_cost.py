@@ -51,6 +51,20 @@ def cpu_ticks(pid: int) -> tuple[int, int]:
     return int(fields[11]), int(fields[12])  # utime, stime
 
 
+def thread_ticks(pid: int) -> dict[str, int]:
+    """utime+stime of the main thread and of all other threads together."""
+    ticks = {"main thread": 0, "other threads": 0}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        name = "main thread" if int(tid) == pid else "other threads"
+        ticks[name] += int(fields[11]) + int(fields[12])
+    return ticks
+
+
 def recv_exact(sock: socket.socket, count: int) -> bytes:
     data = bytearray()
     while len(data) < count:
@@ -84,6 +98,7 @@ def main() -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     ticks_per_s = os.sysconf("SC_CLK_TCK")
     user_before, system_before = cpu_ticks(args.pid)
+    threads_before = thread_ticks(args.pid)
     started = time.perf_counter()
     sent = received = 0
     while received < len(frames):
@@ -95,12 +110,21 @@ def main() -> None:
         received += 1
     elapsed_s = time.perf_counter() - started
     user_after, system_after = cpu_ticks(args.pid)
+    threads_after = thread_ticks(args.pid)
     n = len(frames)
     user_us = 1e6 * (user_after - user_before) / ticks_per_s / n
     system_us = 1e6 * (system_after - system_before) / ticks_per_s / n
     print(
         f"{args.api} depth {args.depth}: {n / elapsed_s:,.0f} requests/s, broker CPU "
         f"{user_us + system_us:.0f} µs/request (user {user_us:.0f}, system {system_us:.0f})"
+    )
+    per_thread = {
+        name: 1e6 * (ticks - threads_before.get(name, 0)) / ticks_per_s / n
+        for name, ticks in threads_after.items()
+    }
+    print(
+        "  by thread: "
+        + ", ".join(f"{name} {us:.0f} µs" for name, us in sorted(per_thread.items()) if us >= 1)
     )
 
 

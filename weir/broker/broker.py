@@ -67,14 +67,18 @@ class PartitionReplica:
 
 def build_flusher(config: BrokerConfig) -> GroupFlusher:
     """The broker's group-commit flusher, with the configured fsync method."""
+    window_bytes = config.page_cache_window_bytes if config.page_cache_window_bytes >= 0 else None
     if config.unsafe_skip_fsync:
-        return GroupFlusher(fsync_enabled=False)
+        return GroupFlusher(fsync_enabled=False, page_cache_window_bytes=window_bytes)
     method = resolve_fsync_method(config.fsync_method)
     if method == "fdatasync":
-        return GroupFlusher()
+        return GroupFlusher(page_cache_window_bytes=window_bytes)
     syncfs = load_syncfs()
     assert syncfs is not None, "resolve_fsync_method checked it"
-    return GroupFlusher(filesystem=FilesystemWatch(config.data_dir, syncfs))
+    return GroupFlusher(
+        filesystem=FilesystemWatch(config.data_dir, syncfs),
+        page_cache_window_bytes=window_bytes,
+    )
 
 
 class Broker:

@@ -65,6 +65,9 @@ class BrokerConfig:
     # How a flush round makes appends durable: "syncfs" (one call per round),
     # "fdatasync" (one per file), or "auto" (syncfs where it reports errors).
     fsync_method: str = "auto"
+    # Newest bytes of each partition's log kept in the OS page cache; older
+    # synced bytes are evicted after each fsync round. -1 keeps everything.
+    page_cache_window_bytes: int = 16 * 1024 * 1024
     shutdown_timeout_ms: int = 8_000
     # Consumer groups (Kafka's offsets.topic.num.partitions, offsets.retention.minutes,
     # group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms).
@@ -203,6 +206,11 @@ def _convert(name: str, value: Any) -> Any:
         except FsyncMethodUnavailableError as exc:
             raise ConfigError(f"fsync_method: {exc}") from None
         return value
+    if name == "page_cache_window_bytes":
+        number = _int(name, value)
+        if number < -1:
+            raise ConfigError(f"{name}: must be -1 (keep everything) or >= 0, got {number}")
+        return number
     if name in NON_NEGATIVE_SETTINGS:
         number = _int(name, value)
         if number < 0:

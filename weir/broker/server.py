@@ -34,20 +34,27 @@ class ConnectionClosedError(Exception):
 
 
 class FrameReader:
-    """Reads size-prefixed frames, allocating only as bytes actually arrive."""
+    """Reads size-prefixed frames, allocating only as bytes actually arrive.
+
+    Frames come back as views of a `bytearray` of their own, so handlers may
+    patch them in place (Produce stamps offsets into the batches it stores).
+    A frame that is not wholly buffered is received in chunks of at most
+    RECEIVE_CHUNK_BYTES and joined once: two copies of its bytes in all."""
 
     def __init__(self, stream: trio.abc.ReceiveStream, frame_bytes_max: int) -> None:
         self._stream = stream
         self._frame_bytes_max = frame_bytes_max
         self._buffer = bytearray()
 
+    async def _receive(self, byte_count_max: int) -> bytes | bytearray:
+        chunk = await self._stream.receive_some(min(byte_count_max, RECEIVE_CHUNK_BYTES))
+        if not chunk:
+            raise ConnectionClosedError("peer closed the connection")
+        return chunk
+
     async def _fill(self, byte_count: int) -> None:
         while len(self._buffer) < byte_count:
-            want = max(byte_count - len(self._buffer), 4096)
-            chunk = await self._stream.receive_some(min(want, RECEIVE_CHUNK_BYTES))
-            if not chunk:
-                raise ConnectionClosedError("peer closed the connection")
-            self._buffer += chunk
+            self._buffer += await self._receive(max(byte_count - len(self._buffer), 4096))
 
     async def wait_for_frame_start(self) -> None:
         await self._fill(1)
@@ -55,8 +62,16 @@ class FrameReader:
     async def read_frame(self) -> memoryview:
         await self._fill(4)
         size = self._checked_size()
-        await self._fill(4 + size)
-        return self._take(size)
+        if len(self._buffer) >= 4 + size:
+            return self._take(size)
+        chunks: list[bytes | bytearray] = [self._buffer[4:]]
+        missing = 4 + size - len(self._buffer)
+        self._buffer = bytearray()
+        while missing > 0:
+            chunk = await self._receive(missing)
+            chunks.append(chunk)
+            missing -= len(chunk)
+        return memoryview(bytearray().join(chunks))
 
     def buffered_frame(self) -> memoryview | None:
         """The next frame if it is wholly buffered already (no await), else None."""
@@ -74,7 +89,7 @@ class FrameReader:
         return int(size)
 
     def _take(self, size: int) -> memoryview:
-        frame = bytes(self._buffer[4 : 4 + size])
+        frame = self._buffer[4 : 4 + size]  # a bytearray of its own
         del self._buffer[: 4 + size]
         return memoryview(frame)
 

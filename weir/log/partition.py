@@ -58,7 +58,7 @@ from weir.log.compaction import finish_interrupted_compaction, read_cleaned_offs
 from weir.log.config import LogConfig
 from weir.log.epoch_cache import LeaderEpochCache
 from weir.log.errors import LogClosed, LogCorrupt, LogError, LogTruncated, OffsetOutOfRange
-from weir.log.flusher import FlushJob, GroupFlusher, SyncedFile
+from weir.log.flusher import CacheDrop, FlushJob, GroupFlusher, SyncedFile
 from weir.log.producer_snapshots import (
     delete_all_snapshots,
     load_latest_snapshot,
@@ -91,6 +91,8 @@ from weir.wire.record_batch import (
     verify_crc,
 )
 
+# The active segment's synced bytes are evicted from the page cache in steps this large.
+PAGE_CACHE_EVICT_BYTES_MIN = 1024 * 1024
 log = logging.getLogger(__name__)
 
 LOG_START_CHECKPOINT_FILE_NAME = "log-start-offset-checkpoint"
@@ -392,9 +394,10 @@ class PartitionLog:
         base_offset: int,
         leader_epoch: int,
         now_ms: int,
-    ) -> tuple[bytearray, list[AppendedBatch]]:
-        """Copy once, patch base offsets and epochs (and LogAppendTime)."""
-        data = bytearray(view)
+    ) -> tuple[bytearray | memoryview, list[AppendedBatch]]:
+        """Patch base offsets and epochs (and LogAppendTime): in place when the
+        caller's buffer is writable (a request frame of its own), else in a copy."""
+        data = view if isinstance(view, memoryview) and not view.readonly else bytearray(view)
         log_append_time = self.config.log_append_time
         batches = []
         next_offset = base_offset
@@ -508,12 +511,42 @@ class PartitionLog:
             self.log_end_offset,
             self._generation,
             sealed_below_offset=self._segments[-1].base_offset,
+            cache_drops=self._cache_drops(),
         )
         self._unsynced.clear()
         self._directory_unsynced = False
         if not overlap:
             self._inflight = job
         return job
+
+    def _cache_drops(self) -> list[CacheDrop]:
+        """Log bytes older than the page cache window (newest first), to evict
+        once this round has synced them: from the active segment in steps of
+        at least PAGE_CACHE_EVICT_BYTES_MIN (each call costs the worker thread a
+        system call and the GIL), from sealed ones whatever is left. Stops at the
+        first segment already evicted up to its window boundary: older ones were
+        evicted before it."""
+        window_bytes = self.flusher.page_cache_window_bytes
+        if window_bytes is None:
+            return []
+        drops = []
+        keep_bytes = window_bytes
+        for segment in reversed(self._segments):
+            size = segment.size_bytes
+            kept = min(size, keep_bytes)
+            keep_bytes -= kept
+            evict_below = size - kept
+            start = min(segment.page_cache_evicted_below, size)
+            worth_a_call = evict_below - start >= PAGE_CACHE_EVICT_BYTES_MIN or (
+                segment is not self._segments[-1] and evict_below > start
+            )
+            if worth_a_call and not segment.log_file.closed:
+                segment.log_file.hold()
+                drops.append(CacheDrop(segment.log_file, start, evict_below - start))
+                segment.page_cache_evicted_below = evict_below
+            elif keep_bytes == 0 and evict_below <= start:
+                break  # evicted up to the window before: so were older segments
+        return drops
 
     def end_flush(self, job: FlushJob, error: OSError | None) -> None:
         if job is self._inflight:

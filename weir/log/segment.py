@@ -83,6 +83,8 @@ class Segment:
             self.log_file.close()
             raise
         self.size_bytes = 0
+        # Bytes below this were synced and evicted from the page cache (flusher).
+        self.page_cache_evicted_below = 0
         self.next_offset = base_offset
         self.max_timestamp_ms = NO_TIMESTAMP
         self.offset_of_max_timestamp = -1
@@ -120,7 +122,10 @@ class Segment:
     # -- appending ---------------------------------------------------------
 
     def append(
-        self, data: bytes | bytearray, batches: list[AppendedBatch], index_interval_bytes: int
+        self,
+        data: bytes | bytearray | memoryview,
+        batches: list[AppendedBatch],
+        index_interval_bytes: int,
     ) -> None:
         """Write `data` (whole batches, offsets assigned) at the end of the log file."""
         start = self.size_bytes

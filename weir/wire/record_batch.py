@@ -176,17 +176,17 @@ def iter_batch_headers(buf: Buffer) -> Iterator[tuple[int, BatchHeader]]:
         pos += header.size
 
 
-def patch_base_offset(buf: bytearray, pos: int, base_offset: int) -> None:
+def patch_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
     """Set the batch's base offset (not covered by the CRC)."""
     _INT64.pack_into(buf, pos, base_offset)
 
 
-def patch_leader_epoch(buf: bytearray, pos: int, epoch: int) -> None:
+def patch_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
     """Set the partition leader epoch (not covered by the CRC)."""
     _INT32.pack_into(buf, pos + LEADER_EPOCH_OFFSET, epoch)
 
 
-def set_log_append_time(buf: bytearray, pos: int, timestamp_ms: int) -> None:
+def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp_ms: int) -> None:
     """Mark the batch LogAppendTime with max timestamp `timestamp_ms`; rewrite the CRC."""
     header = parse_batch_header(buf, pos)
     if pos + header.size > len(buf):
@@ -196,7 +196,7 @@ def set_log_append_time(buf: bytearray, pos: int, timestamp_ms: int) -> None:
     _write_crc(buf, pos, header.size)
 
 
-def _write_crc(buf: bytearray, pos: int, size: int) -> None:
+def _write_crc(buf: bytearray | memoryview, pos: int, size: int) -> None:
     crc = crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size])
     _UINT32.pack_into(buf, pos + CRC_OFFSET, crc)
 
