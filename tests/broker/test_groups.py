@@ -221,3 +221,25 @@ async def test_groups_of_a_partition_that_failed_a_write_are_not_served(broker: 
         {"key_type": 0, "coordinator_keys": ["g"]},
     )  # fmt: skip
     assert found.coordinators[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+async def test_group_timer_sleeps_while_no_group_state_is_loaded(
+    broker: Broker, nursery: trio.Nursery
+) -> None:
+    """A broker nobody used for groups must not wake its group timer every
+    millisecond (it did, costing CPU on every produce-only broker)."""
+    assert broker.groups is not None and not broker.groups.loaded
+    clock_calls = 0
+
+    def clock_ms() -> int:
+        nonlocal clock_calls
+        clock_calls += 1
+        return int(trio.current_time() * 1000)
+
+    nursery.start_soon(broker.groups.run, clock_ms)
+    await trio.sleep(0.3)
+    assert clock_calls <= 2
+    await commit(broker, commit_body("g", (0, 5)))  # creates the topic and loads it
+    await trio.sleep(0.05)
+    assert broker.groups.loaded
+    assert clock_calls >= 2  # poked after loading

@@ -154,6 +154,7 @@ class GroupService:
         self.classic.finish_loading(now_ms, other_group_ids=set(self.consumer_groups.groups))
         self.loaded = True
         log.info("loaded group state from %s: %s", OFFSETS_TOPIC_NAME, counts)
+        self.poke()  # the timer task now has deadlines and expiry to watch
 
     def _replay(self, key: bytes, value: bytes | None) -> str:
         try:
@@ -257,15 +258,23 @@ class GroupService:
                     next_expiry_ms = now_ms + OFFSET_EXPIRY_CHECK_INTERVAL_MS
                 if records:
                     await self._write_in_background(records)
-            deadlines_ms = [
-                d
-                for d in (self.consumer_groups.next_deadline_ms(), self.classic.next_deadline_ms())
-                if d is not None
-            ]
-            wait_ms = min([next_expiry_ms, *deadlines_ms]) - now_ms
+            wait_ms = self._wait_ms(now_ms, next_expiry_ms)
             self._wakeup = trio.Event()
             with trio.move_on_after(max(wait_ms, 1) / 1000):
                 await self._wakeup.wait()
+
+    def _wait_ms(self, now_ms: int, next_expiry_ms: int) -> int:
+        """How long the timer task may sleep: until the next member deadline or
+        offset expiry check. Before the state is loaded there is nothing to
+        expire; the task sleeps until poked (at most one expiry interval)."""
+        if not self.loaded:
+            return OFFSET_EXPIRY_CHECK_INTERVAL_MS
+        deadlines_ms = [
+            d
+            for d in (self.consumer_groups.next_deadline_ms(), self.classic.next_deadline_ms())
+            if d is not None
+        ]
+        return min([next_expiry_ms, *deadlines_ms]) - now_ms
 
     def _expire_offsets(self, now_ms: int) -> list[GroupRecord]:
         def empty_since(group_id: str) -> int | None:

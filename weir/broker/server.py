@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import struct
 
 import trio
@@ -132,23 +133,76 @@ STREAM_ERRORS = (
 )
 
 
+class ReceiveWatchdog:
+    """Closes a connection whose peer stays idle, or takes too long to send a
+    frame it started: `connection_idle_timeout_ms` between frames,
+    `request_receive_timeout_ms` within one.
+
+    The reader only stamps a deadline as it moves between those states; one task
+    per connection checks it a few times per timeout. A cancel scope with a
+    deadline around every read cost the reader a fifth of its CPU; a deadline is
+    now enforced up to one check interval late."""
+
+    CHECK_INTERVAL_S_MIN = 0.02
+    CHECK_INTERVAL_S_MAX = 1.0
+
+    def __init__(self, idle_timeout_s: float, receive_timeout_s: float) -> None:
+        self.idle_timeout_s = idle_timeout_s
+        self.receive_timeout_s = receive_timeout_s
+        self.deadline = math.inf
+        self._state = "idle"
+        self.expired_reason: str | None = None
+        self.check_interval_s = min(
+            max(min(idle_timeout_s, receive_timeout_s) / 10, self.CHECK_INTERVAL_S_MIN),
+            self.CHECK_INTERVAL_S_MAX,
+        )
+
+    def expect_frame_start(self) -> None:
+        self.deadline = trio.current_time() + self.idle_timeout_s
+        self._state = "idle"
+
+    def expect_frame_end(self) -> None:
+        self.deadline = trio.current_time() + self.receive_timeout_s
+        self._state = "receiving a frame"
+
+    def pause(self) -> None:
+        """Handling a request or waiting for the writer: the peer owes nothing."""
+        self.deadline = math.inf
+
+    async def run(self, connection_scope: trio.CancelScope) -> None:
+        while True:
+            await trio.sleep(self.check_interval_s)
+            if trio.current_time() > self.deadline:
+                self.expired_reason = f"{self._state} for too long"
+                log.debug("closing connection: %s", self.expired_reason)
+                connection_scope.cancel()
+                return
+
+
 async def _run_connection(broker: Broker, stream: trio.abc.Stream) -> None:
     limits = broker.config.limits
     send_outcomes, receive_outcomes = trio.open_memory_channel[RequestOutcome](
         limits.requests_in_flight_per_connection_max
     )
+    watchdog = ReceiveWatchdog(
+        limits.connection_idle_timeout_ms / 1000, limits.request_receive_timeout_ms / 1000
+    )
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_write_responses, broker, stream, receive_outcomes, nursery.cancel_scope)
+        nursery.start_soon(watchdog.run, nursery.cancel_scope)
         try:
             async with send_outcomes:
-                await _read_requests(broker, stream, send_outcomes)
+                await _read_requests(broker, stream, send_outcomes, watchdog)
         except STREAM_ERRORS as exc:
             log.debug("connection closed while reading: %r", exc)
         nursery.cancel_scope.cancel()
 
 
 async def _read_requests(
-    broker: Broker, stream: trio.abc.Stream, send_outcomes: trio.MemorySendChannel[RequestOutcome]
+    broker: Broker,
+    stream: trio.abc.Stream,
+    send_outcomes: trio.MemorySendChannel[RequestOutcome],
+    watchdog: ReceiveWatchdog,
 ) -> None:
     """Handle each frame as it arrives, in order. Handlers never block (what
     waits is a pending outcome for the writer), so the next frame is read at
@@ -158,10 +212,11 @@ async def _read_requests(
     while True:
         frame = reader.buffered_frame()
         if frame is None:
-            with trio.fail_after(limits.connection_idle_timeout_ms / 1000):
-                await reader.wait_for_frame_start()
-            with trio.fail_after(limits.request_receive_timeout_ms / 1000):
-                frame = await reader.read_frame()
+            watchdog.expect_frame_start()
+            await reader.wait_for_frame_start()
+            watchdog.expect_frame_end()
+            frame = await reader.read_frame()
+            watchdog.pause()
         broker.metrics.bytes_received_total += len(frame) + 4
         outcome = await handle_frame(broker, frame)
         await send_outcomes.send(outcome)
