@@ -46,14 +46,35 @@ def build_frames(args: argparse.Namespace) -> list[bytes]:
 
 
 def cpu_ticks(pid: int) -> tuple[int, int]:
+    """utime, stime of the process and of its live child processes (the broker's
+    syncfs helper does its fsync work in a child)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]), int(fields[12])  # utime, stime
+    user, system = int(fields[11]), int(fields[12])
+    for child in child_pids(pid):
+        child_user, child_system = cpu_ticks(child)
+        user += child_user
+        system += child_system
+    return user, system
+
+
+def child_pids(pid: int) -> list[int]:
+    children: list[int] = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                children += [int(child) for child in f.read().split()]
+        except FileNotFoundError:
+            continue
+    return children
 
 
 def thread_ticks(pid: int) -> dict[str, int]:
-    """utime+stime of the main thread and of all other threads together."""
-    ticks = {"main thread": 0, "other threads": 0}
+    """utime+stime of the main thread, of all other threads together, and of
+    child processes."""
+    ticks = {"main thread": 0, "other threads": 0, "child processes": 0}
+    for child in child_pids(pid):
+        ticks["child processes"] += sum(cpu_ticks(child))
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/stat") as f:

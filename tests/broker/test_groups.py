@@ -209,6 +209,9 @@ async def test_groups_of_a_partition_that_failed_a_write_are_not_served(broker: 
     broker.flusher.sync_file = failing_fsync
     if broker.flusher.filesystem is not None:  # the syncfs method
         broker.flusher.filesystem = FilesystemWatch(broker.config.data_dir, failing_fsync)
+        if broker.flusher.syncfs_helper is not None:  # rounds go to the thread now
+            broker.flusher.syncfs_helper.close()
+            broker.flusher.syncfs_helper = None
     assert await commit(broker, commit_body("g", (0, 6))) == [
         (0, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import platform
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,8 +19,10 @@ from weir.log import filesystem_sync
 from weir.log.config import LogConfig
 from weir.log.errors import LogError
 from weir.log.filesystem_sync import (
+    HELPER_SOURCE,
     FilesystemWatch,
     FsyncMethodUnavailableError,
+    SyncfsHelper,
     kernel_release_at_least,
     load_syncfs,
     resolve_fsync_method,
@@ -206,3 +209,69 @@ def test_broker_uses_fdatasync_when_configured(tmp_path: Path) -> None:
     flusher = build_flusher(BrokerConfig(data_dir=tmp_path, fsync_method="fdatasync"))
     assert flusher.filesystem is None
     assert flusher.method == "fdatasync"
+
+
+@pytest.mark.skipif(not SAFE_HERE, reason="needs Linux 5.8+ with syncfs in libc")
+async def test_helper_process_makes_every_partition_durable_without_the_thread(
+    tmp_path: Path, nursery: trio.Nursery, batch: MakeBatch, now_ms: int
+) -> None:
+    syncfs = RecordingSyncfs()  # the thread path's syncfs: must stay unused
+    watch = FilesystemWatch(tmp_path, syncfs)
+    flusher = GroupFlusher(
+        sync_file=failing_fdatasync, filesystem=watch, syncfs_helper=SyncfsHelper(watch)
+    )
+    logs = [open_partition(tmp_path, flusher, f"t-{i}") for i in range(3)]
+    await nursery.start(flusher.run)
+    calls_after_open = syncfs.calls  # opening new directories used the thread
+    for _ in range(3):
+        for log in logs:
+            log.append(batch(1), leader_epoch=0, now_ms=now_ms)
+        with trio.fail_after(10):
+            for log in logs:
+                await log.wait_durable(log.log_end_offset)
+    assert syncfs.calls == calls_after_open
+    assert flusher.filesystem_syncs_count >= 3
+
+
+async def test_helper_reports_the_errno_its_syncfs_failed_with(tmp_path: Path) -> None:
+    failing_child = HELPER_SOURCE.replace(
+        "failed = libc.syncfs(watch_fd) != 0", "failed = True; ctypes.set_errno(5)"
+    )
+    assert failing_child != HELPER_SOURCE
+    helper = SyncfsHelper(FilesystemWatch(tmp_path, failing_fdatasync), source=failing_child)
+    helper.start()
+    try:
+        with pytest.raises(OSError) as raised, trio.fail_after(10):
+            await helper.sync()
+        assert raised.value.errno == errno.EIO
+    finally:
+        helper.close()
+
+
+@pytest.mark.skipif(not SAFE_HERE, reason="needs Linux 5.8+ with syncfs in libc")
+async def test_a_killed_helper_is_replaced_and_the_round_synced_again(tmp_path: Path) -> None:
+    helper = SyncfsHelper(FilesystemWatch(tmp_path, failing_fdatasync))
+    helper.start()
+    try:
+        with trio.fail_after(10):
+            await helper.sync()
+            first_pid = helper.pid
+            assert first_pid is not None
+            os.kill(first_pid, signal.SIGKILL)
+            await trio.sleep(0.1)
+            await helper.sync()
+        assert helper.pid != first_pid
+        assert helper.starts_count == 2
+    finally:
+        helper.close()
+
+
+@pytest.mark.skipif(not SAFE_HERE, reason="needs Linux 5.8+ with syncfs in libc")
+async def test_closing_the_helper_ends_its_process(tmp_path: Path) -> None:
+    helper = SyncfsHelper(FilesystemWatch(tmp_path, failing_fdatasync))
+    helper.start()
+    pid = helper.pid
+    assert pid is not None
+    helper.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # exited and reaped

@@ -16,7 +16,12 @@ from weir.broker.metrics import GaugeSample, Metrics
 from weir.controller.controller import Controller, TopicDefaults
 from weir.controller.metadata import EmbeddedMetadataStore, TopicRecord
 from weir.log.config import LogConfig
-from weir.log.filesystem_sync import FilesystemWatch, load_syncfs, resolve_fsync_method
+from weir.log.filesystem_sync import (
+    FilesystemWatch,
+    SyncfsHelper,
+    load_syncfs,
+    resolve_fsync_method,
+)
 from weir.log.flusher import GroupFlusher
 from weir.log.manager import LogManager
 from weir.log.partition import PartitionLog
@@ -75,8 +80,10 @@ def build_flusher(config: BrokerConfig) -> GroupFlusher:
         return GroupFlusher(page_cache_window_bytes=window_bytes)
     syncfs = load_syncfs()
     assert syncfs is not None, "resolve_fsync_method checked it"
+    watch = FilesystemWatch(config.data_dir, syncfs)
     return GroupFlusher(
-        filesystem=FilesystemWatch(config.data_dir, syncfs),
+        filesystem=watch,
+        syncfs_helper=SyncfsHelper(watch),
         page_cache_window_bytes=window_bytes,
     )
 

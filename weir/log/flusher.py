@@ -37,7 +37,7 @@ from typing import Any, Protocol, TypeVar, cast
 import outcome
 import trio
 
-from weir.log.filesystem_sync import FilesystemWatch
+from weir.log.filesystem_sync import FilesystemWatch, SyncfsHelper
 
 log = logging.getLogger(__name__)
 
@@ -200,10 +200,15 @@ class GroupFlusher:
         sync_file: Callable[[int], None] = os.fdatasync,
         sync_directory: Callable[[Path], None] = fsync_directory,
         filesystem: FilesystemWatch | None = None,
+        syncfs_helper: SyncfsHelper | None = None,
         page_cache_window_bytes: int | None = None,
     ) -> None:
         """`filesystem`, when given, is synced once per round with `syncfs` in
         place of `fdatasync` on each file and directory it holds.
+
+        `syncfs_helper`, when given, runs that `syncfs` in a child process for
+        rounds whose files are all on that filesystem (see `SyncfsHelper`); rounds
+        with directories or other filesystems use the worker thread.
 
         `page_cache_window_bytes`, when not None, is how much of each
         partition's newest log data stays in the page cache: after a round,
@@ -211,6 +216,7 @@ class GroupFlusher:
         `evict_synced_ranges`)."""
         self.fsync_enabled = fsync_enabled
         self.filesystem = filesystem
+        self.syncfs_helper = syncfs_helper if filesystem is not None else None
         self.page_cache_window_bytes = (
             page_cache_window_bytes if hasattr(os, "posix_fadvise") else None
         )
@@ -247,6 +253,7 @@ class GroupFlusher:
         if self._requested:
             self._wakeup.set()
         self._worker.start()
+        self._start_helper()
         task_status.started()
         try:
             while True:
@@ -257,7 +264,18 @@ class GroupFlusher:
                 await self._run_round()
         finally:
             self._worker.stop()
+            if self.syncfs_helper is not None:
+                self.syncfs_helper.close()
             self.running = False
+
+    def _start_helper(self) -> None:
+        if self.syncfs_helper is None:
+            return
+        try:
+            self.syncfs_helper.start()
+        except OSError as exc:
+            log.warning("cannot start the syncfs helper (%s); syncing on a thread", exc)
+            self.syncfs_helper = None
 
     async def _run_round(self) -> None:
         jobs = self._take_jobs()
@@ -271,9 +289,37 @@ class GroupFlusher:
             # Not abandoned on cancel: the round finishes before its files are
             # released, so nobody closes an fd this thread is syncing.
             round_jobs = [job for _, job in jobs]
-            errors = await self._worker.run(lambda: self._sync(round_jobs))
+            if self.syncfs_helper is not None and self._helper_covers(round_jobs):
+                errors = await self._sync_with_helper(self.syncfs_helper, round_jobs)
+            else:
+                errors = await self._worker.run(lambda: self._sync(round_jobs))
         finally:
             self._finish(jobs, errors)
+
+    def _helper_covers(self, jobs: Sequence[FlushJob]) -> bool:
+        """Whether one syncfs covers the round: every file on the watched
+        filesystem and no directory (rare; the thread path checks those)."""
+        assert self.filesystem is not None
+        device = self.filesystem.device
+        return all(
+            not job.directories and all(synced.device == device for synced in job.files)
+            for job in jobs
+        )
+
+    async def _sync_with_helper(
+        self, helper: SyncfsHelper, jobs: Sequence[FlushJob]
+    ) -> list[OSError | None]:
+        try:
+            await helper.sync()
+        except OSError as exc:
+            log.error("fsync failed: %s", exc)
+            return [exc] * len(jobs)
+        self.filesystem_syncs_count += 1
+        self.files_synced_count += sum(len(job.files) for job in jobs)
+        for job in jobs:  # clean pages only: no waiting on the disk
+            if job.cache_drops:
+                self.page_cache_dropped_bytes += evict_synced_ranges(job.cache_drops)
+        return [None] * len(jobs)
 
     def _take_jobs(self) -> list[tuple[FlushTarget, FlushJob]]:
         targets = list(self._requested)
@@ -387,7 +433,9 @@ class GroupFlusher:
 
 
 def evict_synced_ranges(drops: Sequence[CacheDrop]) -> int:
-    """Worker thread: evict synced log bytes from the page cache; returns bytes asked.
+    """Evict synced log bytes from the page cache; returns the bytes asked for.
+    Runs after a round: on the worker thread, or on the Trio thread after the
+    helper process synced (the pages are clean then, so nothing waits on I/O).
 
     Why: the kernel otherwise keeps every byte ever written cached until memory
     runs out, and a page it has to take from free memory costs far more than one
