@@ -116,7 +116,8 @@ class FilesystemWatch:
 
 
 # The helper process: waits for a byte, calls syncfs on the inherited descriptor,
-# answers with the errno (0 for success) as 4 big-endian bytes; exits at EOF.
+# answers with the errno (0 for success) as 4 big-endian bytes; exits at EOF or
+# when the broker's end of a pipe is gone.
 # It runs with `python -I -c`, so it imports nothing of Weir.
 HELPER_SOURCE = """
 import ctypes, os, signal, sys
@@ -124,9 +125,12 @@ signal.signal(signal.SIGINT, signal.SIG_IGN)
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syncfs.argtypes = [ctypes.c_int]
 watch_fd, request_fd, response_fd = (int(arg) for arg in sys.argv[1:4])
-while os.read(request_fd, 1):
-    failed = libc.syncfs(watch_fd) != 0
-    os.write(response_fd, (ctypes.get_errno() if failed else 0).to_bytes(4, "big"))
+try:
+    while os.read(request_fd, 1):
+        failed = libc.syncfs(watch_fd) != 0
+        os.write(response_fd, (ctypes.get_errno() if failed else 0).to_bytes(4, "big"))
+except OSError:  # the broker is gone (broken pipe): nothing to answer
+    pass
 """
 RESPONSE_BYTES = 4
 
