@@ -9,11 +9,14 @@ Protocol (numbered as in ARCHITECTURE.md, "fsync and recovery"):
    written since its previous job (held, so nobody closes them), the
    directories that gained a file, and the log end offset at that moment.
    A partition has at most one job in flight.
-4. The flusher's own worker thread (`SyncWorker`) makes every file and
-   directory of the round durable: with the `syncfs` method, one `syncfs` on
-   the data directory's filesystem (`filesystem_sync.py`) plus `fdatasync` for
-   any file elsewhere; with `fdatasync`, `fdatasync` on every file, then
-   `fsync` on every directory.
+4. Every file and directory of the round is made durable off the event loop:
+   with the `syncfs` method, one `syncfs` on the data directory's filesystem
+   (`filesystem_sync.py`), run by the helper process when every file of the
+   round is on that filesystem and no directory is, else by the flusher's
+   worker thread (`SyncWorker`), which also `fdatasync`s any file elsewhere;
+   with `fdatasync`, the worker thread runs `fdatasync` on every file, then
+   `fsync` on every directory. Synced bytes behind the page cache window are
+   then evicted.
 5. Back on the Trio thread, each partition advances `durable_end_offset` to
    its job's end offset and wakes the waiters it now covers. Appends that
    arrived during the round are served by the next round.
