@@ -11,7 +11,7 @@ import trio
 
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
-from weir.broker.context import Handler, RequestContext, resolve
+from weir.broker.context import EncodedResponse, Handler, RequestContext, resolve
 from weir.broker.produce import handle_produce
 from weir.broker.producer_ids import handle_init_producer_id
 from weir.wire.errors import ErrorCode
@@ -35,7 +35,10 @@ async def call(
         await handler(RequestContext(header, broker), decode_request(header, frame))
     )
     assert response is not None
-    encoded = encode_response(api_key, version, header.correlation_id, response)
+    if isinstance(response, EncodedResponse):  # Produce encodes its own responses
+        encoded = response.frame
+    else:
+        encoded = encode_response(api_key, version, header.correlation_id, response)
     return decode_response(api_key, version, memoryview(encoded)[4:])[1]
 
 

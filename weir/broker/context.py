@@ -24,7 +24,15 @@ class RequestContext:
         return wall_clock_ms()
 
 
-Body = dict[str, Any] | None  # None: no response is sent (acks=0)
+@dataclass(frozen=True)
+class EncodedResponse:
+    """A response frame a handler encoded itself (size prefix included)."""
+
+    frame: bytes
+
+
+# None: no response is sent (acks=0).
+Body = dict[str, Any] | EncodedResponse | None
 
 
 @dataclass(frozen=True)

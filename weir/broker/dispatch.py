@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from weir.broker.apis import HANDLERS, supported_api_versions
 from weir.broker.broker import Broker
-from weir.broker.context import Body, Deferred, RequestContext
+from weir.broker.context import Body, Deferred, EncodedResponse, RequestContext
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
@@ -96,6 +96,8 @@ async def _finish(broker: Broker, header: RequestHeader, deferred: Deferred) -> 
 def _encode(header: RequestHeader, body: Body) -> RequestOutcome:
     if body is None:
         return NO_RESPONSE
+    if isinstance(body, EncodedResponse):
+        return RequestOutcome(body.frame)
     try:
         frame = encode_response(header.api_key, header.api_version, header.correlation_id, body)
     except Exception:  # a handler built a body its version cannot carry: a bug

@@ -9,10 +9,11 @@ from typing import Any
 import trio
 
 from weir.broker.broker import Broker, PartitionReplica
-from weir.broker.context import Deferred, RequestContext
+from weir.broker.context import Deferred, EncodedResponse, RequestContext
 from weir.log.compaction import compacts, require_keys
 from weir.log.errors import LogError
 from weir.wire.errors import ErrorCode
+from weir.wire.produce_response import PartitionResult, encode_produce_response
 
 log = logging.getLogger(__name__)
 
@@ -47,20 +48,17 @@ async def handle_produce(ctx: RequestContext, request: Any) -> Deferred:
         ]
         results.append((topic.name, outcomes))
 
-    async def finish() -> dict[str, Any] | None:
+    async def finish() -> EncodedResponse | None:
         appended = [o for _, outcomes in results for o in outcomes if o.replica is not None]
         timed_out = not await _wait_durable(broker, appended)
         if acks == 0:
             return None
         if timed_out:
             _mark_timed_out(appended)
-        return {
-            "responses": [
-                {"name": name, "partition_responses": [_partition_response(o) for o in outcomes]}
-                for name, outcomes in results
-            ],
-            "throttle_time_ms": 0,
-        }
+        topics = [(name, [_partition_result(o) for o in outcomes]) for name, outcomes in results]
+        return EncodedResponse(
+            encode_produce_response(ctx.api_version, ctx.header.correlation_id, topics)
+        )
 
     return Deferred(finish)
 
@@ -147,13 +145,12 @@ async def _wait_durable(broker: Broker, appended: list[PartitionOutcome]) -> boo
     return False
 
 
-def _partition_response(outcome: PartitionOutcome) -> dict[str, Any]:
-    return {
-        "index": outcome.index,
-        "error_code": outcome.error_code,
-        "base_offset": outcome.base_offset if outcome.error_code == ErrorCode.NONE else -1,
-        "log_append_time_ms": outcome.log_append_time_ms,
-        "log_start_offset": outcome.log_start_offset,
-        "record_errors": [],
-        "error_message": outcome.error_message,
-    }
+def _partition_result(outcome: PartitionOutcome) -> PartitionResult:
+    return PartitionResult(
+        outcome.index,
+        outcome.error_code,
+        outcome.base_offset if outcome.error_code == ErrorCode.NONE else -1,
+        outcome.log_append_time_ms,
+        outcome.log_start_offset,
+        outcome.error_message,
+    )
