@@ -256,3 +256,39 @@ async def test_sealed_segments_keep_only_their_log_file_open(
     log.close()
     reopened = open_partition(tmp_path, flusher, **{"segment.bytes": "1024"})
     assert [len(segment.files) for segment in reopened.segments] == [1] * len(sealed) + [3]
+
+
+async def test_a_busy_flusher_waits_the_group_commit_delay_between_rounds(
+    tmp_path: Path, nursery: trio.Nursery, batch: MakeBatch, now_ms: int
+) -> None:
+    sync = SlowSync(delay_s=0.005)
+    flusher = GroupFlusher(sync_file=sync, group_commit_delay_ms=50)
+    await nursery.start(flusher.run)
+    log = open_partition(tmp_path, flusher)
+
+    async def produce_pipelined() -> None:
+        """Like a client with requests in flight: appends arrive during rounds."""
+        while True:
+            result = log.append(batch(1), leader_epoch=0, now_ms=now_ms)
+            nursery.start_soon(log.wait_durable, result.last_offset + 1)
+            await trio.sleep(0.001)
+
+    with trio.move_on_after(0.4):
+        await produce_pipelined()
+    # Back to back, 5 ms rounds would be about 70; each waits 50 ms after the first.
+    assert 2 <= flusher.rounds_count <= 10, flusher.rounds_count
+    with trio.fail_after(2):
+        await log.wait_durable(log.log_end_offset)
+
+
+async def test_an_idle_flusher_syncs_at_once_despite_the_group_commit_delay(
+    tmp_path: Path, nursery: trio.Nursery, batch: MakeBatch, now_ms: int
+) -> None:
+    flusher = GroupFlusher(sync_file=SlowSync(), group_commit_delay_ms=5_000)
+    await nursery.start(flusher.run)
+    log = open_partition(tmp_path, flusher)
+    for expected_end in (1, 2, 3):
+        log.append(batch(1), leader_epoch=0, now_ms=now_ms)
+        with trio.fail_after(2):  # far below the delay: no round waited for it
+            await log.wait_durable(expected_end)
+        await trio.sleep(0.05)  # idle again before the next append

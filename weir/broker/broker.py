@@ -77,7 +77,10 @@ def build_flusher(config: BrokerConfig) -> GroupFlusher:
         return GroupFlusher(fsync_enabled=False, page_cache_window_bytes=window_bytes)
     method = resolve_fsync_method(config.fsync_method)
     if method == "fdatasync":
-        return GroupFlusher(page_cache_window_bytes=window_bytes)
+        return GroupFlusher(
+            page_cache_window_bytes=window_bytes,
+            group_commit_delay_ms=config.group_commit_delay_ms,
+        )
     syncfs = load_syncfs()
     assert syncfs is not None, "resolve_fsync_method checked it"
     watch = FilesystemWatch(config.data_dir, syncfs)
@@ -85,6 +88,7 @@ def build_flusher(config: BrokerConfig) -> GroupFlusher:
         filesystem=watch,
         syncfs_helper=SyncfsHelper(watch),
         page_cache_window_bytes=window_bytes,
+        group_commit_delay_ms=config.group_commit_delay_ms,
     )
 
 

@@ -68,6 +68,9 @@ class BrokerConfig:
     # Newest bytes of each partition's log kept in the OS page cache; older
     # synced bytes are evicted after each fsync round. -1 keeps everything.
     page_cache_window_bytes: int = 16 * 1024 * 1024
+    # While appends keep arriving during fsync rounds, each next round waits this
+    # long to gather more of them (0: never wait). An idle broker syncs at once.
+    group_commit_delay_ms: int = 1
     shutdown_timeout_ms: int = 8_000
     # Consumer groups (Kafka's offsets.topic.num.partitions, offsets.retention.minutes,
     # group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms).
@@ -219,7 +222,7 @@ def _convert(name: str, value: Any) -> Any:
     return _positive_int(name, value)
 
 
-NON_NEGATIVE_SETTINGS = ("group_initial_rebalance_delay_ms",)
+NON_NEGATIVE_SETTINGS = ("group_initial_rebalance_delay_ms", "group_commit_delay_ms")
 
 
 def _int(setting: str, value: Any) -> int:

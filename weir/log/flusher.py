@@ -8,7 +8,9 @@ Protocol (numbered as in ARCHITECTURE.md, "fsync and recovery"):
 3. A round takes a `FlushJob` from every partition that asked: the files
    written since its previous job (held, so nobody closes them), the
    directories that gained a file, and the log end offset at that moment.
-   A partition has at most one job in flight.
+   A partition has at most one job in flight. A round starts at once unless
+   appends arrived during the previous one; then it waits
+   `group_commit_delay_ms` first, so that more appends share it.
 4. Every file and directory of the round is made durable off the event loop:
    with the `syncfs` method, one `syncfs` on the data directory's filesystem
    (`filesystem_sync.py`), run by the helper process when every file of the
@@ -205,6 +207,7 @@ class GroupFlusher:
         filesystem: FilesystemWatch | None = None,
         syncfs_helper: SyncfsHelper | None = None,
         page_cache_window_bytes: int | None = None,
+        group_commit_delay_ms: int = 0,
     ) -> None:
         """`filesystem`, when given, is synced once per round with `syncfs` in
         place of `fdatasync` on each file and directory it holds.
@@ -213,11 +216,17 @@ class GroupFlusher:
         rounds whose files are all on that filesystem (see `SyncfsHelper`); rounds
         with directories or other filesystems use the worker thread.
 
+        `group_commit_delay_ms`: when appends arrived while a round ran (the
+        flusher is busy), the next round waits this long so that more appends
+        share it. An idle flusher starts a round at once, so a lone produce
+        never waits for it. See ARCHITECTURE.md, "Fsync protocol", step 3.
+
         `page_cache_window_bytes`, when not None, is how much of each
         partition's newest log data stays in the page cache: after a round,
         older synced bytes are evicted with `POSIX_FADV_DONTNEED` (see
         `evict_synced_ranges`)."""
         self.fsync_enabled = fsync_enabled
+        self.group_commit_delay_s = group_commit_delay_ms / 1000
         self.filesystem = filesystem
         self.syncfs_helper = syncfs_helper if filesystem is not None else None
         self.page_cache_window_bytes = (
@@ -265,6 +274,10 @@ class GroupFlusher:
                 if not self.fsync_enabled:
                     await trio.sleep(self.relaxed_interval_ms / 1000)
                 await self._run_round()
+                if self._requested and self.group_commit_delay_s > 0 and self.fsync_enabled:
+                    # Busy: appends arrived during that round. Let more join the
+                    # next one: fewer, larger rounds cost less CPU per append.
+                    await trio.sleep(self.group_commit_delay_s)
         finally:
             self._worker.stop()
             if self.syncfs_helper is not None:

@@ -1,0 +1,146 @@
+"""Broker CPU per produce request for several builds, side by side in one run.
+
+Starts one `weir serve` per source tree (each on its own ports and fresh data
+dir), creates an 8-partition topic on each, then runs `request_cost.py` against
+them in turn, `--rounds` times, and prints each round and the medians:
+
+    git worktree add /tmp/weir-before <commit>
+    .venv/bin/python benchmarks/compare_builds.py before=/tmp/weir-before after=. \\
+        --value-bytes 100 --records-per-batch 32 --rounds 5
+
+CPU includes the broker's threads and its child processes (the syncfs helper).
+The builds alternate within each round because this machine's speed drifts by
+10-30% over minutes: compare the medians, not one round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
+COST_LINE = re.compile(r"([\d,]+) requests/s, broker CPU (\d+) µs/request")
+READY_TIMEOUT_S = 30.0
+
+
+@dataclass
+class Build:
+    name: str
+    tree: Path
+    port: int
+    data_dir: Path
+    process: subprocess.Popen[bytes] | None = None
+    cpu_us: list[float] = field(default_factory=list)
+    rates: list[float] = field(default_factory=list)
+
+
+def parse_builds(specs: list[str], base_port: int) -> list[Build]:
+    builds = []
+    for i, spec in enumerate(specs):
+        name, sep, tree = spec.partition("=")
+        if not sep:
+            raise SystemExit(f"expected NAME=SOURCE_TREE, got {spec!r}")
+        data_dir = Path(tempfile.mkdtemp(prefix=f"weir-compare-{name}-"))
+        builds.append(Build(name, Path(tree).resolve(), base_port + 10 * i, data_dir))
+    return builds
+
+
+def start(build: Build) -> None:
+    env = dict(os.environ, PYTHONPATH=str(build.tree))
+    command = [
+        str(PYTHON), "-m", "weir.cli.main", "serve", "--data-dir", str(build.data_dir),
+        "--kafka-listen", f"127.0.0.1:{build.port}",
+        "--http-listen", f"127.0.0.1:{build.port + 1}",
+    ]  # fmt: skip
+    build.process = subprocess.Popen(
+        command, cwd=build.tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        created = subprocess.run(
+            [str(PYTHON), "-m", "weir.cli.main", "topic", "create", "bench", "--partitions", "8",
+             "--bootstrap", f"127.0.0.1:{build.port}"],
+            cwd=REPO_ROOT, capture_output=True, check=False,
+        )  # fmt: skip
+        if created.returncode == 0:
+            return
+        time.sleep(0.3)
+    raise SystemExit(f"{build.name}: the broker did not come up")
+
+
+def measure(build: Build, args: argparse.Namespace) -> None:
+    assert build.process is not None
+    result = subprocess.run(
+        [str(PYTHON), str(REPO_ROOT / "benchmarks" / "request_cost.py"),
+         "--port", str(build.port), "--pid", str(build.process.pid),
+         "--value-bytes", str(args.value_bytes), "--records-per-batch",
+         str(args.records_per_batch), "--all-partitions", "--requests", str(args.requests),
+         "--depth", str(args.depth)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    match = COST_LINE.search(result.stdout)
+    if match is None:
+        raise SystemExit(f"{build.name}: unexpected output {result.stdout!r}")
+    build.rates.append(float(match[1].replace(",", "")))
+    build.cpu_us.append(float(match[2]))
+    print(f"  {build.name:>10}: {result.stdout.strip().splitlines()[0]}", flush=True)
+
+
+def stop(build: Build) -> None:
+    if build.process is not None and build.process.poll() is None:
+        build.process.send_signal(signal.SIGTERM)
+        try:
+            build.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            build.process.kill()
+    shutil.rmtree(build.data_dir, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("builds", nargs="+", metavar="NAME=SOURCE_TREE")
+    parser.add_argument("--value-bytes", type=int, default=100)
+    parser.add_argument("--records-per-batch", type=int, default=32)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--depth", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--base-port", type=int, default=47100)
+    args = parser.parse_args()
+    builds = parse_builds(args.builds, args.base_port)
+    try:
+        for build in builds:
+            start(build)
+        for round_number in range(1, args.rounds + 1):
+            print(f"round {round_number}", flush=True)
+            for build in builds if round_number % 2 else reversed(builds):
+                measure(build, args)
+    finally:
+        for build in builds:
+            stop(build)
+    print(
+        f"\nmedians over {args.rounds} rounds ({args.value_bytes} B values, "
+        f"{args.records_per_batch} records per batch, 8 partitions per request, "
+        f"depth {args.depth}):"
+    )
+    reference = statistics.median(builds[0].cpu_us)
+    for build in builds:
+        cpu = statistics.median(build.cpu_us)
+        print(
+            f"  {build.name:>10}: {statistics.median(build.rates):8,.0f} requests/s, "
+            f"{cpu:5.0f} µs CPU/request ({cpu / reference:.2f}x of {builds[0].name})"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
