@@ -121,7 +121,8 @@ class FilesystemWatch:
 # It runs with `python -I -c`, so it imports nothing of Weir.
 HELPER_SOURCE = """
 import ctypes, os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C and service managers signal
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the whole group: the broker stops us
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syncfs.argtypes = [ctypes.c_int]
 watch_fd, request_fd, response_fd = (int(arg) for arg in sys.argv[1:4])
