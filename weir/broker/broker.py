@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from weir.broker.config import BrokerConfig
-from weir.broker.metrics import GaugeSample, Metrics
+from weir.broker.metrics import GaugeSample, HistogramSample, Metrics
 from weir.controller.controller import Controller, TopicDefaults
 from weir.controller.metadata import EmbeddedMetadataStore, TopicRecord
 from weir.log.config import LogConfig
@@ -22,7 +22,7 @@ from weir.log.filesystem_sync import (
     load_syncfs,
     resolve_fsync_method,
 )
-from weir.log.flusher import GroupFlusher
+from weir.log.flusher import ROUND_SECONDS_BUCKETS, GroupFlusher
 from weir.log.manager import LogManager
 from weir.log.partition import PartitionLog
 from weir.txn.producer_ids import ProducerIdAllocator
@@ -200,7 +200,30 @@ class Broker:
 
     # -- metrics ---------------------------------------------------------
 
+    def _register_flusher_metrics(self) -> None:
+        flusher = self.flusher
+        self.metrics.register_histogram(
+            "weir_fsync_round_seconds",
+            "Duration of group-commit fsync rounds (every acknowledged produce waits for one).",
+            lambda: HistogramSample(
+                list(zip(ROUND_SECONDS_BUCKETS, flusher.round_times.bucket_counts, strict=True)),
+                flusher.round_times.seconds_total,
+                flusher.round_times.count,
+            ),
+        )
+        self.metrics.register_counter(
+            "weir_page_cache_evicted_bytes_total",
+            "Synced log bytes evicted from the page cache behind page_cache_window_bytes.",
+            lambda: flusher.page_cache_dropped_bytes,
+        )
+        self.metrics.register_counter(
+            "weir_syncfs_helper_starts_total",
+            "Starts of the syncfs helper process (more than one: it died and was replaced).",
+            lambda: flusher.syncfs_helper.starts_count if flusher.syncfs_helper else 0,
+        )
+
     def _register_gauges(self) -> None:
+        self._register_flusher_metrics()
         self.metrics.register_gauge(
             "weir_partition_log_end_offset",
             "Next offset to be assigned, per partition.",

@@ -10,6 +10,15 @@ GaugeSample = tuple[dict[str, str], float]
 
 
 @dataclass
+class HistogramSample:
+    """A cumulative histogram: (upper bound, observations <= it) per bucket."""
+
+    buckets: list[tuple[float, int]]
+    sum: float
+    count: int
+
+
+@dataclass
 class Metrics:
     requests_total: Counter[str] = field(default_factory=Counter)
     request_errors_total: Counter[str] = field(default_factory=Counter)
@@ -23,11 +32,22 @@ class Metrics:
     produced_duplicate_batches_total: int = 0
     producer_ids_allocated_total: int = 0
     gauges: dict[str, tuple[str, Callable[[], Iterable[GaugeSample]]]] = field(default_factory=dict)
+    counters: dict[str, tuple[str, Callable[[], float]]] = field(default_factory=dict)
+    histograms: dict[str, tuple[str, Callable[[], HistogramSample]]] = field(default_factory=dict)
 
     def register_gauge(
         self, name: str, help_text: str, sample: Callable[[], Iterable[GaugeSample]]
     ) -> None:
         self.gauges[name] = (help_text, sample)
+
+    def register_counter(self, name: str, help_text: str, sample: Callable[[], float]) -> None:
+        """A counter owned elsewhere (read at each scrape)."""
+        self.counters[name] = (help_text, sample)
+
+    def register_histogram(
+        self, name: str, help_text: str, sample: Callable[[], HistogramSample]
+    ) -> None:
+        self.histograms[name] = (help_text, sample)
 
     def render(self) -> str:
         lines: list[str] = []
@@ -41,7 +61,7 @@ class Metrics:
             "api",
             self.request_errors_total,
         )
-        scalars = [
+        scalars: list[tuple[str, str, str, float]] = [
             ("weir_connections_open", "gauge", "Open Kafka connections.", self.connections_open),
             (
                 "weir_connections_total",
@@ -92,13 +112,27 @@ class Metrics:
                 self.producer_ids_allocated_total,
             ),
         ]
+        scalars += [
+            (name, "counter", help_text, sample())
+            for name, (help_text, sample) in sorted(self.counters.items())
+        ]
         for name, kind, help_text, value in scalars:
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {value}"]
+        for name, (help_text, histogram) in sorted(self.histograms.items()):
+            _histogram(lines, name, help_text, histogram())
         for name, (help_text, sample) in sorted(self.gauges.items()):
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
             for labels, sample_value in sample():
                 lines.append(f"{name}{_labels(labels)} {sample_value}")
         return "\n".join(lines) + "\n"
+
+
+def _histogram(lines: list[str], name: str, help_text: str, sample: HistogramSample) -> None:
+    lines += [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]
+    for bound, count in sample.buckets:
+        lines.append(f'{name}_bucket{{le="{bound:g}"}} {count}')
+    lines.append(f'{name}_bucket{{le="+Inf"}} {sample.count}')
+    lines += [f"{name}_sum {sample.sum}", f"{name}_count {sample.count}"]
 
 
 def _counter_family(

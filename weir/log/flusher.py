@@ -34,6 +34,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,8 @@ from weir.log.filesystem_sync import FilesystemWatch, SyncfsHelper
 log = logging.getLogger(__name__)
 
 RELAXED_FLUSH_INTERVAL_MS = 1000
+# Upper bounds of the round duration histogram (`RoundTimes`), in seconds.
+ROUND_SECONDS_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
 T = TypeVar("T")
 _Call = tuple[Callable[[], object], Callable[["outcome.Outcome[Any]"], None]]
 
@@ -121,6 +124,23 @@ class FlushJob:
                 synced.release()
             for drop in self.cache_drops:
                 drop.file.release()
+
+
+class RoundTimes:
+    """How long fsync rounds take: a cumulative histogram, for operators (the
+    disk's flush tail is what sets produce p99)."""
+
+    def __init__(self) -> None:
+        self.bucket_counts = [0] * len(ROUND_SECONDS_BUCKETS)  # rounds <= each bound
+        self.seconds_total = 0.0
+        self.count = 0
+
+    def record(self, seconds: float) -> None:
+        self.count += 1
+        self.seconds_total += seconds
+        for i, bound in enumerate(ROUND_SECONDS_BUCKETS):
+            if seconds <= bound:
+                self.bucket_counts[i] += 1
 
 
 class FlushTarget(Protocol):
@@ -240,6 +260,7 @@ class GroupFlusher:
         self._wakeup = trio.Event()
         self._worker = SyncWorker()
         self.rounds_count = 0
+        self.round_times = RoundTimes()
         self.files_synced_count = 0
         self.filesystem_syncs_count = 0
         self.running = False
@@ -301,6 +322,7 @@ class GroupFlusher:
         # on an exception nobody expected.
         unfinished = OSError("the fsync round did not complete")
         errors: list[OSError | None] = [unfinished] * len(jobs)
+        started_s = time.perf_counter()
         try:
             # Not abandoned on cancel: the round finishes before its files are
             # released, so nobody closes an fd this thread is syncing.
@@ -310,6 +332,7 @@ class GroupFlusher:
             else:
                 errors = await self._worker.run(lambda: self._sync(round_jobs))
         finally:
+            self.round_times.record(time.perf_counter() - started_s)
             self._finish(jobs, errors)
 
     def _helper_covers(self, jobs: Sequence[FlushJob]) -> bool:
