@@ -93,6 +93,7 @@ from weir.wire.record_batch import (
 
 # The active segment's synced bytes are evicted from the page cache in steps this large.
 PAGE_CACHE_EVICT_BYTES_MIN = 1024 * 1024
+
 log = logging.getLogger(__name__)
 
 LOG_START_CHECKPOINT_FILE_NAME = "log-start-offset-checkpoint"
@@ -524,8 +525,8 @@ class PartitionLog:
     def _cache_drops(self) -> list[CacheDrop]:
         """Log bytes older than the page cache window (newest first), to evict
         once this round has synced them: from the active segment in steps of
-        at least PAGE_CACHE_EVICT_BYTES_MIN (each call costs the worker thread a
-        system call and the GIL), from sealed ones whatever is left. Stops at the
+        at least PAGE_CACHE_EVICT_BYTES_MIN (each is a system call after the
+        round), from sealed ones whatever is left. Stops at the
         first segment already evicted up to its window boundary: older ones were
         evicted before it."""
         window_bytes = self.flusher.page_cache_window_bytes
