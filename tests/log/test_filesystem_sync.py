@@ -3,11 +3,12 @@ filesystem, errors failing every partition it covered, safe-kernel detection."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import platform
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,17 @@ class RecordingSyncfs:
 
 def failing_fdatasync(fd: int) -> None:
     raise AssertionError("fdatasync was called for a file the syncfs covers")
+
+
+@contextlib.contextmanager
+def started_helper(tmp_path: Path, source: str = HELPER_SOURCE) -> Iterator[SyncfsHelper]:
+    """A running helper for `tmp_path`'s filesystem, closed on the way out."""
+    helper = SyncfsHelper(FilesystemWatch(tmp_path, failing_fdatasync), source=source)
+    helper.start()
+    try:
+        yield helper
+    finally:
+        helper.close()
 
 
 def open_partition(tmp_path: Path, flusher: GroupFlusher, name: str) -> PartitionLog:
@@ -238,40 +250,29 @@ async def test_helper_reports_the_errno_its_syncfs_failed_with(tmp_path: Path) -
         "failed = libc.syncfs(watch_fd) != 0", "failed = True; ctypes.set_errno(5)"
     )
     assert failing_child != HELPER_SOURCE
-    helper = SyncfsHelper(FilesystemWatch(tmp_path, failing_fdatasync), source=failing_child)
-    helper.start()
-    try:
+    with started_helper(tmp_path, source=failing_child) as helper:
         with pytest.raises(OSError) as raised, trio.fail_after(10):
             await helper.sync()
         assert raised.value.errno == errno.EIO
-    finally:
-        helper.close()
 
 
 @pytest.mark.skipif(not SAFE_HERE, reason="needs Linux 5.8+ with syncfs in libc")
 async def test_a_killed_helper_is_replaced_and_the_round_synced_again(tmp_path: Path) -> None:
-    helper = SyncfsHelper(FilesystemWatch(tmp_path, failing_fdatasync))
-    helper.start()
-    try:
-        with trio.fail_after(10):
-            await helper.sync()
-            first_pid = helper.pid
-            assert first_pid is not None
-            os.kill(first_pid, signal.SIGKILL)
-            await trio.sleep(0.1)
-            await helper.sync()
+    with started_helper(tmp_path) as helper, trio.fail_after(10):
+        await helper.sync()
+        first_pid = helper.pid
+        assert first_pid is not None
+        os.kill(first_pid, signal.SIGKILL)
+        await trio.sleep(0.1)
+        await helper.sync()
         assert helper.pid != first_pid
         assert helper.starts_count == 2
-    finally:
-        helper.close()
 
 
 @pytest.mark.skipif(not SAFE_HERE, reason="needs Linux 5.8+ with syncfs in libc")
 async def test_closing_the_helper_ends_its_process(tmp_path: Path) -> None:
-    helper = SyncfsHelper(FilesystemWatch(tmp_path, failing_fdatasync))
-    helper.start()
-    pid = helper.pid
+    with started_helper(tmp_path) as helper:
+        pid = helper.pid
     assert pid is not None
-    helper.close()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # exited and reaped

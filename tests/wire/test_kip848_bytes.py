@@ -55,37 +55,18 @@ JOINING = {
 }
 
 
+# group id, empty member id, epoch 0, no instance id, rack, rebalance timeout
+JOINING_PREFIX = s("g") + s("") + i32(0) + NULL + s("r1") + i32(300000)
+
+
 def test_joining_heartbeat_v0() -> None:
-    expected = (
-        s("g")
-        + s("")
-        + i32(0)
-        + NULL
-        + s("r1")
-        + i32(300000)
-        + array(s("orders"))
-        + s("uniform")
-        + array()
-        + NO_TAGS
-    )
+    expected = JOINING_PREFIX + array(s("orders")) + s("uniform") + array() + NO_TAGS
     check(HEARTBEAT.request, 0, JOINING, expected)
 
 
 def test_v1_adds_the_regex_after_the_topic_names() -> None:
     body = {**JOINING, "subscribed_topic_names": None, "subscribed_topic_regex": "ord.*"}
-    expected = (
-        s("g")
-        + s("")
-        + i32(0)
-        + NULL
-        + s("r1")
-        + i32(300000)
-        + NULL
-        + s("ord.*")
-        + s("uniform")
-        + array()
-        + NO_TAGS
-    )
+    expected = JOINING_PREFIX + NULL + s("ord.*") + s("uniform") + array() + NO_TAGS
     check(HEARTBEAT.request, 1, body, expected)
 
 
@@ -103,18 +84,7 @@ def test_a_steady_heartbeat_sends_null_for_everything_unchanged(version: int) ->
 def test_owned_partitions_by_topic_id() -> None:
     body = {**JOINING, "topic_partitions": [{"topic_id": TOPIC_ID, "partitions": [0, 3]}]}
     owned = array(TOPIC_ID.bytes + array(i32(0), i32(3)) + NO_TAGS)
-    expected = (
-        s("g")
-        + s("")
-        + i32(0)
-        + NULL
-        + s("r1")
-        + i32(300000)
-        + array(s("orders"))
-        + s("uniform")
-        + owned
-        + NO_TAGS
-    )
+    expected = JOINING_PREFIX + array(s("orders")) + s("uniform") + owned + NO_TAGS
     check(HEARTBEAT.request, 0, body, expected)
 
 

@@ -73,20 +73,15 @@ class PartitionReplica:
 def build_flusher(config: BrokerConfig) -> GroupFlusher:
     """The broker's group-commit flusher, with the configured fsync method."""
     window_bytes = config.page_cache_window_bytes if config.page_cache_window_bytes >= 0 else None
-    if config.unsafe_skip_fsync:
-        return GroupFlusher(fsync_enabled=False, page_cache_window_bytes=window_bytes)
-    method = resolve_fsync_method(config.fsync_method)
-    if method == "fdatasync":
-        return GroupFlusher(
-            page_cache_window_bytes=window_bytes,
-            group_commit_delay_ms=config.group_commit_delay_ms,
-        )
-    syncfs = load_syncfs()
-    assert syncfs is not None, "resolve_fsync_method checked it"
-    watch = FilesystemWatch(config.data_dir, syncfs)
+    watch: FilesystemWatch | None = None
+    if not config.unsafe_skip_fsync and resolve_fsync_method(config.fsync_method) == "syncfs":
+        syncfs = load_syncfs()
+        assert syncfs is not None, "resolve_fsync_method checked it"
+        watch = FilesystemWatch(config.data_dir, syncfs)
     return GroupFlusher(
+        fsync_enabled=not config.unsafe_skip_fsync,
         filesystem=watch,
-        syncfs_helper=SyncfsHelper(watch),
+        syncfs_helper=SyncfsHelper(watch) if watch is not None else None,
         page_cache_window_bytes=window_bytes,
         group_commit_delay_ms=config.group_commit_delay_ms,
     )

@@ -355,10 +355,9 @@ class GroupFlusher:
             return [exc] * len(jobs)
         self.filesystem_syncs_count += 1
         self.files_synced_count += sum(len(job.files) for job in jobs)
-        for job in jobs:  # clean pages only: no waiting on the disk
-            if job.cache_drops:
-                self.page_cache_dropped_bytes += evict_synced_ranges(job.cache_drops)
-        return [None] * len(jobs)
+        errors: list[OSError | None] = [None] * len(jobs)
+        self._evict_synced(jobs, errors)  # clean pages only: no waiting on the disk
+        return errors
 
     def _take_jobs(self) -> list[tuple[FlushTarget, FlushJob]]:
         targets = list(self._requested)
@@ -389,12 +388,17 @@ class GroupFlusher:
             for i, job in enumerate(jobs):
                 if errors[i] is None:
                     errors[i] = self._sync_directories(job.directories)
-        for job, error in zip(jobs, errors, strict=True):
+        for error in errors:
             if error is not None:
                 log.error("fsync failed: %s", error)
-            elif job.cache_drops:
-                self.page_cache_dropped_bytes += evict_synced_ranges(job.cache_drops)
+        self._evict_synced(jobs, errors)
         return errors
+
+    def _evict_synced(self, jobs: Sequence[FlushJob], errors: Sequence[OSError | None]) -> None:
+        """Evict the page cache ranges of every job whose sync succeeded."""
+        for job, error in zip(jobs, errors, strict=True):
+            if error is None and job.cache_drops:
+                self.page_cache_dropped_bytes += evict_synced_ranges(job.cache_drops)
 
     def _sync_through_filesystem(
         self, jobs: Sequence[FlushJob], watch: FilesystemWatch
