@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from weir.log.config import LogConfig
+from weir.log.errors import LogDamaged
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import CLEAN_SHUTDOWN_FILE_NAME, PartitionLog
 from weir.log.segment import Segment, segment_file_name
@@ -77,22 +78,43 @@ def test_truncates_garbage_tail_on_recovery(
     assert log.log_end_offset == 6
 
 
-def test_truncates_from_first_batch_failing_crc(
+def test_truncates_a_last_batch_failing_crc(
     open_log: OpenLog, batch: MakeBatch, now_ms: int
 ) -> None:
     log = open_log()
     fill(log, batch, now_ms, 6)
     second = len(batch(2))
     crash(log)
-    with open(active_log_path(log), "r+b") as f:
-        f.seek(3 * second + 70)  # inside the 4th batch's records
-        byte = f.read(1)
-        f.seek(3 * second + 70)
-        f.write(bytes([byte[0] ^ 0xFF]))
+    flip_byte(active_log_path(log), 5 * second + 70)  # inside the last batch's records
     log = open_log()
-    assert log.log_end_offset == 6
-    records = log.read(0, bytes_max=1 << 20, end_offset=6).records
-    assert [h.base_offset for _, h in iter_batch_headers(records)] == [0, 2, 4]
+    assert log.log_end_offset == 10
+    records = log.read(0, bytes_max=1 << 20, end_offset=10).records
+    assert [h.base_offset for _, h in iter_batch_headers(records)] == [0, 2, 4, 6, 8]
+
+
+def test_damage_followed_by_intact_batches_takes_the_log_offline_untouched(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    """A bad batch with intact ones after it is not a torn append (those are
+    only ever at the end): cutting there would drop acknowledged records."""
+    log = open_log()
+    fill(log, batch, now_ms, 6)
+    second = len(batch(2))
+    crash(log)
+    path = active_log_path(log)
+    flip_byte(path, 3 * second + 70)  # inside the 4th of 6 batches
+    before = path.read_bytes()
+    with pytest.raises(LogDamaged, match=r"intact records follow at byte \d+ \(offset 8\)"):
+        open_log()
+    assert path.read_bytes() == before
+
+
+def flip_byte(path: Path, position: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(position)
+        byte = f.read(1)
+        f.seek(position)
+        f.write(bytes([byte[0] ^ 0xFF]))
 
 
 def test_zero_filled_tail_is_truncated(open_log: OpenLog, batch: MakeBatch, now_ms: int) -> None:
@@ -156,7 +178,7 @@ def test_index_pointing_at_wrong_batch_is_rebuilt(
     assert next(iter(iter_batch_headers(records)))[1].last_offset == last[0]
 
 
-def test_unclean_shutdown_scans_segments_past_the_recovery_point(
+def test_torn_segment_with_records_after_it_takes_the_log_offline(
     open_log: OpenLog, batch: MakeBatch, now_ms: int
 ) -> None:
     log = open_log(segment_bytes=1024)
@@ -164,14 +186,30 @@ def test_unclean_shutdown_scans_segments_past_the_recovery_point(
     assert len(log.segments) >= 4
     second_last = log.segments[-2]
     crash(log)
-    # Tear the end of the segment before the active one (never fsynced, say).
     size = os.path.getsize(second_last.log_path)
     os.truncate(second_last.log_path, size - 10)
+    files_before = sorted(os.listdir(log.directory))
+    with pytest.raises(LogDamaged, match="after it holds records"):
+        open_log(segment_bytes=1024)
+    assert sorted(os.listdir(log.directory)) == files_before
+
+
+def test_torn_sealed_segment_before_an_empty_active_one_is_truncated(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    """A crash right after a roll: the sealed segment's tail was never synced
+    (so never acknowledged) and the new active segment holds nothing."""
     log = open_log(segment_bytes=1024)
-    # Everything from the torn batch on is gone; the later segment too.
-    assert log.log_end_offset < second_last.next_offset
-    assert log.segments[-1].base_offset == second_last.base_offset
-    assert not (log.directory / segment_file_name(second_last.next_offset, ".log")).exists()
+    fill(log, batch, now_ms, 40, value_bytes=40)
+    log.roll()
+    assert log.segments[-1].is_empty
+    sealed = log.segments[-2]
+    crash(log)
+    (log.directory / "recovery-point-offset-checkpoint").unlink(missing_ok=True)
+    os.truncate(sealed.log_path, os.path.getsize(sealed.log_path) - 10)
+    log = open_log(segment_bytes=1024)
+    assert log.log_end_offset == sealed.next_offset - 2
+    assert log.segments[-1].base_offset == sealed.base_offset
     records = log.read(0, bytes_max=1 << 20, end_offset=log.log_end_offset).records
     offsets = [h.base_offset for _, h in iter_batch_headers(records)]
     assert offsets == list(range(0, offsets[-1] + 1, 2))
@@ -265,13 +303,13 @@ async def test_unclean_restart_trusts_segments_below_the_recovery_point(
     for segment in log.segments:
         segment.close()  # crash: no clean-shutdown marker
     scanned: list[int] = []
-    original = Segment.recover
+    original = Segment.scan
 
-    def counting_recover(self: Segment, *args: Any) -> int:
+    def counting_scan(self: Segment, *args: Any) -> int:
         scanned.append(self.base_offset)
         return original(self, *args)
 
-    monkeypatch.setattr(Segment, "recover", counting_recover)
+    monkeypatch.setattr(Segment, "scan", counting_scan)
     reopened = PartitionLog.open(tmp_path / "t-0", config, flusher)
     assert reopened.log_end_offset == 30
     assert len(reopened.segments) == segments

@@ -35,9 +35,9 @@ async def handle_delete_records(ctx: RequestContext, request: Any) -> dict[str, 
 
 
 def _delete_before(broker: Broker, topic: str, index: int, offset: int) -> dict[str, Any]:
-    replica = broker.partition(topic, index)
-    if replica is None:
-        return _result(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    replica = broker.lookup(topic, index)
+    if isinstance(replica, ErrorCode):
+        return _result(index, replica)
     if not replica.log.config.deletes_by_retention:
         return _result(index, ErrorCode.POLICY_VIOLATION)
     if offset == HIGH_WATERMARK_OFFSET:

@@ -19,7 +19,7 @@ from weir.broker.group_service import attach_group_service
 from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
 from weir.broker.server import serve_kafka
-from weir.controller.metadata import MetadataCorruptError
+from weir.controller.metadata import MetadataCorruptError, MetadataMissingError
 
 log = logging.getLogger("weir")
 
@@ -45,6 +45,9 @@ def main_serve(argv: Sequence[str]) -> int:
         trio.run(serve, config)
     except MetadataCorruptError as exc:
         print(f"weir serve: error: cluster metadata is unreadable: {exc}", file=sys.stderr)
+        return 1
+    except MetadataMissingError as exc:
+        print(f"weir serve: error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"weir serve: error: {exc.strerror or exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
@@ -14,7 +15,7 @@ import trio
 from weir.broker.config import BrokerConfig
 from weir.broker.metrics import GaugeSample, HistogramSample, Metrics
 from weir.controller.controller import Controller, TopicDefaults
-from weir.controller.metadata import EmbeddedMetadataStore, TopicRecord
+from weir.controller.metadata import EmbeddedMetadataStore, MetadataMissingError, TopicRecord
 from weir.log.config import LogConfig
 from weir.log.filesystem_sync import (
     FilesystemWatch,
@@ -23,7 +24,13 @@ from weir.log.filesystem_sync import (
     resolve_fsync_method,
 )
 from weir.log.flusher import ROUND_SECONDS_BUCKETS, GroupFlusher
-from weir.log.manager import LogManager
+from weir.log.errors import LogDamaged
+from weir.log.manager import LogManager, partition_directories
+from weir.log.partition_metadata import (
+    PartitionIdentity,
+    PartitionMetadataError,
+    read_partition_metadata,
+)
 from weir.log.partition import PartitionLog
 from weir.txn.producer_ids import ProducerIdAllocator
 from weir.wire.errors import ErrorCode
@@ -70,6 +77,33 @@ class PartitionReplica:
         self.waiters.clear()
 
 
+def _identity(topic: TopicRecord) -> PartitionIdentity:
+    return PartitionIdentity(topic.topic_id, topic.name)
+
+
+def read_partition_metadata_or_none(directory: Path) -> PartitionIdentity | None:
+    try:
+        return read_partition_metadata(directory)
+    except PartitionMetadataError:
+        return None
+
+
+def _refuse_unknown_partition_data(store: EmbeddedMetadataStore, data_dir: Path) -> None:
+    """Without its metadata document, every partition directory would look
+    unknown: refuse to start rather than set all the data aside."""
+    if store.exists():
+        return
+    found = partition_directories(data_dir)
+    if found:
+        raise MetadataMissingError(
+            f"{store.path} is missing, but {data_dir} holds {len(found)} partition "
+            f"directories (e.g. {found[0]}) whose topics it named. Restore it from a "
+            f"backup, or rebuild it from the partition directories with `weir repair "
+            f"--data-dir {data_dir} --rebuild-metadata --execute` (topic configs return "
+            "to their defaults), or move those directories away."
+        )
+
+
 def build_flusher(config: BrokerConfig) -> GroupFlusher:
     """The broker's group-commit flusher, with the configured fsync method."""
     window_bytes = config.page_cache_window_bytes if config.page_cache_window_bytes >= 0 else None
@@ -91,8 +125,10 @@ class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.metrics = Metrics()
+        store = EmbeddedMetadataStore(config.data_dir)
+        _refuse_unknown_partition_data(store, config.data_dir)
         self.controller = Controller(
-            EmbeddedMetadataStore(config.data_dir),
+            store,
             node_id=config.node_id,
             defaults=TopicDefaults(partition_count=config.default_partition_count),
         )
@@ -100,6 +136,8 @@ class Broker:
         self.flusher = build_flusher(config)
         self.log_manager = LogManager(config.data_dir, self.flusher)
         self.partitions: dict[tuple[str, int], PartitionReplica] = {}
+        # Partitions the metadata names whose logs are damaged: why, for each.
+        self.offline_partitions: dict[tuple[str, int], str] = {}
         # Consumer groups: set by weir.broker.group_service.attach_group_service.
         self.groups: GroupService | None = None
         self.ready = False
@@ -108,11 +146,39 @@ class Broker:
     # -- lifecycle -------------------------------------------------------
 
     def open_logs(self) -> None:
-        """Open (and recover) every partition log the metadata names."""
+        """Open (and recover) every partition log the metadata names, after
+        setting aside partition directories it does not name. A damaged
+        partition goes offline (KAFKA_STORAGE_ERROR); the others serve."""
+        known = {
+            (topic.name, index): topic.topic_id
+            for topic in self.controller.topics()
+            for index in range(topic.partition_count)
+        }
+        deleting = self.controller.deleting_topic_ids
+        self.log_manager.sweep_unknown(known, deleting)
+        if deleting:
+            self.controller.forget_deletions(deleting)
         for topic in self.controller.topics():
             config = self.log_config(topic)
             for index in range(topic.partition_count):
-                self._attach(topic, index, config)
+                self._open_existing(topic, index, config)
+
+    def _open_existing(self, topic: TopicRecord, index: int, config: LogConfig) -> None:
+        key = (topic.name, index)
+        try:
+            partition_log = self.log_manager.open_existing(
+                topic.name, index, config, _identity(topic)
+            )
+        except LogDamaged as exc:
+            self.offline_partitions[key] = exc.problem
+            log.error(
+                "%s-%d is offline: %s. Its files are untouched. With the broker stopped, "
+                "`weir repair --data-dir %s` shows what a repair would keep and skip "
+                "(offsets are never reused); add --execute to apply it.",
+                topic.name, index, exc.problem, self.config.data_dir,
+            )  # fmt: skip
+            return
+        self.partitions[key] = PartitionReplica(topic, index, partition_log)
 
     def close(self) -> None:
         self.log_manager.close_all()
@@ -134,11 +200,68 @@ class Broker:
     def partition(self, topic: str, index: int) -> PartitionReplica | None:
         return self.partitions.get((topic, index))
 
+    def lookup(self, topic: str, index: int) -> PartitionReplica | ErrorCode:
+        """The partition, or the error to answer for it (see below)."""
+        replica = self.partitions.get((topic, index))
+        return replica if replica is not None else self.missing_partition_error(topic, index)
+
+    def missing_partition_error(self, topic: str, index: int) -> ErrorCode:
+        """The error for a partition `partition()` did not find: offline
+        (damaged log) or unknown."""
+        if (topic, index) in self.offline_partitions:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
     def create_topic(self, record: TopicRecord) -> None:
-        self.controller.add_topic(record)
+        """All or nothing: the partition directories are created first, then the
+        metadata is saved (the commit point); on any failure what was created is
+        removed and the metadata is unchanged. A crash in between leaves empty
+        directories no topic names, removed at the next start."""
+        self._create_partitions(record, range(record.partition_count))
+        try:
+            self.controller.add_topic(record)
+        except BaseException:
+            self._discard_partitions(record.name, range(record.partition_count))
+            raise
+
+    def _create_partitions(self, record: TopicRecord, indexes: range) -> None:
         config = self.log_config(record)
-        for index in range(record.partition_count):
-            self._attach(record, index, config, fresh=True)
+        created = []
+        try:
+            for index in indexes:
+                self._clear_way_for(record.name, index)
+                partition_log = self.log_manager.create(
+                    record.name, index, config, _identity(record)
+                )
+                created.append(index)
+                self.partitions[(record.name, index)] = PartitionReplica(
+                    record, index, partition_log
+                )
+        except BaseException:
+            self._discard_partitions(record.name, created)
+            raise
+
+    def _discard_partitions(self, name: str, indexes: Iterable[int]) -> None:
+        """Undo `_create_partitions` (the partitions are new and hold nothing)."""
+        for index in indexes:
+            self.partitions.pop((name, index), None)
+            try:
+                self.log_manager.delete(name, index)
+            except OSError as exc:
+                log.warning("could not remove the new %s-%d: %s", name, index, exc)
+
+    def _clear_way_for(self, name: str, index: int) -> None:
+        """A directory where a new partition goes is left from a deletion that
+        failed midway (removed) or of unknown origin (set aside, never deleted)."""
+        directory = self.log_manager.directory_of(name, index)
+        if not directory.exists():
+            return
+        identity = read_partition_metadata_or_none(directory)
+        if identity is not None and identity.topic_id in self.controller.deleting_topic_ids:
+            log.info("removing %s, left from a deleted topic", directory.name)
+            self.log_manager.delete(name, index)
+        else:
+            self.log_manager.set_aside(directory, f"a new partition {name}-{index} goes there")
 
     def auto_create_topic(self, name: str) -> TopicRecord | None:
         """Create a topic with defaults when auto-creation is on; None when not allowed."""
@@ -150,21 +273,38 @@ class Broker:
         return record
 
     def delete_topic(self, name: str) -> None:
+        """The metadata change is the commit point (when it fails, nothing
+        changed). Then the logs close and their directories go; a directory
+        that cannot be removed now is removed at the next start."""
         record = self.controller.remove_topic(name)
+        removed_all = True
         for index in range(record.partition_count):
             replica = self.partitions.pop((name, index), None)
+            self.offline_partitions.pop((name, index), None)
             if replica is not None:
                 replica.wake_fetchers()
-            self.log_manager.delete(name, index)
+            try:
+                self.log_manager.delete(name, index)
+            except OSError as exc:
+                removed_all = False
+                log.warning("%s-%d: removing its files failed (%s); the next start "
+                            "removes them", name, index, exc)  # fmt: skip
+        if removed_all:
+            try:
+                self.controller.forget_deletions([record.topic_id])
+            except OSError as exc:
+                log.warning("could not record that %s is fully deleted: %s", name, exc)
 
     def increase_partitions(self, name: str, count: int) -> None:
         record = self.controller.topic(name)
         assert record is not None, "plan_partition_increase checks the topic exists"
-        old_count = record.partition_count
-        self.controller.increase_partitions(name, count)
-        config = self.log_config(record)
-        for index in range(old_count, count):
-            self._attach(record, index, config, fresh=True)
+        added = range(record.partition_count, count)
+        self._create_partitions(record, added)
+        try:
+            self.controller.increase_partitions(name, count)
+        except BaseException:
+            self._discard_partitions(name, added)
+            raise
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.controller.set_topic_configs(name, configs)
@@ -175,23 +315,6 @@ class Broker:
             replica = self.partitions.get((name, index))
             if replica is not None:
                 replica.log.config = config
-
-    def _attach(
-        self, topic: TopicRecord, index: int, config: LogConfig, *, fresh: bool = False
-    ) -> None:
-        """Open the partition's log. `fresh`: the partition is new, so a directory
-        already there is left from a deletion a crash interrupted (metadata
-        updated, files not yet removed) and must not come back to life."""
-        stale = (
-            fresh
-            and self.log_manager.get(topic.name, index) is None
-            and self.log_manager.directory_of(topic.name, index).exists()
-        )
-        if stale:
-            log.warning("removing stale data of a deleted %s-%d", topic.name, index)
-            self.log_manager.delete(topic.name, index)
-        partition_log = self.log_manager.open(topic.name, index, config)
-        self.partitions[(topic.name, index)] = PartitionReplica(topic, index, partition_log)
 
     # -- metrics ---------------------------------------------------------
 

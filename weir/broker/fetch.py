@@ -27,7 +27,7 @@ FINAL_SESSION_EPOCH = -1
 class FetchPlan:
     """The partitions of one request, resolved once and read on every attempt."""
 
-    topics: list[tuple[str, list[tuple[Any, PartitionReplica | None]]]]
+    topics: list[tuple[str, list[tuple[Any, PartitionReplica | ErrorCode]]]]
     response_bytes_max: int
     waiters: list[trio.Event] = field(default_factory=list)
 
@@ -45,7 +45,7 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any] | De
         }
     plan = FetchPlan(
         topics=[
-            (t.topic, [(p, broker.partition(t.topic, p.partition)) for p in t.partitions])
+            (t.topic, [(p, broker.lookup(t.topic, p.partition)) for p in t.partitions])
             for t in request.topics
         ],
         response_bytes_max=min(
@@ -106,11 +106,11 @@ def _read_all(plan: FetchPlan) -> tuple[list[dict[str, Any]], int, bool]:
 
 
 def _read_partition(
-    request_part: Any, replica: PartitionReplica | None, bytes_left: int, first: bool
+    request_part: Any, replica: PartitionReplica | ErrorCode, bytes_left: int, first: bool
 ) -> tuple[dict[str, Any], int]:
     index = request_part.partition
-    if replica is None:
-        return _partition_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
+    if isinstance(replica, ErrorCode):
+        return _partition_error(index, replica), 0
     epoch_error = replica.check_leader_epoch(request_part.get("current_leader_epoch", -1))
     if epoch_error != ErrorCode.NONE:
         return _partition_error(index, epoch_error, replica), 0
@@ -190,7 +190,7 @@ def _partition_error(
 
 async def _wait_for_data(plan: FetchPlan, deadline: float) -> None:
     event = trio.Event()
-    replicas = [r for _, parts in plan.topics for _, r in parts if r is not None]
+    replicas = [r for _, parts in plan.topics for _, r in parts if not isinstance(r, ErrorCode)]
     for replica in replicas:
         replica.waiters.add(event)
     try:

@@ -146,6 +146,9 @@ class GroupService:
     def _load(self, now_ms: int) -> None:
         counts = {"offsets": 0, "classic groups": 0, "consumer groups": 0, "other": 0}
         for partition in range(self.partition_count):
+            if (OFFSETS_TOPIC_NAME, partition) in self.broker.offline_partitions:
+                self.mark_failed(partition, LookupError("its log is damaged (offline)"))
+                continue
             for record in read_group_records(self.broker, partition):
                 if record.key is None:
                     continue

@@ -17,21 +17,21 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> d
     topics = []
     for topic in request.topics:
         partitions = [
-            _end_offset(broker.partition(topic.topic, p.partition), p) for p in topic.partitions
+            _end_offset(broker.lookup(topic.topic, p.partition), p) for p in topic.partitions
         ]
         topics.append({"topic": topic.topic, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _end_offset(replica: PartitionReplica | None, request_part: Any) -> dict[str, Any]:
+def _end_offset(replica: PartitionReplica | ErrorCode, request_part: Any) -> dict[str, Any]:
     result = {
         "error_code": ErrorCode.NONE,
         "partition": request_part.partition,
         "leader_epoch": UNDEFINED_EPOCH,
         "end_offset": UNDEFINED_OFFSET,
     }
-    if replica is None:
-        result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if isinstance(replica, ErrorCode):
+        result["error_code"] = replica
         return result
     epoch_error = replica.check_leader_epoch(request_part.current_leader_epoch)
     if epoch_error != ErrorCode.NONE:

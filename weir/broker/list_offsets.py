@@ -20,7 +20,7 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> dict[str, An
     topics = []
     for topic in request.topics:
         partitions = [
-            _list_partition(broker.partition(topic.name, p.partition_index), p, ctx.api_version)
+            _list_partition(broker.lookup(topic.name, p.partition_index), p, ctx.api_version)
             for p in topic.partitions
         ]
         topics.append({"name": topic.name, "partitions": partitions})
@@ -28,11 +28,11 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> dict[str, An
 
 
 def _list_partition(
-    replica: PartitionReplica | None, request_part: Any, version: int
+    replica: PartitionReplica | ErrorCode, request_part: Any, version: int
 ) -> dict[str, Any]:
     index = request_part.partition_index
-    if replica is None:
-        return _result(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if isinstance(replica, ErrorCode):
+        return _result(index, replica)
     epoch_error = replica.check_leader_epoch(request_part.get("current_leader_epoch", -1))
     if epoch_error != ErrorCode.NONE:
         return _result(index, epoch_error)

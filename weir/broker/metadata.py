@@ -81,23 +81,29 @@ def _topic_error(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> dic
 
 
 def _describe_topic(broker: Broker, record: TopicRecord) -> dict[str, Any]:
-    node_id = broker.config.node_id
     return {
         "error_code": ErrorCode.NONE,
         "name": record.name,
         "topic_id": record.topic_id,
         "is_internal": record.is_internal,
         "partitions": [
-            {
-                "error_code": ErrorCode.NONE,
-                "partition_index": index,
-                "leader_id": node_id,
-                "leader_epoch": record.leader_epochs[index],
-                "replica_nodes": [node_id],
-                "isr_nodes": [node_id],
-                "offline_replicas": [],
-            }
-            for index in range(record.partition_count)
+            _describe_partition(broker, record, index) for index in range(record.partition_count)
         ],
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }
+
+
+def _describe_partition(broker: Broker, record: TopicRecord, index: int) -> dict[str, Any]:
+    """A partition whose log is damaged (offline) has no leader, as on Kafka
+    when a partition's only replica is in a failed log directory."""
+    node_id = broker.config.node_id
+    offline = (record.name, index) in broker.offline_partitions
+    return {
+        "error_code": ErrorCode.LEADER_NOT_AVAILABLE if offline else ErrorCode.NONE,
+        "partition_index": index,
+        "leader_id": -1 if offline else node_id,
+        "leader_epoch": record.leader_epochs[index],
+        "replica_nodes": [node_id],
+        "isr_nodes": [] if offline else [node_id],
+        "offline_replicas": [node_id] if offline else [],
     }

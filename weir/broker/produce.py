@@ -90,7 +90,7 @@ def _append(
         outcome.error_message = "transactions are not supported by this broker yet"
         return outcome
     if replica is None:
-        outcome.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        outcome.error_code = broker.missing_partition_error(topic, partition.index)
         return outcome
     if replica.topic.is_internal:
         outcome.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from weir.controller.metadata import ClusterMetadata, MetadataStore, TopicRecord
 from weir.log.config import InvalidConfig, LogConfig
@@ -115,10 +115,33 @@ class Controller:
             configs=overrides,
         )
 
+    # Every change is saved before it is applied in memory: when the store fails
+    # (disk full), nothing changed, and the caller answers with the error.
+
+    def _save_with(
+        self,
+        topics: dict[str, TopicRecord] | None = None,
+        next_producer_id: int | None = None,
+        deleting_topic_ids: list[uuid.UUID] | None = None,
+    ) -> None:
+        current = self.metadata
+        self._store.save(
+            ClusterMetadata(
+                cluster_id=current.cluster_id,
+                topics=current.topics if topics is None else topics,
+                next_producer_id=(
+                    current.next_producer_id if next_producer_id is None else next_producer_id
+                ),
+                deleting_topic_ids=(
+                    current.deleting_topic_ids if deleting_topic_ids is None else deleting_topic_ids
+                ),
+            )
+        )
+
     def add_topic(self, record: TopicRecord) -> None:
+        self._save_with(topics={**self.metadata.topics, record.name: record})
         self.metadata.topics[record.name] = record
         self._topics_by_id[record.topic_id] = record
-        self._store.save(self.metadata)
 
     def allocate_producer_ids(self, count: int) -> int:
         """Reserve `count` producer ids, persisted before they are used; returns
@@ -127,16 +150,33 @@ class Controller:
         first = self.metadata.next_producer_id
         if first + count > PRODUCER_ID_MAX:
             raise ControllerError(ErrorCode.UNKNOWN_SERVER_ERROR, "producer ids are exhausted")
+        self._save_with(next_producer_id=first + count)
         self.metadata.next_producer_id = first + count
-        self._store.save(self.metadata)
         return first
 
     def remove_topic(self, name: str) -> TopicRecord:
+        """Remove the topic from the metadata and remember its id until
+        `forget_deletion`: partition directories of a topic being deleted are
+        removed at the next start if a crash leaves them behind."""
         record = self._require(name)
+        topics = {n: t for n, t in self.metadata.topics.items() if n != name}
+        deleting = [*self.metadata.deleting_topic_ids, record.topic_id]
+        self._save_with(topics=topics, deleting_topic_ids=deleting)
         del self.metadata.topics[name]
         self._topics_by_id.pop(record.topic_id, None)
-        self._store.save(self.metadata)
+        self.metadata.deleting_topic_ids = deleting
         return record
+
+    @property
+    def deleting_topic_ids(self) -> list[uuid.UUID]:
+        return list(self.metadata.deleting_topic_ids)
+
+    def forget_deletions(self, topic_ids: Sequence[uuid.UUID]) -> None:
+        """The partition directories of these deleted topics are gone."""
+        remaining = [i for i in self.metadata.deleting_topic_ids if i not in set(topic_ids)]
+        if remaining != self.metadata.deleting_topic_ids:
+            self._save_with(deleting_topic_ids=remaining)
+            self.metadata.deleting_topic_ids = remaining
 
     def plan_partition_increase(
         self, name: str, count: int, assignments: Sequence[Sequence[int]] = ()
@@ -160,15 +200,20 @@ class Controller:
 
     def increase_partitions(self, name: str, count: int) -> None:
         record = self._require(name)
-        record.leader_epochs.extend([0] * (count - record.partition_count))
+        added_epochs = [0] * (count - record.partition_count)
+        grown = replace(
+            record, partition_count=count, leader_epochs=[*record.leader_epochs, *added_epochs]
+        )
+        self._save_with(topics={**self.metadata.topics, name: grown})
+        record.leader_epochs.extend(added_epochs)
         record.partition_count = count
-        self._store.save(self.metadata)
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         record = self._require(name)
         check_topic_configs(configs)
+        changed = replace(record, configs=dict(configs))
+        self._save_with(topics={**self.metadata.topics, name: changed})
         record.configs = dict(configs)
-        self._store.save(self.metadata)
 
     def _require(self, name: str) -> TopicRecord:
         record = self.metadata.topics.get(name)

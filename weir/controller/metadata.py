@@ -68,6 +68,9 @@ class ClusterMetadata:
     topics: dict[str, TopicRecord] = field(default_factory=dict)
     # Producer ids below this were handed out (in blocks) and are never reused.
     next_producer_id: int = 0
+    # Topics deleted from the metadata whose partition directories may still be
+    # on disk (a crash interrupted the removal): the next start removes them.
+    deleting_topic_ids: list[uuid.UUID] = field(default_factory=list)
 
 
 class MetadataStore(Protocol):
@@ -82,11 +85,23 @@ class MetadataCorruptError(Exception):
     pass
 
 
+class MetadataMissingError(Exception):
+    """The metadata document is gone but partition data is not: starting with
+    empty metadata would treat every partition as unknown."""
+
+
 class EmbeddedMetadataStore:
     """A single JSON document in the data directory, replaced atomically."""
 
     def __init__(self, data_dir: Path) -> None:
         self._path = data_dir / METADATA_FILE_NAME
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def exists(self) -> bool:
+        return self._path.exists()
 
     def load(self) -> ClusterMetadata:
         if not self._path.exists():
@@ -100,6 +115,7 @@ class EmbeddedMetadataStore:
                 cluster_id=str(doc["cluster_id"]),
                 topics={t.name: t for t in topics},
                 next_producer_id=int(doc.get("next_producer_id", 0)),
+                deleting_topic_ids=[uuid.UUID(str(i)) for i in doc.get("deleting_topic_ids", [])],
             )
         except (ValueError, KeyError, TypeError, AssertionError) as exc:
             raise MetadataCorruptError(f"{self._path}: {exc}") from exc
@@ -110,6 +126,7 @@ class EmbeddedMetadataStore:
             "cluster_id": metadata.cluster_id,
             "topics": [t.to_json() for t in metadata.topics.values()],
             "next_producer_id": metadata.next_producer_id,
+            "deleting_topic_ids": [str(i) for i in metadata.deleting_topic_ids],
         }
         temp_path = self._path.with_suffix(".tmp")
         with open(temp_path, "w", encoding="utf-8") as f:

@@ -47,3 +47,16 @@ class LogCorrupt(LogError):  # noqa: N818
 
     def __init__(self, message: str) -> None:
         super().__init__(ErrorCode.KAFKA_STORAGE_ERROR, message)
+
+
+class LogDamaged(LogError):  # noqa: N818
+    """Recovery found damage it cannot repair without losing or reusing offsets
+    of records that were made durable: the partition stays offline, its files
+    untouched, until `weir repair` is run. `problem` says what is damaged."""
+
+    def __init__(self, directory_name: str, problem: str) -> None:
+        super().__init__(
+            ErrorCode.KAFKA_STORAGE_ERROR, f"partition {directory_name} is damaged: {problem}"
+        )
+        self.directory_name = directory_name
+        self.problem = problem

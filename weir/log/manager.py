@@ -8,7 +8,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
 import trio
@@ -16,13 +16,24 @@ import trio
 from weir.log.checkpoint import fsync_directory
 from weir.log.compaction import COMPACTION_CHECK_INTERVAL_MS, LogCleaner, compacts
 from weir.log.config import LogConfig
-from weir.log.errors import LogError
+from weir.log.errors import LogDamaged, LogError
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import PartitionLog
+from weir.log.partition_metadata import (
+    PARTITION_METADATA_FILE_NAME,
+    PartitionIdentity,
+    PartitionMetadataError,
+    encode_topic_id,
+    read_partition_metadata,
+    write_partition_metadata,
+)
+from weir.log.segment import parse_segment_file_name
 
 log = logging.getLogger(__name__)
 
 DELETED_SUFFIX = ".deleted"
+# Partition directories no topic owns are moved here, never deleted.
+STRAY_DIRECTORY_NAME = "stray"
 # Retention runs at least this often, so it is enforced within 30 s.
 RETENTION_CHECK_INTERVAL_MS = 10_000
 # Kafka's producer.id.expiration.ms: idempotent-producer state idle this long is dropped.
@@ -46,6 +57,33 @@ def parse_partition_directory_name(name: str) -> tuple[str, int] | None:
     if not sep or not topic or not number.isdigit() or name.endswith(DELETED_SUFFIX):
         return None
     return topic, int(number)
+
+
+def _identity_or_none(directory: Path) -> PartitionIdentity | None:
+    try:
+        return read_partition_metadata(directory)
+    except PartitionMetadataError as exc:
+        log.warning("%s", exc)
+        return None
+
+
+def _holds_records(directory: Path) -> bool:
+    """Whether any segment log file in `directory` is non-empty."""
+    for entry in os.scandir(directory):
+        if parse_segment_file_name(entry.name) is not None and entry.stat().st_size > 0:
+            return True
+    return (directory / "cleaning").exists()
+
+
+def partition_directories(data_dir: Path) -> list[str]:
+    """Names of the partition directories directly under `data_dir`."""
+    if not data_dir.is_dir():
+        return []
+    return sorted(
+        entry.name
+        for entry in os.scandir(data_dir)
+        if parse_partition_directory_name(entry.name) is not None and entry.is_dir()
+    )
 
 
 def wall_clock_ms() -> int:
@@ -77,17 +115,16 @@ class LogManager:
 
     def on_disk(self) -> list[tuple[str, int]]:
         """Every (topic, partition) with a directory under the data dir."""
-        if not self.data_dir.is_dir():
-            return []
         found = []
-        for entry in os.scandir(self.data_dir):
-            parsed = parse_partition_directory_name(entry.name)
-            if parsed is not None and entry.is_dir():
-                found.append(parsed)
+        for name in partition_directories(self.data_dir):
+            parsed = parse_partition_directory_name(name)
+            assert parsed is not None
+            found.append(parsed)
         return sorted(found)
 
     def open(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
-        """The open log of the partition, opened (and recovered) or created as needed."""
+        """The open log of the partition, opened (and recovered) or created as
+        needed. For tests and tools; the broker uses `create` and `open_existing`."""
         existing = self._logs.get((topic, partition))
         if existing is not None:
             existing.config = config
@@ -97,7 +134,56 @@ class LogManager:
         self._logs[(topic, partition)] = partition_log
         return partition_log
 
-    create = open
+    def create(
+        self, topic: str, partition: int, config: LogConfig, identity: PartitionIdentity
+    ) -> PartitionLog:
+        """A new, empty partition: its directory must not exist (the caller set
+        aside or removed anything there). Writes `partition.metadata` first."""
+        assert (topic, partition) not in self._logs
+        directory = self.directory_of(topic, partition)
+        if directory.exists():
+            raise FileExistsError(f"{directory} already exists")
+        directory.mkdir()
+        try:
+            write_partition_metadata(directory, identity)
+            fsync_directory(self.data_dir)
+            partition_log = PartitionLog.open(directory, config, self.flusher)
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        self._logs[(topic, partition)] = partition_log
+        return partition_log
+
+    def open_existing(
+        self, topic: str, partition: int, config: LogConfig, identity: PartitionIdentity
+    ) -> PartitionLog:
+        """Open and recover a partition the metadata names. A missing directory,
+        or one of another topic, is damage (LogDamaged): never replaced by an
+        empty log, which would hand out its offsets again."""
+        existing = self._logs.get((topic, partition))
+        if existing is not None:
+            existing.config = config
+            return existing
+        directory = self.directory_of(topic, partition)
+        name = directory.name
+        if not directory.is_dir():
+            raise LogDamaged(name, f"its directory {directory} is missing")
+        try:
+            found = read_partition_metadata(directory)
+        except PartitionMetadataError as exc:
+            raise LogDamaged(name, str(exc)) from exc
+        if found is None:
+            write_partition_metadata(directory, identity)  # a directory from an older Weir
+        elif found != identity:
+            raise LogDamaged(
+                name,
+                f"its {PARTITION_METADATA_FILE_NAME} names topic {found.topic_name!r} with id "
+                f"{encode_topic_id(found.topic_id)}, not {identity.topic_name!r} with id "
+                f"{encode_topic_id(identity.topic_id)}",
+            )
+        partition_log = PartitionLog.open(directory, config, self.flusher)
+        self._logs[(topic, partition)] = partition_log
+        return partition_log
 
     def open_all(self, config_for: Callable[[str, int], LogConfig]) -> list[PartitionLog]:
         """Open every partition directory found under the data dir."""
@@ -105,17 +191,62 @@ class LogManager:
         return [self.open(topic, index, config_for(topic, index)) for topic, index in found]
 
     def delete(self, topic: str, partition: int) -> None:
-        """Close the log (no flush), rename its directory to `*.deleted`, remove it."""
+        """Close the log (no flush), rename its directory to `<random>.deleted`
+        (a short name: `<topic>-<partition>` plus a suffix could pass the
+        filesystem's 255-byte limit), remove it."""
         partition_log = self._logs.pop((topic, partition), None)
         if partition_log is not None:
             partition_log.delete_files()
         directory = self.directory_of(topic, partition)
-        if not directory.exists():
-            return
-        doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETED_SUFFIX}")
+        if directory.exists():
+            self._remove_directory(directory)
+
+    def _remove_directory(self, directory: Path) -> None:
+        doomed = self.data_dir / f"{uuid.uuid4().hex}{DELETED_SUFFIX}"
         os.rename(directory, doomed)
         fsync_directory(self.data_dir)
         shutil.rmtree(doomed, ignore_errors=True)
+
+    def sweep_unknown(
+        self, known: Mapping[tuple[str, int], uuid.UUID], deleting: Collection[uuid.UUID]
+    ) -> list[str]:
+        """At start, before any log opens: every partition directory the metadata
+        does not name (or names for another topic id) is removed when it belongs
+        to a topic whose deletion a crash interrupted (`deleting`) or holds no
+        record; otherwise it is moved, untouched, under `stray/` with a warning.
+        Returns the names of the directories set aside."""
+        self._sweep_deleted()
+        set_aside = []
+        for topic, index in self.on_disk():
+            directory = self.directory_of(topic, index)
+            identity = _identity_or_none(directory)
+            expected_id = known.get((topic, index))
+            if expected_id is not None and (identity is None or identity.topic_id == expected_id):
+                continue
+            if identity is not None and identity.topic_id in deleting:
+                log.info("finishing the deletion of %s", directory.name)
+                self._remove_directory(directory)
+            elif not _holds_records(directory):
+                log.info("removing %s: no topic owns it and it holds no record", directory.name)
+                self._remove_directory(directory)
+            else:
+                self.set_aside(directory, "no topic in the cluster metadata owns it")
+                set_aside.append(directory.name)
+        return set_aside
+
+    def set_aside(self, directory: Path, reason: str) -> Path:
+        """Move a partition directory, untouched, to `stray/<name>.<n>`; never deletes."""
+        stray = self.data_dir / STRAY_DIRECTORY_NAME
+        stray.mkdir(exist_ok=True)
+        counter = 0
+        while (target := stray / f"{directory.name}.{counter}").exists():
+            counter += 1
+        os.rename(directory, target)
+        fsync_directory(stray)
+        fsync_directory(self.data_dir)
+        log.warning("moved %s to %s (%s); its records are kept there, untouched: "
+                    "move it back or delete it yourself", directory.name, target, reason)  # fmt: skip
+        return target
 
     def _sweep_deleted(self) -> None:
         """Finish deletions a crash interrupted."""

@@ -57,7 +57,14 @@ from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoi
 from weir.log.compaction import finish_interrupted_compaction, read_cleaned_offset
 from weir.log.config import LogConfig
 from weir.log.epoch_cache import LeaderEpochCache
-from weir.log.errors import LogClosed, LogCorrupt, LogError, LogTruncated, OffsetOutOfRange
+from weir.log.errors import (
+    LogClosed,
+    LogCorrupt,
+    LogDamaged,
+    LogError,
+    LogTruncated,
+    OffsetOutOfRange,
+)
 from weir.log.flusher import CacheDrop, FlushJob, GroupFlusher, SyncedFile
 from weir.log.producer_snapshots import (
     delete_all_snapshots,
@@ -65,10 +72,12 @@ from weir.log.producer_snapshots import (
     write_snapshot,
 )
 from weir.log.segment import (
+    LOG_SUFFIX,
     NO_TIMESTAMP,
     AppendedBatch,
     Segment,
     parse_segment_file_name,
+    segment_file_name,
 )
 from weir.txn.producer_state import (
     NO_PRODUCER_ID,
@@ -99,6 +108,9 @@ log = logging.getLogger(__name__)
 LOG_START_CHECKPOINT_FILE_NAME = "log-start-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT_FILE_NAME = "recovery-point-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE_NAME = ".clean-shutdown"
+# Written by `weir repair`: below this offset segments may end short of the next
+# one (a damaged range it skipped, offsets never reused).
+REPAIRED_OFFSET_CHECKPOINT_FILE_NAME = "repaired-offset-checkpoint"
 COMPRESSION_CODEC_MAX = 4  # none, gzip, snappy, lz4, zstd
 # Bound on inflating one batch to find a record's timestamp (ListOffsets).
 TIMESTAMP_LOOKUP_INFLATE_BYTES_MAX = 64 * 1024 * 1024
@@ -180,7 +192,10 @@ class PartitionLog:
         recovery_point = _read_single(directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME, 0)
         loader = _SegmentLoader(directory, config, trust_below=None if clean else recovery_point)
         loader.recovery_point = recovery_point
-        loader.gaps_allowed_below = read_cleaned_offset(directory)
+        loader.gaps_allowed_below = max(
+            read_cleaned_offset(directory),
+            _read_single(directory / REPAIRED_OFFSET_CHECKPOINT_FILE_NAME, 0),
+        )
         segments = loader.load()
         log_start = max(_read_single(directory / LOG_START_CHECKPOINT_FILE_NAME, 0),
                         segments[0].base_offset if segments else 0)  # fmt: skip
@@ -983,21 +998,29 @@ class _SegmentLoader:
         self.gaps_allowed_below = 0
 
     def load(self) -> list[Segment]:
+        """Open every segment; raises LogDamaged (closing what it opened) when
+        records that were made durable are damaged or missing."""
         bases = _segment_bases(self.directory)
         segments: list[Segment] = []
-        for i, base in enumerate(bases):
-            next_base = bases[i + 1] if i + 1 < len(bases) else None
-            segment = Segment(self.directory, base, self.config.segment_index_bytes)
-            segments.append(segment)
-            intact = self._open_segment(segment, next_base)
-            if not intact:
-                for later in bases[i + 1 :]:
-                    Segment(self.directory, later, self.config.segment_index_bytes).delete()
-                break
+        try:
+            for i, base in enumerate(bases):
+                next_base = bases[i + 1] if i + 1 < len(bases) else None
+                segment = Segment(self.directory, base, self.config.segment_index_bytes)
+                segments.append(segment)
+                if not self._open_segment(segment, next_base, bases[i + 1 :]):
+                    for later in bases[i + 1 :]:  # all empty: _check_torn_tail proved it
+                        Segment(self.directory, later, self.config.segment_index_bytes).delete()
+                    break
+            self._check_reaches_recovery_point(segments)
+        except LogDamaged:
+            for segment in segments:
+                segment.close()
+            raise
         return segments
 
-    def _open_segment(self, segment: Segment, next_base: int | None) -> bool:
-        """Load or scan one segment; False when what follows it must go."""
+    def _open_segment(self, segment: Segment, next_base: int | None, later: list[int]) -> bool:
+        """Load or scan one segment; False when the segments after it must go
+        (a torn tail was cut and every later segment is empty)."""
         trusted = next_base is not None and (
             self.trust_below is None or next_base <= self.trust_below
         )
@@ -1005,19 +1028,68 @@ class _SegmentLoader:
         if not (trusted and segment.load(next_base)):
             if trusted:
                 log.warning("%s: index not sane, rebuilding", segment.log_path)
-            truncated = segment.recover(self.config.index_interval_bytes, self._on_batch)
+            file_size = segment.file_size_bytes
+            valid_end = segment.scan(self.config.index_interval_bytes, self._on_batch)
             self.scanned.append(segment)
-            self.truncated_bytes += truncated
-            if truncated:
-                log.warning("%s: truncated %d bytes of torn or corrupt batches",
+            if valid_end < file_size:
+                self._check_torn_tail(segment, valid_end, later)
+                segment.truncate_file(valid_end)
+                truncated = file_size - valid_end
+                self.truncated_bytes += truncated
+                log.warning("%s: truncated %d bytes of a torn tail (never acknowledged)",
                             segment.log_path, truncated)  # fmt: skip
-        if next_base is not None and segment.next_offset != next_base:
-            if not truncated and segment.next_offset < next_base <= self.gaps_allowed_below:
-                return True  # records removed by compaction, not lost
-            log.warning("%s ends at %d but the next segment starts at %d: dropping what follows",
-                        segment.log_path, segment.next_offset, next_base)  # fmt: skip
+        if next_base is None or segment.next_offset == next_base:
+            return True
+        if truncated:
             return False
-        return True
+        if segment.next_offset < next_base <= self.gaps_allowed_below:
+            return True  # records removed by compaction (or skipped by a repair), not lost
+        raise self._damaged(
+            f"{segment.log_path.name} ends at offset {segment.next_offset} but the next "
+            f"segment starts at {next_base}: offsets {segment.next_offset}..{next_base - 1} "
+            "are missing"
+            if segment.next_offset < next_base
+            else f"{segment.log_path.name} overlaps the next segment at offset {next_base}"
+        )
+
+    def _check_torn_tail(self, segment: Segment, valid_end: int, later: list[int]) -> None:
+        """Recovery may cut bytes only where a crash can have torn an append that
+        was never acknowledged: at or past the recovery point, with no intact
+        batch after them in this segment and no record in any later one."""
+        where = (
+            f"{segment.log_path.name} is damaged at byte {valid_end} "
+            f"(the batch that should hold offset {segment.next_offset})"
+        )
+        if segment.next_offset < self.recovery_point:
+            raise self._damaged(
+                f"{where}, below the recovery point {self.recovery_point}: "
+                "those records were made durable"
+            )
+        for base in later:
+            path = self.directory / segment_file_name(base, LOG_SUFFIX)
+            if path.stat().st_size > 0:
+                raise self._damaged(f"{where}, and {path.name} after it holds records")
+        try:
+            intact = segment.find_valid_batch_after(valid_end, segment.next_offset)
+        except LogCorrupt as exc:
+            raise self._damaged(f"{where}; {exc}") from exc
+        if intact is not None:
+            position, offset = intact
+            raise self._damaged(
+                f"{where}, and intact records follow at byte {position} (offset {offset})"
+            )
+
+    def _check_reaches_recovery_point(self, segments: list[Segment]) -> None:
+        end = segments[-1].next_offset if segments else 0
+        if end < self.recovery_point:
+            raise self._damaged(
+                f"the log ends at offset {end} but records up to offset "
+                f"{self.recovery_point - 1} were made durable: offsets "
+                f"{end}..{self.recovery_point - 1} are missing"
+            )
+
+    def _damaged(self, problem: str) -> LogDamaged:
+        return LogDamaged(self.directory.name, problem)
 
     def _on_batch(self, header: BatchHeader) -> None:
         epoch = header.partition_leader_epoch

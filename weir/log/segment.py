@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,11 @@ OFFSET_DIGITS = 20
 
 HEADER_SCAN_CHUNK_BYTES = 64 * 1024
 RECOVERY_CHUNK_BYTES = 8 * 1024 * 1024
+# Where a batch may start: a base offset below 2**40, then at byte 16 magic 2.
+BATCH_START_PATTERN = re.compile(rb"(?=\x00\x00\x00[\s\S]{13}\x02)")
+# Candidate positions checked when searching for intact batches after damage;
+# past it the search gives up and the damage is treated as not a torn tail.
+RESYNC_CANDIDATES_MAX = 100_000
 NO_TIMESTAMP = -1
 
 
@@ -185,8 +191,19 @@ class Segment:
     # -- opening -----------------------------------------------------------
 
     def recover(self, index_interval_bytes: int, on_batch: Callable[[BatchHeader], None]) -> int:
-        """Scan every batch (header, offsets, CRC), rebuild both indexes and truncate
-        the file at the first batch that fails. Returns the bytes truncated."""
+        """Scan, then truncate the file at the first batch that fails. Returns the
+        bytes truncated. Only for files whose damage is known to be a torn tail
+        (compaction's own output); partition recovery decides with `scan`."""
+        file_size = os.fstat(self.log_file.fd).st_size
+        valid_end = self.scan(index_interval_bytes, on_batch)
+        if valid_end < file_size:
+            self.truncate_file(valid_end)
+        return file_size - valid_end
+
+    def scan(self, index_interval_bytes: int, on_batch: Callable[[BatchHeader], None]) -> int:
+        """Walk every batch (header, offsets, CRC) from the start, rebuilding both
+        indexes, up to the first batch that fails. Changes nothing in the log
+        file. Returns the position where the valid batches end."""
         self._reset_state()
         file_size = os.fstat(self.log_file.fd).st_size
         position = 0
@@ -198,10 +215,51 @@ class Segment:
             on_batch(header)
             position += header.size
         self.size_bytes = position
-        if position < file_size:
-            os.ftruncate(self.log_file.fd, position)
         self.write_index_entries()  # recovery's fsync covers the rebuilt indexes
-        return file_size - position
+        return position
+
+    @property
+    def file_size_bytes(self) -> int:
+        """The log file's size on disk (recovery: may exceed the valid bytes)."""
+        return os.fstat(self.log_file.fd).st_size
+
+    def truncate_file(self, position: int) -> None:
+        """Cut the log file at `position`, the end of the valid batches."""
+        assert position == self.size_bytes, (position, self.size_bytes)
+        os.ftruncate(self.log_file.fd, position)
+
+    def find_valid_batch_after(self, position: int, offset_min: int) -> tuple[int, int] | None:
+        """(position, base offset) of the first intact batch after `position` whose
+        offsets are at least `offset_min` and fit this segment, or None. Tells
+        damage followed by intact data (never a torn tail) from a torn tail."""
+        file_size = self.file_size_bytes
+        chunk_start = position + 1
+        candidates_left = RESYNC_CANDIDATES_MAX
+        while chunk_start + BATCH_HEADER_SIZE <= file_size:
+            chunk = self._pread(RECOVERY_CHUNK_BYTES + BATCH_HEADER_SIZE, chunk_start)
+            for match in BATCH_START_PATTERN.finditer(chunk):
+                candidates_left -= 1
+                if candidates_left < 0:
+                    raise LogCorrupt(f"{self.log_path}: too many damaged bytes to search")
+                candidate = chunk_start + match.start()
+                found = self._intact_batch_at(candidate, file_size, offset_min)
+                if found is not None:
+                    return candidate, found
+            chunk_start += RECOVERY_CHUNK_BYTES
+        return None
+
+    def _intact_batch_at(self, position: int, file_size: int, offset_min: int) -> int | None:
+        head = self._pread(BATCH_HEADER_SIZE, position)
+        try:
+            header = parse_batch_header(head, 0)
+        except InvalidBatch:
+            return None
+        if header.size > file_size - position or not self._offsets_fit(header, offset_min):
+            return None
+        data = self._pread(header.size, position)
+        if len(data) != header.size or not verify_crc(data, 0, header):
+            return None
+        return header.base_offset
 
     def _reset_state(self) -> None:
         self.offset_index.reset()
