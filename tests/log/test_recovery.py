@@ -14,7 +14,7 @@ from weir.log.config import LogConfig
 from weir.log.errors import LogDamaged
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import CLEAN_SHUTDOWN_FILE_NAME, PartitionLog
-from weir.log.segment import Segment, segment_file_name
+from weir.log.segment import Segment
 from weir.wire.record_batch import iter_batch_headers
 
 MakeBatch = Callable[..., bytes]

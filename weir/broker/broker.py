@@ -17,6 +17,7 @@ from weir.broker.metrics import GaugeSample, HistogramSample, Metrics
 from weir.controller.controller import Controller, TopicDefaults
 from weir.controller.metadata import EmbeddedMetadataStore, MetadataMissingError, TopicRecord
 from weir.log.config import LogConfig
+from weir.log.errors import LogDamaged
 from weir.log.filesystem_sync import (
     FilesystemWatch,
     SyncfsHelper,
@@ -24,14 +25,13 @@ from weir.log.filesystem_sync import (
     resolve_fsync_method,
 )
 from weir.log.flusher import ROUND_SECONDS_BUCKETS, GroupFlusher
-from weir.log.errors import LogDamaged
 from weir.log.manager import LogManager, partition_directories
+from weir.log.partition import PartitionLog
 from weir.log.partition_metadata import (
     PartitionIdentity,
     PartitionMetadataError,
     read_partition_metadata,
 )
-from weir.log.partition import PartitionLog
 from weir.txn.producer_ids import ProducerIdAllocator
 from weir.wire.errors import ErrorCode
 

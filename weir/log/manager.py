@@ -244,8 +244,11 @@ class LogManager:
         os.rename(directory, target)
         fsync_directory(stray)
         fsync_directory(self.data_dir)
-        log.warning("moved %s to %s (%s); its records are kept there, untouched: "
-                    "move it back or delete it yourself", directory.name, target, reason)  # fmt: skip
+        log.warning(
+            "moved %s to %s (%s); its records are kept there, untouched: "
+            "move it back or delete it yourself",
+            directory.name, target, reason,
+        )  # fmt: skip
         return target
 
     def _sweep_deleted(self) -> None:
