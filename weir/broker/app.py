@@ -32,7 +32,7 @@ def main_serve(argv: Sequence[str]) -> int:
         if config.etcd is not None:
             raise ConfigError("--etcd: clustering over etcd is not available in this version yet")
         check_data_dir(config.data_dir)
-        lock = _lock_data_dir(config.data_dir)
+        lock = lock_data_dir(config.data_dir)
     except ConfigError as exc:
         print(f"weir serve: error: {exc}", file=sys.stderr)
         return 2
@@ -71,7 +71,7 @@ def _first_os_error(group: BaseExceptionGroup) -> OSError | None:
     return matched if isinstance(matched, OSError) else None
 
 
-def _lock_data_dir(data_dir: Path) -> IO[bytes]:
+def lock_data_dir(data_dir: Path) -> IO[bytes]:
     lock = open(data_dir / LOCK_FILE_NAME, "wb")  # noqa: SIM115 - held for the process lifetime
     try:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

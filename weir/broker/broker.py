@@ -343,6 +343,17 @@ class Broker:
     def _register_gauges(self) -> None:
         self._register_flusher_metrics()
         self.metrics.register_gauge(
+            "weir_partition_corrupt_batches_read",
+            "Stored batches that failed their CRC32C when read back, per partition "
+            "since it was opened (the broker logs an ERROR for each).",
+            lambda: self._partition_samples(lambda r: r.log.corrupt_batches_read),
+        )
+        self.metrics.register_gauge(
+            "weir_partitions_offline",
+            "Partitions whose log is damaged: not served until `weir repair`.",
+            lambda: [({}, len(self.offline_partitions))],
+        )
+        self.metrics.register_gauge(
             "weir_partition_log_end_offset",
             "Next offset to be assigned, per partition.",
             lambda: self._partition_samples(lambda r: r.log.log_end_offset),

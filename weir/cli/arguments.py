@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run a broker (see `weir serve --help`)", add_help=False
     )
     serve.add_argument("serve_args", nargs=argparse.REMAINDER)
+    repair = commands.add_parser(
+        "repair",
+        help="check and repair a stopped broker's data dir (see `weir repair --help`)",
+        add_help=False,
+    )
+    repair.add_argument("repair_args", nargs=argparse.REMAINDER)
 
     topic = commands.add_parser("topic", help="create, list, describe, alter or delete topics")
     topic_commands = topic.add_subparsers(dest="topic_command", metavar="ACTION", required=True)

@@ -25,12 +25,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["serve"]:
         return run_serve(args_list[1:])
+    if args_list[:1] == ["repair"]:
+        return run_repair(args_list[1:])
     try:
         args = parse_args(args_list)
     except SystemExit as exc:  # argparse: --help (0) or misuse (2), already printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if args.command == "serve":
         return run_serve(args.serve_args)
+    if args.command == "repair":
+        return run_repair(args.repair_args)
     try:
         return run_client_command(args)
     except KeyboardInterrupt:
@@ -50,6 +54,16 @@ def run_serve(argv: list[str]) -> int:
         return EXIT_FAILURE
     main_serve: Callable[[list[str]], int] = app.main_serve
     return main_serve(argv)
+
+
+def run_repair(argv: list[str]) -> int:
+    try:
+        repair = importlib.import_module("weir.broker.repair")
+    except ImportError as exc:
+        print(f"error: the repair tool cannot be loaded: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    main_repair: Callable[[list[str]], int] = repair.main_repair
+    return main_repair(argv)
 
 
 def run_client_command(args: argparse.Namespace) -> int:

@@ -105,7 +105,7 @@ class EmbeddedMetadataStore:
 
     def load(self) -> ClusterMetadata:
         if not self._path.exists():
-            metadata = ClusterMetadata(cluster_id=_new_cluster_id())
+            metadata = ClusterMetadata(cluster_id=new_cluster_id())
             self.save(metadata)
             return metadata
         try:
@@ -145,7 +145,7 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _new_cluster_id() -> str:
+def new_cluster_id() -> str:
     # Kafka cluster ids are 22-character url-safe base64 UUIDs.
     import base64
 

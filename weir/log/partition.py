@@ -177,6 +177,8 @@ class PartitionLog:
         self._recovery_point = self.log_end_offset
         self._roll_jitter_ms = self._draw_roll_jitter_ms()
         self.producer_state = ProducerStateTable()
+        # Batches that failed their CRC (or did not parse) when read back.
+        self.corrupt_batches_read = 0
         self._check_invariants()
 
     # -- opening -------------------------------------------------------------
@@ -656,6 +658,15 @@ class PartitionLog:
                 if found is not None:
                     data, next_offset = found
                     return ReadResult(data, next_offset if data else offset)
+        except LogCorrupt as exc:
+            self.corrupt_batches_read += 1
+            log.error(
+                "%s: a stored batch is damaged reading offset %d: %s. Readers of this "
+                "offset get KAFKA_STORAGE_ERROR; with the broker stopped, `weir repair` "
+                "skips the damaged range.",
+                self.directory.name, offset, exc,
+            )  # fmt: skip
+            raise
         except OSError as exc:
             log.error("read from %s failed: %s", self.directory, exc)
             raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc

@@ -59,6 +59,54 @@ def parse_segment_file_name(name: str, suffix: str = LOG_SUFFIX) -> int | None:
     return int(stem)
 
 
+def intact_batch_at(
+    fd: int, position: int, file_size: int, offset_min: int, base_offset: int
+) -> BatchHeader | None:
+    """The batch at `position` if it parses, fits the file, has offsets from
+    `offset_min` that fit a segment based at `base_offset`, and passes its CRC."""
+    head = os.pread(fd, BATCH_HEADER_SIZE, position)
+    try:
+        header = parse_batch_header(head, 0)
+    except InvalidBatch:
+        return None
+    fits = (
+        header.base_offset >= offset_min
+        and header.records_count >= 1
+        and header.last_offset - base_offset <= RELATIVE_OFFSET_MAX // 2
+    )
+    if header.size > file_size - position or not fits:
+        return None
+    data = os.pread(fd, header.size, position)
+    if len(data) != header.size or not verify_crc(data, 0, header):
+        return None
+    return header
+
+
+def find_intact_batch(
+    fd: int, start: int, offset_min: int, base_offset: int, path: Path
+) -> tuple[int, int] | None:
+    """(position, base offset) of the first intact batch (`intact_batch_at`) at or
+    after `start`. Candidates come from a C-speed pattern search; after
+    RESYNC_CANDIDATES_MAX of them it gives up with LogCorrupt."""
+    file_size = os.fstat(fd).st_size
+    chunk_start = start
+    candidates_left = RESYNC_CANDIDATES_MAX
+    while chunk_start + BATCH_HEADER_SIZE <= file_size:
+        chunk = os.pread(fd, RECOVERY_CHUNK_BYTES + BATCH_HEADER_SIZE, chunk_start)
+        for match in BATCH_START_PATTERN.finditer(chunk):
+            if match.start() >= RECOVERY_CHUNK_BYTES:
+                break  # the next chunk starts there
+            candidates_left -= 1
+            if candidates_left < 0:
+                raise LogCorrupt(f"{path}: too many damaged bytes to search")
+            candidate = chunk_start + match.start()
+            header = intact_batch_at(fd, candidate, file_size, offset_min, base_offset)
+            if header is not None:
+                return candidate, header.base_offset
+        chunk_start += RECOVERY_CHUNK_BYTES
+    return None
+
+
 # Not frozen: a frozen dataclass costs about 7x more to construct (1.4 µs against
 # 0.2 µs for a 13-field one), and this is built on the produce path. Never mutated.
 @dataclass(slots=True)
@@ -232,34 +280,9 @@ class Segment:
         """(position, base offset) of the first intact batch after `position` whose
         offsets are at least `offset_min` and fit this segment, or None. Tells
         damage followed by intact data (never a torn tail) from a torn tail."""
-        file_size = self.file_size_bytes
-        chunk_start = position + 1
-        candidates_left = RESYNC_CANDIDATES_MAX
-        while chunk_start + BATCH_HEADER_SIZE <= file_size:
-            chunk = self._pread(RECOVERY_CHUNK_BYTES + BATCH_HEADER_SIZE, chunk_start)
-            for match in BATCH_START_PATTERN.finditer(chunk):
-                candidates_left -= 1
-                if candidates_left < 0:
-                    raise LogCorrupt(f"{self.log_path}: too many damaged bytes to search")
-                candidate = chunk_start + match.start()
-                found = self._intact_batch_at(candidate, file_size, offset_min)
-                if found is not None:
-                    return candidate, found
-            chunk_start += RECOVERY_CHUNK_BYTES
-        return None
-
-    def _intact_batch_at(self, position: int, file_size: int, offset_min: int) -> int | None:
-        head = self._pread(BATCH_HEADER_SIZE, position)
-        try:
-            header = parse_batch_header(head, 0)
-        except InvalidBatch:
-            return None
-        if header.size > file_size - position or not self._offsets_fit(header, offset_min):
-            return None
-        data = self._pread(header.size, position)
-        if len(data) != header.size or not verify_crc(data, 0, header):
-            return None
-        return header.base_offset
+        return find_intact_batch(
+            self.log_file.fd, position + 1, offset_min, self.base_offset, self.log_path
+        )
 
     def _reset_state(self) -> None:
         self.offset_index.reset()
