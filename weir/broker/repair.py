@@ -188,8 +188,6 @@ def _rebuild_metadata(
         topic_id = identity.topic_id if identity is not None else ids.get(topic, uuid.uuid4())
         if ids.setdefault(topic, topic_id) != topic_id:
             raise RepairError(f"{name} belongs to another topic {topic!r}: move it away")
-                f"{name} belongs to another {topic!r} than its siblings: move it away"
-            )
         counts[topic] = max(counts.get(topic, 0), index + 1)
     records = [
         TopicRecord(name=topic, topic_id=ids[topic], partition_count=count)
