@@ -147,7 +147,7 @@ class LogManager:
         try:
             write_partition_metadata(directory, identity)
             fsync_directory(self.data_dir)
-            partition_log = PartitionLog.open(directory, config, self.flusher)
+            partition_log = PartitionLog.open(directory, config, self.flusher, fresh=True)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise

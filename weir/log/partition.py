@@ -184,9 +184,12 @@ class PartitionLog:
     # -- opening -------------------------------------------------------------
 
     @classmethod
-    def open(cls, directory: Path, config: LogConfig, flusher: GroupFlusher) -> PartitionLog:
-        """Open (creating if needed) and recover the log in `directory`."""
-        created = _ensure_directory(directory)
+    def open(
+        cls, directory: Path, config: LogConfig, flusher: GroupFlusher, *, fresh: bool = False
+    ) -> PartitionLog:
+        """Open (creating if needed) and recover the log in `directory`; `fresh`:
+        the caller just created the directory for a new partition."""
+        created = _ensure_directory(directory) or fresh
         clean = _consume_clean_shutdown_marker(directory) or created
         finish_interrupted_compaction(directory)
         _remove_stray_files(directory)
