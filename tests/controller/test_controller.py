@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from weir.controller.controller import Controller, ControllerError, TopicDefaults
-from weir.controller.metadata import EmbeddedMetadataStore
+from weir.controller.metadata import ClusterMetadata, EmbeddedMetadataStore
 from weir.wire.errors import ErrorCode
 
 
@@ -90,3 +90,52 @@ def test_replica_assignment_naming_other_brokers_is_rejected(tmp_path: Path) -> 
         controller.plan_topic("t", -1, -1, assignments=[[1], [2]])
     assert raised.value.error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
     assert controller.plan_topic("t", -1, -1, assignments=[[1], [1]]).partition_count == 2
+
+
+class FailingStore:
+    """A store whose saves fail (a full disk) after `saves_ok` successes."""
+
+    def __init__(self, saves_ok: int) -> None:
+        self.saves_ok = saves_ok
+        self.saved: list[ClusterMetadata] = []
+
+    def load(self) -> ClusterMetadata:
+        return ClusterMetadata(cluster_id="c")
+
+    def save(self, metadata: ClusterMetadata) -> None:
+        if len(self.saved) >= self.saves_ok:
+            raise OSError(28, "No space left on device")
+        self.saved.append(metadata)
+
+
+def test_a_change_the_store_cannot_save_leaves_the_metadata_unchanged() -> None:
+    store = FailingStore(saves_ok=1)
+    controller = Controller(store, node_id=1, defaults=TopicDefaults())
+    controller.add_topic(controller.plan_topic("kept", 2, 1))
+    record = controller.plan_topic("never", 1, 1)
+    with pytest.raises(OSError):
+        controller.add_topic(record)
+    with pytest.raises(OSError):
+        controller.remove_topic("kept")
+    with pytest.raises(OSError):
+        controller.increase_partitions("kept", 4)
+    with pytest.raises(OSError):
+        controller.set_topic_configs("kept", {"retention.ms": "1000"})
+    with pytest.raises(OSError):
+        controller.allocate_producer_ids(1000)
+    assert [t.name for t in controller.topics()] == ["kept"]
+    kept = controller.topic("kept")
+    assert kept is not None and (kept.partition_count, kept.configs) == (2, {})
+    assert controller.metadata.next_producer_id == 0
+    assert controller.deleting_topic_ids == []
+
+
+def test_a_deleted_topic_is_remembered_until_its_files_are_gone() -> None:
+    store = FailingStore(saves_ok=10)
+    controller = Controller(store, node_id=1, defaults=TopicDefaults())
+    record = controller.plan_topic("gone", 1, 1)
+    controller.add_topic(record)
+    controller.remove_topic("gone")
+    assert store.saved[-1].deleting_topic_ids == [record.topic_id]
+    controller.forget_deletions([record.topic_id])
+    assert store.saved[-1].deleting_topic_ids == []
