@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import urllib.request
 import uuid
 from collections.abc import Callable
@@ -189,6 +190,27 @@ def test_bytes_flipped_mid_active_segment_after_a_crash_are_not_truncated(
     assert partition_state(own_broker.bootstrap, topic)[0][0] == -1
     assert active.stat().st_size == size, "acknowledged records were truncated"
     assert "intact records follow" in own_broker.stderr_path.read_text()
+
+
+def test_bytes_flipped_in_the_last_acknowledged_batch_after_a_crash_are_not_truncated(
+    own_broker: WeirProcess,
+) -> None:
+    """The broker records its fsynced offset every second, so a bad last batch
+    that was acknowledged is damage, not a torn append."""
+    topic = f"damage-{uuid.uuid4().hex[:8]}"
+    create_topic(own_broker.bootstrap, topic)
+    produce(own_broker.bootstrap, topic, 0, 500, "p0")
+    time.sleep(2.5)  # past the durable-offset checkpoint interval
+    own_broker.kill()
+    active = segment_logs(own_broker.data_dir / f"{topic}-0")[-1]
+    size = active.stat().st_size
+    with open(active, "r+b") as f:
+        f.seek(size - 20)
+        f.write(b"\xff" * 16)
+    own_broker.start()
+    assert partition_state(own_broker.bootstrap, topic)[0][0] == -1
+    assert active.stat().st_size == size, "acknowledged records were truncated"
+    assert "those records were fsynced" in own_broker.stderr_path.read_text()
 
 
 def test_missing_cluster_metadata_refuses_to_start_and_is_rebuilt_by_repair(

@@ -13,7 +13,11 @@ import trio
 from weir.log.config import LogConfig
 from weir.log.errors import LogDamaged
 from weir.log.flusher import GroupFlusher
-from weir.log.partition import CLEAN_SHUTDOWN_FILE_NAME, PartitionLog
+from weir.log.partition import (
+    CLEAN_SHUTDOWN_FILE_NAME,
+    DURABLE_OFFSET_CHECKPOINT_FILE_NAME,
+    PartitionLog,
+)
 from weir.log.segment import Segment
 from weir.wire.record_batch import iter_batch_headers
 
@@ -22,10 +26,18 @@ OpenLog = Callable[..., PartitionLog]
 
 
 def crash(log: PartitionLog) -> None:
-    """Drop the log without a clean close (files stay as written)."""
+    """Drop the log without a clean close (files stay as written), after the
+    broker's last fsync round and its record of the fsynced offset."""
     log.flush()
+    log.checkpoint_durable()
     for segment in log.segments:
         segment.close()
+
+
+def forget_durable_offset(log: PartitionLog) -> None:
+    """As if the crash came before the flusher recorded the last fsync (it does
+    so at most every second): what follows may be an unacknowledged tail."""
+    (log.directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME).unlink(missing_ok=True)
 
 
 def active_log_path(log: PartitionLog) -> Path:
@@ -81,15 +93,44 @@ def test_truncates_garbage_tail_on_recovery(
 def test_truncates_a_last_batch_failing_crc(
     open_log: OpenLog, batch: MakeBatch, now_ms: int
 ) -> None:
+    """Within a second of the crash the last batches are not recorded as fsynced:
+    a bad last batch may be an append the crash tore, never acknowledged."""
     log = open_log()
     fill(log, batch, now_ms, 6)
     second = len(batch(2))
     crash(log)
+    forget_durable_offset(log)
     flip_byte(active_log_path(log), 5 * second + 70)  # inside the last batch's records
     log = open_log()
     assert log.log_end_offset == 10
     records = log.read(0, bytes_max=1 << 20, end_offset=10).records
     assert [h.base_offset for _, h in iter_batch_headers(records)] == [0, 2, 4, 6, 8]
+
+
+def test_a_bad_last_batch_recorded_as_fsynced_takes_the_log_offline(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log()
+    fill(log, batch, now_ms, 6)
+    second = len(batch(2))
+    crash(log)
+    path = active_log_path(log)
+    flip_byte(path, 5 * second + 70)
+    size = path.stat().st_size
+    with pytest.raises(LogDamaged, match="below offset 12: those records were fsynced"):
+        open_log()
+    assert path.stat().st_size == size
+
+
+def test_truncation_lowers_the_durable_offset_so_a_restart_is_clean(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log()
+    fill(log, batch, now_ms, 6)
+    log.flush()
+    log.truncate_to(4)
+    crash(log)
+    assert open_log().log_end_offset == 4
 
 
 def test_damage_followed_by_intact_batches_takes_the_log_offline_untouched(
@@ -101,6 +142,7 @@ def test_damage_followed_by_intact_batches_takes_the_log_offline_untouched(
     fill(log, batch, now_ms, 6)
     second = len(batch(2))
     crash(log)
+    forget_durable_offset(log)
     path = active_log_path(log)
     flip_byte(path, 3 * second + 70)  # inside the 4th of 6 batches
     before = path.read_bytes()
@@ -186,6 +228,7 @@ def test_torn_segment_with_records_after_it_takes_the_log_offline(
     assert len(log.segments) >= 4
     second_last = log.segments[-2]
     crash(log)
+    forget_durable_offset(log)
     size = os.path.getsize(second_last.log_path)
     os.truncate(second_last.log_path, size - 10)
     files_before = sorted(os.listdir(log.directory))
@@ -205,7 +248,7 @@ def test_torn_sealed_segment_before_an_empty_active_one_is_truncated(
     assert log.segments[-1].is_empty
     sealed = log.segments[-2]
     crash(log)
-    (log.directory / "recovery-point-offset-checkpoint").unlink(missing_ok=True)
+    forget_durable_offset(log)
     os.truncate(sealed.log_path, os.path.getsize(sealed.log_path) - 10)
     log = open_log(segment_bytes=1024)
     assert log.log_end_offset == sealed.next_offset - 2
@@ -224,6 +267,7 @@ def test_epoch_cache_is_truncated_to_recovered_end(
     log.append(batch(2), leader_epoch=2, now_ms=now_ms)
     assert log.epoch_cache.entries == [(1, 0), (2, 2)]
     crash(log)
+    forget_durable_offset(log)
     os.truncate(active_log_path(log), size + 30)
     log = open_log()
     assert log.log_end_offset == 2

@@ -185,7 +185,13 @@ class Broker:
         self.flusher.close()
 
     async def run_retention(self) -> None:
-        """Retention, producer-state expiry and compaction passes, until cancelled."""
+        """Retention, producer-state expiry and compaction passes, and the
+        durable-offset checkpoints, until cancelled."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.log_manager.run_durable_checkpoints)
+            await self._run_retention_passes()
+
+    async def _run_retention_passes(self) -> None:
         await self.log_manager.run_retention(
             self.config.retention_check_interval_ms,
             compaction_interval_ms=self.config.log_cleaner_backoff_ms,

@@ -52,8 +52,10 @@ def _parse(text: str, width: int) -> list[tuple[int, ...]]:
     return entries
 
 
-def write_checkpoint(path: Path, entries: Sequence[Sequence[int]]) -> None:
-    """Write to a temporary file, fsync it, rename over `path`, fsync the directory."""
+def write_checkpoint(path: Path, entries: Sequence[Sequence[int]], *, sync: bool = True) -> None:
+    """Write to a temporary file, fsync it, rename over `path`, fsync the directory.
+    `sync=False` skips both fsyncs: only for a value that is safe to lose or to
+    find older after a power loss (a later fsync round makes it durable)."""
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines.extend(" ".join(str(field) for field in entry) for entry in entries)
     data = ("\n".join(lines) + "\n").encode("ascii")
@@ -63,11 +65,13 @@ def write_checkpoint(path: Path, entries: Sequence[Sequence[int]]) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(temp_path, path)
-    fsync_directory(path.parent)
+    if sync:
+        fsync_directory(path.parent)
 
 
 def fsync_directory(directory: Path) -> None:

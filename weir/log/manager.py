@@ -18,7 +18,7 @@ from weir.log.compaction import COMPACTION_CHECK_INTERVAL_MS, LogCleaner, compac
 from weir.log.config import LogConfig
 from weir.log.errors import LogDamaged, LogError
 from weir.log.flusher import GroupFlusher
-from weir.log.partition import PartitionLog
+from weir.log.partition import DURABLE_CHECKPOINT_INTERVAL_MS, PartitionLog
 from weir.log.partition_metadata import (
     PARTITION_METADATA_FILE_NAME,
     PartitionIdentity,
@@ -303,6 +303,15 @@ class LogManager:
             if now_ms >= next_compaction_ms:
                 await self.compact(now_ms)
                 next_compaction_ms = clock_ms() + compaction_interval_ms
+
+    async def run_durable_checkpoints(
+        self, interval_ms: int = DURABLE_CHECKPOINT_INTERVAL_MS
+    ) -> None:
+        """Record each log's fsynced end every `interval_ms`, until cancelled."""
+        while True:
+            await trio.sleep(interval_ms / 1000)
+            for _, partition_log in self:
+                partition_log.checkpoint_durable()
 
     def flush_all(self) -> None:
         for _, partition_log in self:

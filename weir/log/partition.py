@@ -108,6 +108,11 @@ log = logging.getLogger(__name__)
 LOG_START_CHECKPOINT_FILE_NAME = "log-start-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT_FILE_NAME = "recovery-point-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE_NAME = ".clean-shutdown"
+# Every offset below it was fsynced when it was written (every
+# DURABLE_CHECKPOINT_INTERVAL_MS, itself unsynced: it can only be older than
+# the truth). Recovery never cuts below it.
+DURABLE_OFFSET_CHECKPOINT_FILE_NAME = "durable-offset-checkpoint"
+DURABLE_CHECKPOINT_INTERVAL_MS = 1000
 # Written by `weir repair`: below this offset segments may end short of the next
 # one (a damaged range it skipped, offsets never reused).
 REPAIRED_OFFSET_CHECKPOINT_FILE_NAME = "repaired-offset-checkpoint"
@@ -175,6 +180,7 @@ class PartitionLog:
         self._failure: OSError | None = None
         self._closed = False
         self._recovery_point = self.log_end_offset
+        self._durable_checkpoint = self.log_end_offset
         self._roll_jitter_ms = self._draw_roll_jitter_ms()
         self.producer_state = ProducerStateTable()
         # Batches that failed their CRC (or did not parse) when read back.
@@ -197,6 +203,9 @@ class PartitionLog:
         recovery_point = _read_single(directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME, 0)
         loader = _SegmentLoader(directory, config, trust_below=None if clean else recovery_point)
         loader.recovery_point = recovery_point
+        loader.durable_below = max(
+            recovery_point, _read_single(directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME, 0)
+        )
         loader.gaps_allowed_below = max(
             read_cleaned_offset(directory),
             _read_single(directory / REPAIRED_OFFSET_CHECKPOINT_FILE_NAME, 0),
@@ -587,6 +596,30 @@ class PartitionLog:
         if not self._closed and (self._unsynced or self._directory_unsynced or self._waiters):
             self.flusher.request(self)
 
+    def checkpoint_durable(self) -> None:
+        """Record how far the log is fsynced (LogManager calls it every
+        DURABLE_CHECKPOINT_INTERVAL_MS): recovery then refuses to cut there.
+        Unsynced; a lost write only leaves it older, which is safe."""
+        if self._closed or self._fsynced_end_offset <= self._durable_checkpoint:
+            return
+        try:
+            write_checkpoint(
+                self.directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME,
+                [[self._fsynced_end_offset]],
+                sync=False,
+            )
+        except OSError as exc:  # only weakens what recovery can tell
+            log.warning("%s: durable offset not recorded: %s", self.directory.name, exc)
+            return
+        self._durable_checkpoint = self._fsynced_end_offset
+
+    def _lower_durable_checkpoint(self) -> None:
+        """After a truncation: recovery must not take the cut for lost records."""
+        if self._durable_checkpoint > self.log_end_offset:
+            path = self.directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME
+            write_checkpoint(path, [[self.log_end_offset]])
+            self._durable_checkpoint = self.log_end_offset
+
     def _release_synced_indexes(self) -> None:
         """Close the index files of sealed segments once a round synced them."""
         if not self._sealed_with_open_indexes:
@@ -806,6 +839,7 @@ class PartitionLog:
         self._sealed_synced_below = min(self._sealed_synced_below, self._segments[-1].base_offset)
         self.epoch_cache.truncate_from_end(self.log_end_offset)
         self._write_recovery_point(min(self._recovery_point, self.log_end_offset))
+        self._lower_durable_checkpoint()
         self._load_producer_state()
         self._fail_waiters(LogTruncated, offset_above=self.log_end_offset)
         self.flush()
@@ -1006,6 +1040,7 @@ class _SegmentLoader:
         self.trust_below = trust_below  # None: clean shutdown, trust all but the active
         self.scanned: list[Segment] = []
         self.recovery_point = 0
+        self.durable_below = 0  # max(recovery point, durable offset checkpoint)
         self.epoch_starts: list[tuple[int, int]] = []
         self.truncated_bytes = 0
         # Compaction leaves gaps: below this offset a segment may end short of the next.
@@ -1074,10 +1109,10 @@ class _SegmentLoader:
             f"{segment.log_path.name} is damaged at byte {valid_end} "
             f"(the batch that should hold offset {segment.next_offset})"
         )
-        if segment.next_offset < self.recovery_point:
+        if segment.next_offset < self.durable_below:
             raise self._damaged(
-                f"{where}, below the recovery point {self.recovery_point}: "
-                "those records were made durable"
+                f"{where}, below offset {self.durable_below}: those records were "
+                "fsynced, so they may have been acknowledged"
             )
         for base in later:
             path = self.directory / segment_file_name(base, LOG_SUFFIX)
@@ -1095,11 +1130,11 @@ class _SegmentLoader:
 
     def _check_reaches_recovery_point(self, segments: list[Segment]) -> None:
         end = segments[-1].next_offset if segments else 0
-        if end < self.recovery_point:
+        if end < self.durable_below:
             raise self._damaged(
                 f"the log ends at offset {end} but records up to offset "
-                f"{self.recovery_point - 1} were made durable: offsets "
-                f"{end}..{self.recovery_point - 1} are missing"
+                f"{self.durable_below - 1} were fsynced: offsets "
+                f"{end}..{self.durable_below - 1} are missing"
             )
 
     def _damaged(self, problem: str) -> LogDamaged:

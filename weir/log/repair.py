@@ -37,6 +37,7 @@ from weir.log.compaction import read_cleaned_offset
 from weir.log.errors import LogCorrupt
 from weir.log.partition import (
     CLEAN_SHUTDOWN_FILE_NAME,
+    DURABLE_OFFSET_CHECKPOINT_FILE_NAME,
     LOG_START_CHECKPOINT_FILE_NAME,
     RECOVERY_POINT_CHECKPOINT_FILE_NAME,
     REPAIRED_OFFSET_CHECKPOINT_FILE_NAME,
@@ -117,6 +118,7 @@ def plan_repair(directory: Path) -> RepairPlan:
     end_offset = max(
         log_end,
         _read_single(directory, RECOVERY_POINT_CHECKPOINT_FILE_NAME),
+        _read_single(directory, DURABLE_OFFSET_CHECKPOINT_FILE_NAME),
         _newest_snapshot_offset(directory),
     )
     if log_end < end_offset:
