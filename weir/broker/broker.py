@@ -157,7 +157,10 @@ class Broker:
         deleting = self.controller.deleting_topic_ids
         self.log_manager.sweep_unknown(known, deleting)
         if deleting:
-            self.controller.forget_deletions(deleting)
+            try:
+                self.controller.forget_deletions(deleting)
+            except OSError as exc:  # the next start sweeps them again
+                log.warning("could not record finished deletions: %s", exc)
         for topic in self.controller.topics():
             config = self.log_config(topic)
             for index in range(topic.partition_count):
