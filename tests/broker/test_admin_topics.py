@@ -5,6 +5,8 @@ decoded back, so field names and per-version fields are the wire's own."""
 
 from __future__ import annotations
 
+import errno
+import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -522,3 +524,68 @@ def test_recreated_topic_does_not_resurrect_data_a_crash_left_behind(tmp_path: P
     recreated = restarted.partition("t", 0)
     assert recreated is not None and recreated.log.log_end_offset == 0
     restarted.close()
+
+
+# -- all or nothing ----------------------------------------------------------------------
+
+
+def fail_log_creation_after(
+    monkeypatch: pytest.MonkeyPatch, broker: Broker, successes: int, errno_code: int
+) -> None:
+    """The log manager's create fails (EMFILE, ENOSPC) after `successes` partitions."""
+    original = broker.log_manager.create
+    calls = {"count": 0}
+
+    def failing_create(*args: Any, **kwargs: Any) -> Any:
+        calls["count"] += 1
+        if calls["count"] > successes:
+            raise OSError(errno_code, os.strerror(errno_code))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(broker.log_manager, "create", failing_create)
+
+
+async def test_a_topic_whose_partitions_cannot_all_be_created_leaves_no_trace(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fail_log_creation_after(monkeypatch, broker, 2, errno.EMFILE)
+    result = await create_one(broker, new_topic("half", 5))
+    assert result.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert broker.controller.topic("half") is None
+    assert partition_dirs(broker, "half") == []
+    assert not [key for key in broker.partitions if key[0] == "half"]
+    monkeypatch.undo()
+    assert (await create_one(broker, new_topic("half", 5))).error_code == ErrorCode.NONE
+
+
+async def test_partitions_that_cannot_all_be_added_leave_the_topic_as_it_was(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await create_one(broker, new_topic("grow", 2))
+    fail_log_creation_after(monkeypatch, broker, 1, errno.ENOSPC)
+    body = {
+        "topics": [{"name": "grow", "count": 4, "assignments": None}],
+        "timeout_ms": 1000,
+        "validate_only": False,
+    }
+    response = await call(broker, handle_create_partitions, ApiKey.CREATE_PARTITIONS, 3, body)
+    assert response.results[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    record = broker.controller.topic("grow")
+    assert record is not None and record.partition_count == 2
+    assert partition_dirs(broker, "grow") == ["grow-0", "grow-1"]
+
+
+async def test_a_delete_the_metadata_cannot_record_changes_nothing(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await create_one(broker, new_topic("stays", 2))
+
+    def full_disk(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(broker.controller._store, "save", full_disk)
+    result = (await delete_by_name(broker, "stays")).responses[0]
+    assert result.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert broker.controller.topic("stays") is not None
+    assert partition_dirs(broker, "stays") == ["stays-0", "stays-1"]
+    assert broker.partition("stays", 0) is not None
