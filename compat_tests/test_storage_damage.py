@@ -298,3 +298,9 @@ def test_corrupt_batch_read_is_logged_and_counted(own_broker: WeirProcess) -> No
         if row.startswith("weir_partition_corrupt_batches_read") and topic in row
     )
     assert float(line.rsplit(" ", 1)[1]) >= 1
+
+
+def test_repair_refuses_a_data_dir_a_running_broker_uses(own_broker: WeirProcess) -> None:
+    result = run_repair(own_broker.data_dir, "--execute")
+    assert result.returncode == 2
+    assert "in use by another weir process" in result.stderr
