@@ -304,3 +304,17 @@ def test_repair_refuses_a_data_dir_a_running_broker_uses(own_broker: WeirProcess
     result = run_repair(own_broker.data_dir, "--execute")
     assert result.returncode == 2
     assert "in use by another weir process" in result.stderr
+
+
+def test_unreadable_partition_metadata_is_offline_until_repair_rewrites_it(
+    own_broker: WeirProcess,
+) -> None:
+    topic, before0, _ = setup_damaged_topic(own_broker)
+    own_broker.stop()
+    (own_broker.data_dir / f"{topic}-0" / "partition.metadata").write_bytes(b"\xff\x00garbage")
+    own_broker.start()
+    assert partition_state(own_broker.bootstrap, topic)[0][0] == -1
+    own_broker.stop()
+    assert run_repair(own_broker.data_dir, "--execute").returncode == 0
+    own_broker.start()
+    assert read_partition(own_broker.bootstrap, topic, 0) == before0

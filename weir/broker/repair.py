@@ -41,7 +41,9 @@ from weir.log.manager import parse_partition_directory_name, partition_directori
 from weir.log.partition_metadata import (
     PartitionIdentity,
     PartitionMetadataError,
+    encode_topic_id,
     read_partition_metadata,
+    write_partition_metadata,
 )
 from weir.log.repair import apply_repair, plan_repair, recreate_missing_partition
 
@@ -144,15 +146,36 @@ def _repair_partition(
     directory = data_dir / name
     if not directory.is_dir():
         return _recreate(args, directory, topic, out)
+    identity = PartitionIdentity(topic.topic_id, topic.name)
+    lines = _identity_problems(directory, identity)
     plan = plan_repair(directory)
-    if not plan.needs_repair:
+    lines += plan.describe()
+    if not lines:
         return 0
     print(f"{name}:", file=out)
-    for line in plan.describe():
+    for line in lines:
         print(f"  {line}", file=out)
     if args.execute:
-        apply_repair(plan)
+        write_partition_metadata(directory, identity)
+        if plan.needs_repair:
+            apply_repair(plan)
     return 1
+
+
+def _identity_problems(directory: Path, identity: PartitionIdentity) -> list[str]:
+    """A `partition.metadata` that cannot be read is rewritten; one naming
+    another topic means the directory is not this partition's: stop."""
+    try:
+        found = read_partition_metadata(directory)
+    except PartitionMetadataError as exc:
+        return [f"{exc}: it will be rewritten for topic {identity.topic_name!r}"]
+    if found is not None and found != identity:
+        raise RepairError(
+            f"{directory} belongs to topic {found.topic_name!r} with another id "
+            f"({encode_topic_id(found.topic_id)}): move it away, then repair again "
+            "(the partition is then missing: recreate it with --start-offset)"
+        )
+    return []
 
 
 def _recreate(args: argparse.Namespace, directory: Path, topic: TopicRecord, out: TextIO) -> int:
