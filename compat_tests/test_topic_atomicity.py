@@ -7,6 +7,7 @@ import os
 import subprocess
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -25,18 +26,15 @@ def admin(broker: WeirProcess) -> AdminClient:
 
 def create(broker: WeirProcess, name: str, partitions: int = 1) -> KafkaError | None:
     client = admin(broker)  # kept alive until the answer arrives
-    future = client.create_topics([NewTopic(name, partitions, 1)])[name]
-    try:
-        future.result(timeout=TIMEOUT_S)
-    except KafkaException as exc:
-        error: KafkaError = exc.args[0]
-        return error
-    return None
+    return answer(client.create_topics([NewTopic(name, partitions, 1)])[name])
 
 
 def delete(broker: WeirProcess, name: str) -> KafkaError | None:
     client = admin(broker)
-    future = client.delete_topics([name], operation_timeout=TIMEOUT_S)[name]
+    return answer(client.delete_topics([name], operation_timeout=TIMEOUT_S)[name])
+
+
+def answer(future: Future[None]) -> KafkaError | None:
     try:
         future.result(timeout=TIMEOUT_S)
     except KafkaException as exc:

@@ -46,24 +46,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_serve(argv: list[str]) -> int:
-    # Looked up at run time: the CLI must work (and type-check) whatever state the broker is in.
-    try:
-        app = importlib.import_module("weir.broker.app")
-    except ImportError as exc:
-        print(f"error: the broker cannot be loaded: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    main_serve: Callable[[list[str]], int] = app.main_serve
-    return main_serve(argv)
+    return _run_broker_entry_point("weir.broker.app", "main_serve", "the broker", argv)
 
 
 def run_repair(argv: list[str]) -> int:
+    return _run_broker_entry_point("weir.broker.repair", "main_repair", "the repair tool", argv)
+
+
+def _run_broker_entry_point(
+    module_name: str, function_name: str, what: str, argv: list[str]
+) -> int:
+    # Looked up at run time: the CLI must work (and type-check) whatever state the broker is in.
     try:
-        repair = importlib.import_module("weir.broker.repair")
+        module = importlib.import_module(module_name)
     except ImportError as exc:
-        print(f"error: the repair tool cannot be loaded: {exc}", file=sys.stderr)
+        print(f"error: {what} cannot be loaded: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-    main_repair: Callable[[list[str]], int] = repair.main_repair
-    return main_repair(argv)
+    entry_point: Callable[[list[str]], int] = getattr(module, function_name)
+    return entry_point(argv)
 
 
 def run_client_command(args: argparse.Namespace) -> int:
