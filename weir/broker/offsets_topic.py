@@ -5,8 +5,9 @@ this module creates the topic, appends the coordinator's records to one of its
 partitions and waits until they are durable, and reads a partition back from
 the start when the broker loads group state.
 
-Clients cannot produce to the topic (produce.py refuses internal topics); only
-these functions append to it.
+Clients cannot create, configure, delete, truncate or produce to the topic
+(`weir.controller.controller.INTERNAL_TOPIC_NAMES`); only these functions
+append to it.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import logging
 from collections.abc import Iterator, Sequence
 
 from weir.broker.broker import Broker, PartitionReplica, wall_clock_ms
+from weir.controller.controller import OFFSETS_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
 from weir.wire.record_batch import Record, build_batch, decode_records
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC_NAME = "__consumer_offsets"
 # Kafka's offsets.topic.segment.bytes and the compaction policy the topic needs.
 OFFSETS_TOPIC_CONFIGS = {
     "cleanup.policy": "compact",
@@ -42,9 +43,8 @@ def ensure_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord:
     if existing is not None:
         return existing
     record = broker.controller.plan_topic(
-        OFFSETS_TOPIC_NAME, partition_count, 1, configs=OFFSETS_TOPIC_CONFIGS
+        OFFSETS_TOPIC_NAME, partition_count, 1, configs=OFFSETS_TOPIC_CONFIGS, internal=True
     )
-    record.is_internal = True
     broker.create_topic(record)
     log.info("created %s with %d partitions", OFFSETS_TOPIC_NAME, partition_count)
     return record
