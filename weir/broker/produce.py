@@ -24,7 +24,13 @@ from weir.log.compaction import compacts, require_keys
 from weir.log.errors import LogError
 from weir.wire.errors import ErrorCode
 from weir.wire.produce_response import PartitionResult, encode_produce_response
-from weir.wire.record_batch import BatchHeader, InvalidBatch, iter_batch_headers, verify_crc
+from weir.wire.record_batch import (
+    BatchHeader,
+    Buffer,
+    InvalidBatch,
+    iter_batch_headers,
+    verify_crc,
+)
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +148,7 @@ def _append(
     return outcome
 
 
-def _refuse_producer_fields(records: Any, next_producer_id: int) -> tuple[ErrorCode, str] | None:
+def _refuse_producer_fields(records: Buffer, next_producer_id: int) -> tuple[ErrorCode, str] | None:
     """The error for a transactional batch or a producer id never issued, else None.
     Malformed or corrupt batches and control batches pass here: the log's
     validation answers them (CORRUPT_MESSAGE, INVALID_RECORD, ...)."""
