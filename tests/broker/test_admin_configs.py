@@ -21,6 +21,12 @@ from weir.broker.broker import Broker
 from weir.broker.broker_configs import ConfigSource, KafkaConfigType
 from weir.broker.config import BrokerConfig, HostPort
 from weir.broker.context import Handler, RequestContext
+from weir.broker.offsets_topic import (
+    OFFSETS_TOPIC_CONFIGS,
+    OFFSETS_TOPIC_NAME,
+    ensure_offsets_topic,
+)
+from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
 from weir.log.config import TOPIC_CONFIGS
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
@@ -393,6 +399,41 @@ async def test_alter_configs_refuses_bad_configs_whole(
     assert response.responses[0].error_code == error
     assert response.responses[0].error_message
     assert overrides_of(broker, "t") == {"retention.ms": "1000"}
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+async def test_internal_topic_configs_cannot_be_altered(
+    broker: Broker, validate_only: bool
+) -> None:
+    ensure_offsets_topic(broker, partition_count=1)
+    client_configs = {"cleanup.policy": "delete", "retention.ms": "3000"}
+    legacy = await alter(
+        broker,
+        (TOPIC, OFFSETS_TOPIC_NAME, client_configs),
+        (TOPIC, OFFSETS_TOPIC_NAME + "-not", {}),
+        (TOPIC, TRANSACTION_STATE_TOPIC_NAME, client_configs),
+        validate_only=validate_only,
+    )
+    incremental = await alter_incrementally(
+        broker,
+        (
+            TOPIC,
+            OFFSETS_TOPIC_NAME,
+            [("retention.ms", SET, "3000"), ("cleanup.policy", DELETE, None)],
+        ),
+        (TOPIC, TRANSACTION_STATE_TOPIC_NAME, [("retention.ms", SET, "3000")]),
+        validate_only=validate_only,
+    )
+    assert [(r.resource_name, r.error_code) for r in legacy.responses] == [
+        (OFFSETS_TOPIC_NAME, ErrorCode.INVALID_REQUEST),
+        (OFFSETS_TOPIC_NAME + "-not", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        (TRANSACTION_STATE_TOPIC_NAME, ErrorCode.INVALID_REQUEST),
+    ]
+    assert [r.error_code for r in incremental.responses] == [ErrorCode.INVALID_REQUEST] * 2
+    assert "internal topic" in incremental.responses[0].error_message
+    assert overrides_of(broker, OFFSETS_TOPIC_NAME) == OFFSETS_TOPIC_CONFIGS
+    replica = broker.partition(OFFSETS_TOPIC_NAME, 0)
+    assert replica is not None and not replica.log.config.deletes_by_retention
 
 
 async def test_alter_configs_unknown_topic(broker: Broker) -> None:

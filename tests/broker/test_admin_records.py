@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,9 @@ from weir.broker.admin_records import handle_delete_records
 from weir.broker.broker import Broker, PartitionReplica
 from weir.broker.config import BrokerConfig
 from weir.broker.context import Handler, RequestContext
+from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME, ensure_offsets_topic
+from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
+from weir.controller.metadata import TopicRecord
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
@@ -162,6 +166,29 @@ async def test_compact_only_topics_refuse(broker: Broker) -> None:
     [result] = await delete_records(broker, "t", (0, 3))
     assert result.error_code == ErrorCode.POLICY_VIOLATION
     assert replica.log.log_start_offset == 0
+
+
+async def test_a_client_made_topic_of_an_internal_name_refuses_delete_records(
+    broker: Broker,
+) -> None:
+    # As an older Weir let a client create it: not internal, deletes by retention.
+    client_made = TopicRecord(
+        name=OFFSETS_TOPIC_NAME, topic_id=uuid.uuid4(), partition_count=1,
+        configs={"cleanup.policy": "delete"},
+    )  # fmt: skip
+    broker.create_topic(client_made)
+    replica = replica_of(broker, OFFSETS_TOPIC_NAME)
+    append(replica, 2)
+    [result] = await delete_records(broker, OFFSETS_TOPIC_NAME, (0, -1))
+    assert (result.error_code, result.low_watermark) == (ErrorCode.INVALID_TOPIC_EXCEPTION, -1)
+    assert replica.log.log_start_offset == 0
+
+
+async def test_the_brokers_internal_topics_refuse_delete_records(broker: Broker) -> None:
+    ensure_offsets_topic(broker, partition_count=1)
+    [offsets] = await delete_records(broker, OFFSETS_TOPIC_NAME, (0, 0))
+    [transactions] = await delete_records(broker, TRANSACTION_STATE_TOPIC_NAME, (0, 0))
+    assert offsets.error_code == transactions.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 async def test_whole_segments_below_the_new_start_are_deleted(broker: Broker) -> None:

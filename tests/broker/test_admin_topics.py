@@ -23,6 +23,8 @@ from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.broker_configs import ConfigSource
 from weir.broker.config import BrokerConfig
 from weir.broker.context import Handler, RequestContext
+from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME, ensure_offsets_topic
+from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
 from weir.log.config import TOPIC_CONFIGS
 from weir.wire.errors import ErrorCode
@@ -232,6 +234,27 @@ async def test_invalid_topics_are_refused_with_a_message(
     assert list(broker.config.data_dir.glob("*-0")) == []
 
 
+@pytest.mark.parametrize("validate_only", [False, True])
+@pytest.mark.parametrize("name", [OFFSETS_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME])
+async def test_clients_cannot_create_internal_topics(
+    broker: Broker, name: str, validate_only: bool
+) -> None:
+    topic = new_topic(name, 1, configs={"cleanup.policy": "delete", "retention.ms": "3000"})
+    result = await create_one(broker, topic, validate_only=validate_only)
+    assert result.error_code == ErrorCode.INVALID_REQUEST
+    assert result.error_message == f"Creation of internal topic {name} is prohibited."
+    assert broker.controller.topic(name) is None
+    assert partition_dirs(broker, name) == []
+
+
+async def test_creating_the_existing_offsets_topic_is_refused_as_internal(broker: Broker) -> None:
+    ensure_offsets_topic(broker, partition_count=2)
+    result = await create_one(broker, new_topic(OFFSETS_TOPIC_NAME, 1))
+    assert result.error_code == ErrorCode.INVALID_REQUEST
+    record = broker.controller.topic(OFFSETS_TOPIC_NAME)
+    assert record is not None and record.partition_count == 2
+
+
 async def test_manual_assignment_sets_the_partition_count(broker: Broker) -> None:
     topic = new_topic("t", -1, -1, assignments=[(1, [1]), (0, [1]), (2, [1])])
     result = await create_one(broker, topic)
@@ -399,6 +422,19 @@ async def test_internal_topics_are_not_deleted(broker: Broker) -> None:
     assert broker.controller.topic("__internal") is not None
 
 
+async def test_a_client_made_topic_of_an_internal_name_is_not_deleted(broker: Broker) -> None:
+    # As an older Weir let a client create it: not marked internal.
+    record = TopicRecord(name=OFFSETS_TOPIC_NAME, topic_id=uuid.uuid4(), partition_count=1)
+    broker.create_topic(record)
+    by_name = await delete_by_name(broker, OFFSETS_TOPIC_NAME)
+    by_id = await delete_by_id(broker, record.topic_id)
+    assert [r.error_code for r in by_name.responses + by_id.responses] == [
+        ErrorCode.INVALID_REQUEST
+    ] * 2
+    assert broker.controller.topic(OFFSETS_TOPIC_NAME) is not None
+    assert partition_dirs(broker, OFFSETS_TOPIC_NAME) == [f"{OFFSETS_TOPIC_NAME}-0"]
+
+
 async def test_deleting_wakes_parked_fetches(broker: Broker) -> None:
     import trio
 
@@ -485,6 +521,27 @@ async def test_invalid_partition_increases_are_refused(
     assert response.results[0].error_message
     record = broker.controller.topic("t")
     assert record is not None and record.partition_count == 2
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+async def test_internal_topics_get_no_partitions_from_clients(
+    broker: Broker, validate_only: bool
+) -> None:
+    ensure_offsets_topic(broker, partition_count=2)
+    response = await add_partitions(
+        broker,
+        grow(OFFSETS_TOPIC_NAME, 4),
+        grow(TRANSACTION_STATE_TOPIC_NAME, 4),
+        validate_only=validate_only,
+    )
+    assert [(r.name, r.error_code) for r in response.results] == [
+        (OFFSETS_TOPIC_NAME, ErrorCode.INVALID_REQUEST),
+        (TRANSACTION_STATE_TOPIC_NAME, ErrorCode.INVALID_REQUEST),
+    ]
+    assert all("internal topic" in r.error_message for r in response.results)
+    record = broker.controller.topic(OFFSETS_TOPIC_NAME)
+    assert record is not None and record.partition_count == 2
+    assert broker.partition(OFFSETS_TOPIC_NAME, 2) is None
 
 
 async def test_create_partitions_with_assignments(broker: Broker) -> None:

@@ -108,3 +108,35 @@ async def test_produce_out_of_sequence_is_refused(broker: Broker) -> None:
     await produce(broker, producer.producer_id, 0, 0)
     gap = await produce(broker, producer.producer_id, 0, 2)
     assert (gap.error_code, gap.base_offset) == (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
+
+
+async def produce_raw(broker: Broker, records: bytes) -> Any:
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}],
+    }
+    response = await call(broker, handle_produce, ApiKey.PRODUCE, 9, body)
+    return response.responses[0].partition_responses[0]
+
+
+@pytest.mark.parametrize("offset_from_next", [0, 1, 10**6])
+async def test_a_producer_id_the_broker_never_issued_is_refused(
+    broker: Broker, offset_from_next: int
+) -> None:
+    issued = await init_producer_id(broker)
+    never_issued = broker.controller.metadata.next_producer_id + offset_from_next
+    refused = await produce(broker, never_issued, 0, 0)
+    assert (refused.error_code, refused.base_offset) == (ErrorCode.UNKNOWN_PRODUCER_ID, -1)
+    assert str(never_issued) in refused.error_message
+    negative = await produce(broker, -7, 0, 0)
+    assert negative.error_code == ErrorCode.UNKNOWN_PRODUCER_ID
+    # A batch whose CRC fails is answered as corrupt, whatever its producer id says.
+    corrupt = bytearray(build_batch([(b"k", b"v", [])], producer_id=never_issued, producer_epoch=0))
+    corrupt[-1] ^= 0xFF
+    assert (await produce_raw(broker, bytes(corrupt))).error_code == ErrorCode.CORRUPT_MESSAGE
+    replica = broker.partition("t", 0)
+    assert replica is not None and replica.log.log_end_offset == 0
+    accepted = await produce(broker, issued.producer_id, 0, 0)
+    assert (accepted.error_code, accepted.base_offset) == (ErrorCode.NONE, 0)

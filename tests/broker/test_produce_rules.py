@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.context import EncodedResponse, RequestContext, resolve
 from weir.broker.produce import handle_produce
+from weir.controller.metadata import TopicRecord
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
@@ -52,12 +54,48 @@ async def produce(broker: Broker, topic: str) -> Any:
 
 
 async def test_clients_cannot_append_to_an_internal_topic(broker: Broker) -> None:
-    record = broker.controller.plan_topic("__consumer_offsets", 1, 1)
-    record.is_internal = True
+    record = broker.controller.plan_topic("__consumer_offsets", 1, 1, internal=True)
     broker.create_topic(record)
     refused = await produce(broker, "__consumer_offsets")
     assert refused["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
     replica = broker.partition("__consumer_offsets", 0)
+    assert replica is not None and replica.log.log_end_offset == 0
+
+
+async def test_clients_cannot_append_to_a_client_made_topic_of_an_internal_name(
+    broker: Broker,
+) -> None:
+    # As an older Weir let a client create it: not marked internal.
+    record = TopicRecord(name="__consumer_offsets", topic_id=uuid.uuid4(), partition_count=1)
+    broker.create_topic(record)
+    refused = await produce(broker, "__consumer_offsets")
+    assert refused["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert refused["error_message"] == "Cannot append to internal topic __consumer_offsets"
+    replica = broker.partition("__consumer_offsets", 0)
+    assert replica is not None and replica.log.log_end_offset == 0
+
+
+async def test_producing_to_a_missing_internal_topic_is_refused_as_internal(
+    broker: Broker,
+) -> None:
+    refused = await produce(broker, "__transaction_state")
+    assert refused["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert broker.controller.topic("__transaction_state") is None
+
+
+async def test_a_transactional_batch_is_refused_while_transactions_are_not_served(
+    broker: Broker,
+) -> None:
+    broker.create_topic(broker.controller.plan_topic("orders", 1, 1))
+    producer_id = broker.producer_ids.next_producer_id()  # an id the broker issued
+    batch = build_batch(
+        [(b"k", b"v", [])],
+        producer_id=producer_id, producer_epoch=0, base_sequence=0, is_transactional=True,
+    )  # fmt: skip
+    refused = await produce_records_raw(broker, "orders", batch)
+    assert refused["error_code"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert "transactional" in refused["error_message"]
+    replica = broker.partition("orders", 0)
     assert replica is not None and replica.log.log_end_offset == 0
 
 

@@ -2,7 +2,12 @@ from pathlib import Path
 
 import pytest
 
-from weir.controller.controller import Controller, ControllerError, TopicDefaults
+from weir.controller.controller import (
+    INTERNAL_TOPIC_NAMES,
+    Controller,
+    ControllerError,
+    TopicDefaults,
+)
 from weir.controller.metadata import ClusterMetadata, EmbeddedMetadataStore
 from weir.wire.errors import ErrorCode
 
@@ -139,3 +144,15 @@ def test_a_deleted_topic_is_remembered_until_its_files_are_gone() -> None:
     assert store.saved[-1].deleting_topic_ids == [record.topic_id]
     controller.forget_deletions([record.topic_id])
     assert store.saved[-1].deleting_topic_ids == []
+
+
+@pytest.mark.parametrize("name", sorted(INTERNAL_TOPIC_NAMES))
+def test_only_the_broker_plans_an_internal_topic(tmp_path: Path, name: str) -> None:
+    controller = make_controller(tmp_path)
+    with pytest.raises(ControllerError) as refused:
+        controller.plan_topic(name, 1, 1)
+    assert refused.value.error_code == ErrorCode.INVALID_REQUEST
+    assert "internal topic" in refused.value.message
+    planned = controller.plan_topic(name, 3, 1, internal=True)
+    assert planned.is_internal and planned.partition_count == 3
+    assert not controller.plan_topic("orders", 1, 1).is_internal

@@ -14,6 +14,9 @@ one bad config fails its whole resource):
 - a topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION;
 - a broker resource must be named by this node's id (or empty); changing any
   broker config is INVALID_REQUEST (they are static);
+- an internal topic (`__consumer_offsets`, ...): INVALID_REQUEST, also with
+  `validate_only`; its configs are the broker's (Kafka has no such rule; a
+  client's retention on the offsets topic lost committed offsets);
 - `validate_only` checks everything and changes nothing.
 """
 
@@ -34,7 +37,7 @@ from weir.broker.broker_configs import (
     broker_synonym_of,
 )
 from weir.broker.context import RequestContext
-from weir.controller.controller import ControllerError, validate_topic_name
+from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.log.config import TOPIC_CONFIGS, ConfigType, InvalidConfig, LogConfig
 from weir.wire.errors import ErrorCode
@@ -313,6 +316,12 @@ def _alter(
         return
     if resource_type != ResourceType.TOPIC:
         raise ResourceError(ErrorCode.INVALID_REQUEST, _unsupported_type_message(resource_type))
+    if is_internal_topic(name):
+        raise ResourceError(
+            ErrorCode.INVALID_REQUEST,
+            f"Topic {name} is an internal topic: its configs are the broker's and cannot "
+            "be altered.",
+        )
     record = _existing_topic(broker, name)
     base: Mapping[str, str] = {} if replace else record.configs
     overrides = apply_config_changes(base, changes)

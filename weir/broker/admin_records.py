@@ -6,6 +6,7 @@ start changes nothing. The answer's `low_watermark` is the log start offset
 after the deletion (-1 on error). Segments wholly below it are deleted; the
 records below it in the first remaining segment are no longer served. Topics
 whose cleanup.policy lacks `delete` (compact-only) refuse with POLICY_VIOLATION,
+and internal topics (by name, whatever their configs) with INVALID_TOPIC_EXCEPTION,
 as Kafka does.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from weir.broker.broker import Broker
 from weir.broker.context import RequestContext
+from weir.controller.controller import is_internal_topic
 from weir.log.errors import LogError
 from weir.wire.errors import ErrorCode
 
@@ -35,6 +37,8 @@ async def handle_delete_records(ctx: RequestContext, request: Any) -> dict[str, 
 
 
 def _delete_before(broker: Broker, topic: str, index: int, offset: int) -> dict[str, Any]:
+    if is_internal_topic(topic):
+        return _result(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
     replica = broker.lookup(topic, index)
     if isinstance(replica, ErrorCode):
         return _result(index, replica)

@@ -20,7 +20,7 @@ from typing import Any
 from weir.broker.admin_configs import topic_config_entries
 from weir.broker.broker import Broker
 from weir.broker.context import RequestContext
-from weir.controller.controller import ControllerError, validate_topic_name
+from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.wire.errors import ErrorCode
 
@@ -74,7 +74,9 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, A
 def _plan_topic(broker: Broker, topic: Any) -> TopicRecord:
     controller = broker.controller
     name = topic.name
-    if name == CLUSTER_METADATA_TOPIC_NAME:
+    if name == CLUSTER_METADATA_TOPIC_NAME or is_internal_topic(name):
+        # Also when it exists or the request only validates: the broker alone
+        # creates internal topics, with its own settings.
         raise TopicRequestError(
             ErrorCode.INVALID_REQUEST, f"Creation of internal topic {name} is prohibited."
         )
@@ -306,7 +308,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> dict[str, A
 
 
 def _delete(broker: Broker, record: TopicRecord) -> dict[str, Any]:
-    if record.is_internal:
+    if record.is_internal or is_internal_topic(record.name):
         return _deleted(
             record.name, record.topic_id, ErrorCode.INVALID_REQUEST,
             f"Topic {record.name} is an internal topic and cannot be deleted.",
@@ -366,6 +368,12 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> dict[st
 def _increase_partitions(broker: Broker, topic: Any, validate_only: bool) -> None:
     name = topic.name
     count = topic.count
+    if is_internal_topic(name):
+        # Groups (and later transactions) are placed by its partition count.
+        raise TopicRequestError(
+            ErrorCode.INVALID_REQUEST,
+            f"Topic {name} is an internal topic: only the broker sets its partition count.",
+        )
     record = broker.controller.topic(name)
     if record is None:
         raise TopicRequestError(

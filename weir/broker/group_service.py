@@ -29,11 +29,13 @@ from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.offsets_topic import (
     OFFSETS_TOPIC_NAME,
     GroupRecord,
+    adopt_offsets_topic,
     append_group_records_now,
     ensure_offsets_topic,
     read_group_records,
     wait_group_records,
 )
+from weir.controller.controller import is_internal_topic
 from weir.groupcoord.classic_coordinator import ClassicGroupConfig, ClassicGroupCoordinator
 from weir.groupcoord.classic_records import RecordFormatError as ClassicRecordError
 from weir.groupcoord.committed_offsets import OffsetRecordError, OffsetStore
@@ -133,8 +135,11 @@ class GroupService:
             self._failed_partitions.add(partition)
 
     def load_if_present(self, now_ms: int) -> None:
-        """At start: load group state when the offsets topic already exists."""
-        if self.broker.controller.topic(OFFSETS_TOPIC_NAME) is not None:
+        """At start: load group state when the offsets topic already exists, after
+        making it the broker's own (a client may have created it, in data dirs
+        from before clients were refused; see `adopt_offsets_topic`)."""
+        count = self.settings.offsets_topic_partition_count
+        if adopt_offsets_topic(self.broker, count) is not None:
             self._load(now_ms)
 
     def ensure_ready(self, now_ms: int) -> None:
@@ -167,7 +172,10 @@ class GroupService:
                 return "classic groups"
             if self.consumer_groups.replay(key, value):
                 return "consumer groups"
-        except (OffsetRecordError, ClassicRecordError, RecordFormatError) as exc:
+        except (
+            OffsetRecordError, ClassicRecordError, RecordFormatError,
+            UnicodeDecodeError,  # a non-UTF-8 id: bytes a client wrote before it was refused
+        ) as exc:  # fmt: skip
             log.warning("skipping an unreadable %s record: %s", OFFSETS_TOPIC_NAME, exc)
         return "other"
 
@@ -194,7 +202,7 @@ class GroupService:
 
     def topic_info(self, name: str) -> TopicInfo | None:
         record = self.broker.controller.topic(name)
-        if record is None or record.is_internal:
+        if record is None or record.is_internal or is_internal_topic(name):
             return None
         return TopicInfo(record.topic_id, record.partition_count)
 

@@ -1,4 +1,8 @@
-"""Metadata v0–v12: brokers, topics, partitions and leaders; topic auto-creation."""
+"""Metadata v0–v12: brokers, topics, partitions and leaders; topic auto-creation.
+
+Internal topics are never auto-created: a missing one is UNKNOWN_TOPIC_OR_PARTITION
+(the broker creates `__consumer_offsets` itself on the first FindCoordinator), and
+an existing one is reported internal by its name, as Kafka does."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from typing import Any
 
 from weir.broker.broker import Broker
 from weir.broker.context import RequestContext
-from weir.controller.controller import ControllerError, validate_topic_name
+from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.wire.errors import ErrorCode
 
@@ -59,7 +63,7 @@ def _lookup_topic(broker: Broker, requested: Any, allow_auto_create: bool) -> di
         validate_topic_name(name)
     except ControllerError as exc:
         return _topic_error(name, ZERO_UUID, exc.error_code)
-    if allow_auto_create:
+    if allow_auto_create and not is_internal_topic(name):
         try:
             created = broker.auto_create_topic(name)
         except ControllerError as exc:
@@ -85,7 +89,7 @@ def _describe_topic(broker: Broker, record: TopicRecord) -> dict[str, Any]:
         "error_code": ErrorCode.NONE,
         "name": record.name,
         "topic_id": record.topic_id,
-        "is_internal": record.is_internal,
+        "is_internal": record.is_internal or is_internal_topic(record.name),
         "partitions": [
             _describe_partition(broker, record, index) for index in range(record.partition_count)
         ],

@@ -5,29 +5,37 @@ this module creates the topic, appends the coordinator's records to one of its
 partitions and waits until they are durable, and reads a partition back from
 the start when the broker loads group state.
 
-Clients cannot produce to the topic (produce.py refuses internal topics); only
-these functions append to it.
+Clients cannot create, configure, delete, truncate or produce to the topic
+(`weir.controller.controller.INTERNAL_TOPIC_NAMES`); only these functions
+append to it. A data dir from before that rule may hold an offsets topic a
+client created: `adopt_offsets_topic` makes it the broker's at start.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from weir.broker.broker import Broker, PartitionReplica, wall_clock_ms
+from weir.controller.controller import OFFSETS_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
-from weir.wire.record_batch import Record, build_batch, decode_records
+from weir.wire.record_batch import (
+    InvalidBatch,
+    Record,
+    build_batch,
+    decode_records,
+    iter_batch_headers,
+)
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC_NAME = "__consumer_offsets"
 # Kafka's offsets.topic.segment.bytes and the compaction policy the topic needs.
 OFFSETS_TOPIC_CONFIGS = {
     "cleanup.policy": "compact",
     "segment.bytes": str(100 * 1024 * 1024),
     "compression.type": "producer",
 }
-# What one read of the topic may return, and inflate, at a time.
+# What one read of the topic may return, and one batch inflate, at a time.
 LOAD_READ_BYTES_MAX = 4 * 1024 * 1024
 LOAD_INFLATE_BYTES_MAX = 64 * 1024 * 1024
 # Records appended in one batch at most (a big group's offset commit is split).
@@ -42,12 +50,46 @@ def ensure_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord:
     if existing is not None:
         return existing
     record = broker.controller.plan_topic(
-        OFFSETS_TOPIC_NAME, partition_count, 1, configs=OFFSETS_TOPIC_CONFIGS
+        OFFSETS_TOPIC_NAME, partition_count, 1, configs=OFFSETS_TOPIC_CONFIGS, internal=True
     )
-    record.is_internal = True
     broker.create_topic(record)
     log.info("created %s with %d partitions", OFFSETS_TOPIC_NAME, partition_count)
     return record
+
+
+def adopt_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord | None:
+    """At start, before group state is loaded and before retention runs: make an
+    existing offsets topic the broker's own. A topic a client created (or
+    reconfigured) before Weir refused that is marked internal and its configs
+    are replaced by OFFSETS_TOPIC_CONFIGS (persisted; WARNING naming each
+    change). Its records are kept as they are, and so is its partition count:
+    groups are placed by the count of the topic that holds their records."""
+    record = broker.controller.topic(OFFSETS_TOPIC_NAME)
+    if record is None:
+        return None
+    changes = _config_changes(record.configs, OFFSETS_TOPIC_CONFIGS)
+    if not record.is_internal:
+        changes.insert(0, "is_internal: false -> true")
+    if changes:
+        record.is_internal = True
+        broker.set_topic_configs(OFFSETS_TOPIC_NAME, OFFSETS_TOPIC_CONFIGS)
+        log.warning("%s was not the broker's own (created or reconfigured by a client); "
+                    "changed %s", OFFSETS_TOPIC_NAME, "; ".join(changes))  # fmt: skip
+    if record.partition_count != partition_count:
+        log.warning("%s has %d partitions, not offsets_topic_partition_count %d: keeping %d "
+                    "(groups are placed by the existing topic's partition count)",
+                    OFFSETS_TOPIC_NAME, record.partition_count, partition_count,
+                    record.partition_count)  # fmt: skip
+    return record
+
+
+def _config_changes(current: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
+    """'name: old -> new' for every override that differs ('(default)': none)."""
+    return [
+        f"{name}: {current.get(name, '(default)')} -> {wanted.get(name, '(default)')}"
+        for name in sorted(set(current) | set(wanted))
+        if current.get(name) != wanted.get(name)
+    ]
 
 
 def offsets_replica(broker: Broker, partition: int) -> PartitionReplica:
@@ -98,7 +140,23 @@ def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
         result = replica.log.read(offset, bytes_max=LOAD_READ_BYTES_MAX, end_offset=end_offset)
         if not result.records:
             break
-        for record in decode_records(result.records, uncompressed_bytes_max=LOAD_INFLATE_BYTES_MAX):
+        for record in _decode_batches(result.records, partition):
             if record.offset >= offset:
                 yield record
         offset = result.next_offset
+
+
+def _decode_batches(records: bytes, partition: int) -> Iterator[Record]:
+    """The records of each batch; a batch that cannot be decoded (a client wrote
+    it before clients were refused: bad compressed data, inflating past
+    LOAD_INFLATE_BYTES_MAX) is skipped with a warning instead of failing the load.
+    The broker's own batches are uncompressed and were checked when appended."""
+    view = memoryview(records)
+    for position, header in iter_batch_headers(view):
+        batch = view[position : position + header.size]
+        try:
+            yield from decode_records(batch, uncompressed_bytes_max=LOAD_INFLATE_BYTES_MAX)
+        except InvalidBatch as exc:
+            log.warning("%s-%d: skipping the unreadable rest of the batch at offsets %d..%d: %s",
+                        OFFSETS_TOPIC_NAME, partition, header.base_offset,
+                        header.last_offset, exc)  # fmt: skip

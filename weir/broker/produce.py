@@ -1,4 +1,13 @@
-"""Produce v3–v9: append client batches as sent, answer once they are durable."""
+"""Produce v3–v9: append client batches as sent, answer once they are durable.
+
+Refused per partition before anything is written: internal topics (by name,
+INVALID_TOPIC_EXCEPTION, as Kafka); any request with a transactional id, and any
+transactional batch (TRANSACTIONAL_ID_AUTHORIZATION_FAILED: Kafka's answer to a
+transactional batch without a transactional id; Weir serves no transactions, so
+no transaction is ever open); a batch whose producer id the broker never issued
+(UNKNOWN_PRODUCER_ID: ids at or past the controller's `next_producer_id` were
+never reserved). The log checks the rest (format, CRC, sequences, epochs).
+"""
 
 from __future__ import annotations
 
@@ -10,14 +19,23 @@ import trio
 
 from weir.broker.broker import Broker, PartitionReplica
 from weir.broker.context import Deferred, EncodedResponse, RequestContext
+from weir.controller.controller import is_internal_topic
 from weir.log.compaction import compacts, require_keys
 from weir.log.errors import LogError
 from weir.wire.errors import ErrorCode
 from weir.wire.produce_response import PartitionResult, encode_produce_response
+from weir.wire.record_batch import (
+    BatchHeader,
+    Buffer,
+    InvalidBatch,
+    iter_batch_headers,
+    verify_crc,
+)
 
 log = logging.getLogger(__name__)
 
 VALID_ACKS = (-1, 0, 1)
+NO_PRODUCER_ID = -1
 
 
 @dataclass
@@ -89,12 +107,12 @@ def _append(
         outcome.error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         outcome.error_message = "transactions are not supported by this broker yet"
         return outcome
-    if replica is None:
-        outcome.error_code = broker.missing_partition_error(topic, partition.index)
-        return outcome
-    if replica.topic.is_internal:
+    if is_internal_topic(topic) or (replica is not None and replica.topic.is_internal):
         outcome.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
         outcome.error_message = f"Cannot append to internal topic {topic}"
+        return outcome
+    if replica is None:
+        outcome.error_code = broker.missing_partition_error(topic, partition.index)
         return outcome
     if acks == -1 and replica.log.config.min_insync_replicas > 1:
         outcome.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
@@ -104,6 +122,10 @@ def _append(
     if records is None or len(records) == 0:
         outcome.error_code = ErrorCode.INVALID_RECORD
         outcome.error_message = "the produce request carried no record batches"
+        return outcome
+    refusal = _refuse_producer_fields(records, broker.controller.metadata.next_producer_id)
+    if refusal is not None:
+        outcome.error_code, outcome.error_message = refusal
         return outcome
     try:
         if compacts(replica.log):
@@ -124,6 +146,38 @@ def _append(
     outcome.log_append_time_ms = result.log_append_time_ms
     outcome.log_start_offset = result.log_start_offset
     return outcome
+
+
+def _refuse_producer_fields(records: Buffer, next_producer_id: int) -> tuple[ErrorCode, str] | None:
+    """The error for a transactional batch or a producer id never issued, else None.
+    Malformed or corrupt batches and control batches pass here: the log's
+    validation answers them (CORRUPT_MESSAGE, INVALID_RECORD, ...)."""
+    try:
+        for position, header in iter_batch_headers(records):
+            if header.is_control:
+                continue
+            refusal = _producer_refusal(header, next_producer_id)
+            if refusal is not None:
+                return refusal if verify_crc(records, position, header) else None
+    except InvalidBatch:
+        return None
+    return None
+
+
+def _producer_refusal(header: BatchHeader, next_producer_id: int) -> tuple[ErrorCode, str] | None:
+    if header.is_transactional:
+        return (
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactional batches are refused: this broker serves no transactions yet",
+        )
+    producer_id = header.producer_id
+    if producer_id != NO_PRODUCER_ID and not 0 <= producer_id < next_producer_id:
+        return (
+            ErrorCode.UNKNOWN_PRODUCER_ID,
+            f"producer id {producer_id} was never issued by this cluster "
+            "(get one with InitProducerId)",
+        )
+    return None
 
 
 async def _wait_durable(broker: Broker, appended: list[PartitionOutcome]) -> bool:

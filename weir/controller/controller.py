@@ -18,6 +18,21 @@ from weir.wire.errors import ErrorCode
 TOPIC_NAME_LENGTH_MAX = 249
 TOPIC_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9._-]+$")
 
+# Internal topics (Kafka's Topic.INTERNAL_TOPICS): only the broker creates them,
+# with its own settings, and writes to them; clients may read and describe them
+# but never create, delete, configure, extend, truncate or produce to them.
+# Every such rule in Weir tests this one set.
+OFFSETS_TOPIC_NAME = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
+INTERNAL_TOPIC_NAMES = frozenset(
+    {OFFSETS_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME, SHARE_GROUP_STATE_TOPIC_NAME}
+)
+
+
+def is_internal_topic(name: str) -> bool:
+    return name in INTERNAL_TOPIC_NAMES
+
 
 class ControllerError(Exception):
     def __init__(self, error_code: ErrorCode, message: str) -> None:
@@ -82,9 +97,18 @@ class Controller:
         replication_factor: int,
         assignments: Sequence[Sequence[int]] = (),
         configs: Mapping[str, str] | None = None,
+        *,
+        internal: bool = False,
     ) -> TopicRecord:
-        """Validate a new topic and return its record without persisting it."""
+        """Validate a new topic and return its record without persisting it.
+        Only the broker's own code plans an internal topic (`internal=True`)."""
         validate_topic_name(name)
+        assert not internal or is_internal_topic(name), f"{name} is not an internal topic"
+        if is_internal_topic(name) and not internal:
+            raise ControllerError(
+                ErrorCode.INVALID_REQUEST,
+                f"Creation of internal topic {name} is prohibited: the broker creates it.",
+            )
         if name in self.metadata.topics:
             raise ControllerError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         if len(self.metadata.topics) >= self.defaults.topics_max:
@@ -113,6 +137,7 @@ class Controller:
             partition_count=partition_count,
             replication_factor=replication_factor,
             configs=overrides,
+            is_internal=internal,
         )
 
     # Every change is saved before it is applied in memory: when the store fails
