@@ -296,13 +296,6 @@ class KafkaServer:
         return f"{count} open from {address}, connections_per_address_max is {limit}"
 
 
-async def serve_kafka(
-    broker: Broker, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
-) -> None:
-    """Serve Kafka clients until cancelled (no drain: see KafkaServer.stop)."""
-    await KafkaServer(broker).run(task_status=task_status)
-
-
 def _peer_address(stream: trio.abc.Stream) -> str | None:
     """The peer's IP address; None for streams that are not sockets (tests)."""
     sock = getattr(stream, "socket", None)
