@@ -47,5 +47,5 @@ async def test_unexpected_error_in_a_connection_is_contained(
     client, server_side = trio.testing.memory_stream_pair()
     await client.send_all(metadata_frame())
     with trio.fail_after(5):
-        await server._serve_connection(broker, server_side)  # returns, does not raise
+        await server.KafkaServer(broker).serve_connection(server_side)  # returns, does not raise
     assert broker.metrics.connections_open == 0

@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
@@ -18,7 +19,7 @@ from weir.broker.config import BrokerConfig, ConfigError, check_data_dir, load_c
 from weir.broker.group_service import attach_group_service
 from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
-from weir.broker.server import serve_kafka
+from weir.broker.server import KafkaServer
 from weir.controller.metadata import MetadataCorruptError, MetadataMissingError
 
 log = logging.getLogger("weir")
@@ -81,10 +82,21 @@ def lock_data_dir(data_dir: Path) -> IO[bytes]:
     return lock
 
 
+# Of shutdown_timeout_ms, the part in-flight requests may use (the rest closes logs).
+SHUTDOWN_DRAIN_SHARE = 0.25
+# Logs closed at once at shutdown (LogManager.close_all): their fsyncs overlap.
+SHUTDOWN_CLOSE_THREADS = 8
+
+
 async def serve(config: BrokerConfig) -> None:
+    """Serve until SIGTERM/SIGINT, then shut down within shutdown_timeout_ms:
+    close the Kafka listener, let connections answer what they have read
+    (a quarter of the timeout at most), stop the other tasks, close the logs
+    in the time left (`LogManager.close_all`)."""
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         broker = Broker(config)
         started = False
+        shutdown_deadline_s: float | None = None
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(serve_http, broker)
@@ -93,19 +105,28 @@ async def serve(config: BrokerConfig) -> None:
                 register_group_metrics(broker, groups)
                 await nursery.start(broker.flusher.run)
                 nursery.start_soon(groups.run, wall_clock_ms)
-                await nursery.start(serve_kafka, broker)
-                nursery.start_soon(broker.run_retention)
-                broker.ready = started = True
-                log.info(
-                    "weir broker %d ready, data in %s, fsync method %s",
-                    config.node_id, config.data_dir, broker.flusher.method,
-                )  # fmt: skip
-                async for signum in signals:
-                    log.info("received %s, shutting down", signal.Signals(signum).name)
-                    break
-                broker.ready = False
+                kafka = KafkaServer(broker)
+                async with trio.open_nursery() as kafka_nursery:
+                    await kafka_nursery.start(kafka.run)
+                    nursery.start_soon(broker.run_retention)
+                    broker.ready = started = True
+                    log.info(
+                        "weir broker %d ready, data in %s, fsync method %s",
+                        config.node_id, config.data_dir, broker.flusher.method,
+                    )  # fmt: skip
+                    async for signum in signals:
+                        log.info("received %s, shutting down", signal.Signals(signum).name)
+                        break
+                    shutdown_deadline_s = time.monotonic() + config.shutdown_timeout_ms / 1000
+                    broker.ready = False
+                    drain_s = config.shutdown_timeout_ms / 1000 * SHUTDOWN_DRAIN_SHARE
+                    kafka.stop(trio.current_time() + drain_s)
                 nursery.cancel_scope.cancel()
         finally:
-            broker.close()
+            timeout_s = None
+            if shutdown_deadline_s is not None:
+                timeout_s = max(shutdown_deadline_s - time.monotonic(), 0.0)
+            # Every task has ended: the logs may be closed on worker threads.
+            broker.close(timeout_s, threads_count=SHUTDOWN_CLOSE_THREADS)
             if started:
                 log.info("shutdown complete")

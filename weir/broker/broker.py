@@ -183,8 +183,10 @@ class Broker:
             return
         self.partitions[key] = PartitionReplica(topic, index, partition_log)
 
-    def close(self) -> None:
-        self.log_manager.close_all()
+    def close(self, timeout_s: float | None = None, *, threads_count: int = 1) -> None:
+        """Close every log, then the flusher. `timeout_s` and `threads_count`:
+        see `LogManager.close_all` (threads only once no Trio task is left)."""
+        self.log_manager.close_all(timeout_s, threads_count=threads_count)
         self.flusher.close()
 
     async def run_retention(self) -> None:

@@ -35,16 +35,38 @@ class HostPort:
 
 @dataclass(frozen=True)
 class Limits:
-    """Named maxima for everything a client can make the broker hold."""
+    """Named maxima for everything a client can make the broker hold.
+
+    Memory: request frames and responses held in user space are charged to one
+    broker-wide budget (`weir.broker.in_flight_budget`): at most
+    `in_flight_bytes_max` from a shared pool, plus up to
+    `connection_in_flight_bytes_min` per connection outside it (so small requests
+    get through while stuck peers hold the pool). A connection holding more than
+    `connection_in_flight_bytes_max` takes no new frame. docs/user-guide.md
+    derives the broker's RSS bound from these."""
 
     frame_bytes_max: int = 100 * 1024 * 1024
     connections_max: int = 1000
+    # Kafka's max.connections.per.ip (unlimited there): one address, a host or
+    # every host behind one NAT address, holds at most a fifth of
+    # connections_max, so idle or leaked sockets from one place cannot take every
+    # slot, while a host running a hundred clients (one or two connections each)
+    # is not refused.
+    connections_per_address_max: int = 200
     requests_in_flight_per_connection_max: int = 64
     request_receive_timeout_ms: int = 30_000
+    # Also the longest a response may wait for its peer to read anything.
     connection_idle_timeout_ms: int = 600_000
+    in_flight_bytes_max: int = 256 * 1024 * 1024
+    connection_in_flight_bytes_max: int = 16 * 1024 * 1024
+    connection_in_flight_bytes_min: int = 64 * 1024
     fetch_wait_ms_max: int = 30_000
     fetch_response_bytes_max: int = 64 * 1024 * 1024
     produce_timeout_ms_max: int = 60_000
+    # The HTTP listener's own pool; when full, the oldest connection still
+    # waiting for its request is closed to make room (health checks get in).
+    http_connections_max: int = 64
+    http_request_timeout_ms: int = 5_000
 
 
 @dataclass(frozen=True)
@@ -71,6 +93,9 @@ class BrokerConfig:
     # While appends keep arriving during fsync rounds, each next round waits this
     # long to gather more of them (0: never wait). An idle broker syncs at once.
     group_commit_delay_ms: int = 1
+    # SIGTERM to exit: in-flight requests get up to a quarter of it (after the
+    # listener closes), closing the logs the rest; logs not closed by then are
+    # recovered at the next start. 8 s keeps the documented 10 s with margin.
     shutdown_timeout_ms: int = 8_000
     # Consumer groups (Kafka's offsets.topic.num.partitions, offsets.retention.minutes,
     # group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms).
@@ -181,7 +206,29 @@ def _apply_limits(settings: Mapping[str, Any]) -> Limits:
         if key not in known:
             raise ConfigError(f"unknown setting 'limits.{name}'")
         values[key] = _positive_int(f"limits.{name}", value)
-    return Limits(**values)
+    limits = Limits(**values)
+    _check_in_flight_limits(limits)
+    return limits
+
+
+def _check_in_flight_limits(limits: Limits) -> None:
+    """The budget can always admit one frame into an empty pool, and a
+    connection's guaranteed minimum is within its share, within the pool."""
+    ordered = (
+        ("connection_in_flight_bytes_min", limits.connection_in_flight_bytes_min),
+        ("connection_in_flight_bytes_max", limits.connection_in_flight_bytes_max),
+        ("in_flight_bytes_max", limits.in_flight_bytes_max),
+    )
+    for (low_name, low), (high_name, high) in zip(ordered, ordered[1:]):  # noqa: B905
+        if low > high:
+            raise ConfigError(
+                f"limits.{low_name} ({low}) must not exceed limits.{high_name} ({high})"
+            )
+    if limits.frame_bytes_max > limits.in_flight_bytes_max:
+        raise ConfigError(
+            f"limits.frame_bytes_max ({limits.frame_bytes_max}) must not exceed "
+            f"limits.in_flight_bytes_max ({limits.in_flight_bytes_max})"
+        )
 
 
 def _convert(name: str, value: Any) -> Any:

@@ -3,6 +3,11 @@
 A fetch that finds fewer than min_bytes parks one trio.Event on each partition
 it reads; the produce path sets them once new records are durable, so waiting
 costs nothing and wakes at once (no sleeping loops).
+
+Each read is sized before it touches the disk by what the connection may still
+hold (`in_flight_budget`): a fetch whose response cannot be charged in full is
+served smaller. KIP-74's oversized first batch is served only when the budget
+can take it whole; otherwise that partition is left out of this response.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import trio
 
 from weir.broker.broker import PartitionReplica
 from weir.broker.context import Deferred, RequestContext
+from weir.broker.in_flight_budget import CONNECTION_BUDGET, ConnectionBudget
 from weir.log.errors import LogError, OffsetOutOfRange
 from weir.wire.errors import ErrorCode
 
@@ -89,20 +95,34 @@ def _check_session(request: Any) -> ErrorCode:
 
 
 def _read_all(plan: FetchPlan) -> tuple[list[dict[str, Any]], int, bool]:
+    """Every partition's response. The caller charges the response as soon as
+    this returns (no checkpoint in between), so the budget's answer holds."""
+    budget = CONNECTION_BUDGET.get()
     bytes_left = plan.response_bytes_max
+    if budget is not None:
+        bytes_left = min(bytes_left, budget.available_bytes())
     total_bytes = 0
     has_error = False
     responses = []
     for topic, partitions in plan.topics:
         partition_responses = []
         for request_part, replica in partitions:
-            response, size = _read_partition(request_part, replica, bytes_left, total_bytes == 0)
+            first = total_bytes == 0 and _may_exceed(budget, bytes_left)
+            response, size = _read_partition(request_part, replica, bytes_left, first)
+            if size > bytes_left and budget is not None and not budget.fits(size):
+                response["records"], size = b"", 0  # KIP-74's batch, but no room for it now
             has_error = has_error or response["error_code"] != ErrorCode.NONE
             bytes_left -= size
             total_bytes += size
             partition_responses.append(response)
         responses.append({"topic": topic, "partitions": partition_responses})
     return responses, total_bytes, has_error
+
+
+def _may_exceed(budget: ConnectionBudget | None, bytes_left: int) -> bool:
+    """Whether the first batch may be read whole beyond `bytes_left` (KIP-74):
+    not when nothing at all could be charged (the read would be thrown away)."""
+    return budget is None or bytes_left > 0 or budget.fits(1)
 
 
 def _read_partition(

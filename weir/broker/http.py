@@ -1,5 +1,10 @@
 """HTTP endpoints: /health/live, /health/ready, /metrics (Prometheus text), and the
-JSON group views GET /v1/groups and GET /v1/groups/{id} (weir.broker.group_views)."""
+JSON group views GET /v1/groups and GET /v1/groups/{id} (weir.broker.group_views).
+
+The listener has its own small pool (`http_connections_max`), apart from the
+Kafka connections. When it is full, a new connection closes the oldest one
+still waiting for its request, so idle or slow peers cannot keep health
+checks out; each connection gets `http_request_timeout_ms` in all."""
 
 from __future__ import annotations
 
@@ -7,18 +12,52 @@ import functools
 import json
 import logging
 import urllib.parse
+from dataclasses import dataclass, field
 
 import trio
 
 from weir.broker.broker import Broker
 from weir.broker.group_views import group_detail, group_summaries
+from weir.broker.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 HTTP_REQUEST_BYTES_MAX = 8192
-HTTP_REQUEST_TIMEOUT_MS = 5000
-HTTP_CONNECTIONS_MAX = 64
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass(eq=False)
+class _HttpConnection:
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    reading_request: bool = True
+
+
+class HttpConnections:
+    """The open HTTP connections, oldest first."""
+
+    def __init__(self, connections_max: int, metrics: Metrics) -> None:
+        self.connections_max = connections_max
+        self.metrics = metrics
+        self._open: dict[_HttpConnection, None] = {}
+
+    def admit(self, connection: _HttpConnection) -> bool:
+        """Take a slot, closing the oldest idle connection if none is free."""
+        if len(self._open) >= self.connections_max and not self._evict_oldest_idle():
+            return False
+        self._open[connection] = None
+        return True
+
+    def _evict_oldest_idle(self) -> bool:
+        for connection in self._open:
+            if connection.reading_request:
+                connection.scope.cancel()
+                del self._open[connection]
+                self.metrics.http_connections_evicted_total += 1
+                return True
+        return False
+
+    def leave(self, connection: _HttpConnection) -> None:
+        self._open.pop(connection, None)
 
 
 async def serve_http(
@@ -29,29 +68,28 @@ async def serve_http(
     port = listeners[0].socket.getsockname()[1]
     log.debug("HTTP listener on %s:%d", listen.host, port)
     task_status.started(port)
-    connection_slots = trio.CapacityLimiter(HTTP_CONNECTIONS_MAX)
-    await trio.serve_listeners(
-        functools.partial(_serve_connection, broker, connection_slots), listeners
-    )
+    connections = HttpConnections(broker.config.limits.http_connections_max, broker.metrics)
+    await trio.serve_listeners(functools.partial(_serve_connection, broker, connections), listeners)
 
 
 async def _serve_connection(
-    broker: Broker, connection_slots: trio.CapacityLimiter, stream: trio.abc.Stream
+    broker: Broker, connections: HttpConnections, stream: trio.abc.Stream
 ) -> None:
-    try:
-        connection_slots.acquire_nowait()
-    except trio.WouldBlock:
+    connection = _HttpConnection()
+    if not connections.admit(connection):
         await trio.aclose_forcefully(stream)
         return
+    timeout_s = broker.config.limits.http_request_timeout_ms / 1000
     try:
-        with trio.move_on_after(HTTP_REQUEST_TIMEOUT_MS / 1000):
+        with connection.scope, trio.move_on_after(timeout_s):
             request_line = await _read_request_line(stream)
+            connection.reading_request = False
             if request_line is not None:
                 await stream.send_all(_respond(broker, request_line))
     except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
         pass
     finally:
-        connection_slots.release()
+        connections.leave(connection)
         await trio.aclose_forcefully(stream)
 
 

@@ -25,6 +25,8 @@ class Metrics:
     connections_open: int = 0
     connections_total: int = 0
     connections_rejected_total: int = 0
+    connections_rejected_per_address_total: int = 0
+    http_connections_evicted_total: int = 0
     bytes_received_total: int = 0
     bytes_sent_total: int = 0
     produced_batches_total: int = 0
@@ -74,6 +76,19 @@ class Metrics:
                 "counter",
                 "Connections closed at once because connections_max was reached.",
                 self.connections_rejected_total,
+            ),
+            (
+                "weir_connections_rejected_per_address_total",
+                "counter",
+                "Connections closed at once because their address already had "
+                "connections_per_address_max open.",
+                self.connections_rejected_per_address_total,
+            ),
+            (
+                "weir_http_connections_evicted_total",
+                "counter",
+                "Idle HTTP connections closed to make room for a new one (http_connections_max).",
+                self.http_connections_evicted_total,
             ),
             (
                 "weir_bytes_received_total",

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import shutil
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import trio
@@ -317,11 +319,51 @@ class LogManager:
         for _, partition_log in self:
             partition_log.flush()
 
-    def close_all(self) -> None:
-        """fsync and close every log (clean shutdown); keeps going past failures."""
-        for key, partition_log in self:
+    def close_all(
+        self,
+        timeout_s: float | None = None,
+        *,
+        threads_count: int = 1,
+        clock_s: Callable[[], float] = time.monotonic,
+    ) -> int:
+        """fsync and close every log (clean shutdown); keeps going past failures.
+        Returns how many logs were left unclosed (see `timeout_s`).
+
+        Each close costs a few fsyncs (about 1 ms on an idle disk, several on a
+        busy one), so thousands of partitions take seconds. `threads_count` > 1
+        closes that many logs at once on worker threads, whose fsyncs the
+        filesystem commits together (5,000 partitions: about half the time).
+        Only for a broker's last act: no Trio task may be left that waits on a
+        log, since each close wakes its waiters; one close touches only its own
+        log plus the flusher's request dict (single operations, atomic under the
+        GIL) and statistics.
+
+        With `timeout_s`, logs not closed once it has passed are left as they
+        are: they keep no clean-shutdown marker, so the next start recovers them
+        (what was acknowledged is durable already); exiting closes their files."""
+        deadline_s = math.inf if timeout_s is None else clock_s() + timeout_s
+        logs = list(self._logs.items())
+        self._logs.clear()
+
+        def close(item: tuple[tuple[str, int], PartitionLog]) -> bool:
+            if clock_s() >= deadline_s:
+                return False
+            (topic, index), partition_log = item
             try:
                 partition_log.close()
             except OSError:
-                log.exception("closing %s-%d failed", *key)
-        self._logs.clear()
+                log.exception("closing %s-%d failed", topic, index)
+            return True
+
+        if threads_count > 1:
+            with ThreadPoolExecutor(threads_count, thread_name_prefix="weir-close") as pool:
+                closed = list(pool.map(close, logs))
+        else:
+            closed = [close(item) for item in logs]
+        left = closed.count(False)
+        if left:
+            log.warning(
+                "shutdown timeout: %d of %d logs not closed cleanly; "
+                "they will be recovered at the next start", left, len(logs),
+            )  # fmt: skip
+        return left
