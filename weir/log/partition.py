@@ -93,6 +93,8 @@ from weir.wire.record_batch import (
 
 # The active segment's synced bytes are evicted from the page cache in steps this large.
 PAGE_CACHE_EVICT_BYTES_MIN = 1024 * 1024
+# Page cache evictions one partition adds to a round (each holds a descriptor).
+CACHE_DROPS_PER_ROUND_MAX = 16
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,15 @@ class AppendResult:
 class ReadResult:
     records: bytes  # whole batches, b"" when there is nothing to return
     next_offset: int  # the offset after the last returned batch (`offset` when empty)
+
+
+@dataclass(slots=True)
+class _EvictionCursor:
+    """Where the page cache eviction walk starts: every segment before `index`
+    (`bytes_before` bytes in all) is evicted whole."""
+
+    index: int = 0
+    bytes_before: int = 0
 
 
 @dataclass(eq=False)
@@ -156,6 +167,10 @@ class PartitionLog:
         self._sealed_synced_below = segments[-1].base_offset
         self._sealed_with_open_indexes: list[Segment] = []
         self._unsynced: dict[SyncedFile, None] = {}
+        # Sums over the segments that appends do not change (None: recompute).
+        self._sealed_bytes: int | None = None
+        self._eviction_cursor: _EvictionCursor | None = None
+        self._snapshot_offsets: list[int] | None = None
         self._directory_unsynced = False
         self._inflight: FlushJob | None = None
         self._generation = 0
@@ -458,6 +473,8 @@ class PartitionLog:
         active.seal()
         self._unsynced.update(dict.fromkeys(active.files))
         self._sealed_with_open_indexes.append(active)
+        if self._sealed_bytes is not None:
+            self._sealed_bytes += active.size_bytes
         segment = Segment(self.directory, self.log_end_offset, self.config.segment_index_bytes)
         self._segments.append(segment)
         self._directory_unsynced = True
@@ -523,32 +540,38 @@ class PartitionLog:
         return job
 
     def _cache_drops(self) -> list[CacheDrop]:
-        """Log bytes older than the page cache window (newest first), to evict
-        once this round has synced them: from the active segment in steps of
-        at least PAGE_CACHE_EVICT_BYTES_MIN (each is a system call after the
-        round), from sealed ones whatever is left. Stops at the
-        first segment already evicted up to its window boundary: older ones were
-        evicted before it."""
+        """Log bytes behind the page cache window (the log's newest `window_bytes`),
+        to evict once this round has synced them: from the active segment in steps
+        of at least PAGE_CACHE_EVICT_BYTES_MIN (each is a system call after the
+        round), from sealed ones whatever is left, at most
+        CACHE_DROPS_PER_ROUND_MAX. Walks forward from the first segment not yet
+        evicted whole (`_eviction_cursor`), so a round costs the same however many
+        segments the log has."""
         window_bytes = self.flusher.page_cache_window_bytes
         if window_bytes is None:
             return []
-        drops = []
-        keep_bytes = window_bytes
-        for segment in reversed(self._segments):
+        behind_bytes = self.size_bytes - window_bytes
+        cursor = self._eviction_cursor or _EvictionCursor()
+        self._eviction_cursor = cursor
+        last = len(self._segments) - 1
+        drops: list[CacheDrop] = []
+        while cursor.bytes_before < behind_bytes and len(drops) < CACHE_DROPS_PER_ROUND_MAX:
+            segment = self._segments[cursor.index]
             size = segment.size_bytes
-            kept = min(size, keep_bytes)
-            keep_bytes -= kept
-            evict_below = size - kept
+            evict_below = min(size, behind_bytes - cursor.bytes_before)
             start = min(segment.page_cache_evicted_below, size)
-            worth_a_call = evict_below - start >= PAGE_CACHE_EVICT_BYTES_MIN or (
-                segment is not self._segments[-1] and evict_below > start
-            )
-            if worth_a_call and not segment.log_file.closed:
-                segment.log_file.hold()
-                drops.append(CacheDrop(segment.log_file, start, evict_below - start))
+            sealed = cursor.index < last
+            step_bytes = evict_below - start
+            if step_bytes >= PAGE_CACHE_EVICT_BYTES_MIN or (sealed and step_bytes > 0):
+                log_file = segment.log_file
+                if not log_file.closed:
+                    log_file.hold()
+                    drops.append(CacheDrop(log_file, start, step_bytes))
                 segment.page_cache_evicted_below = evict_below
-            elif keep_bytes == 0 and evict_below <= start:
-                break  # evicted up to the window before: so were older segments
+            if not sealed or segment.page_cache_evicted_below < size:
+                break
+            cursor.index += 1
+            cursor.bytes_before += size
         return drops
 
     def end_flush(self, job: FlushJob, error: OSError | None) -> None:
@@ -711,7 +734,14 @@ class PartitionLog:
 
     @property
     def size_bytes(self) -> int:
-        return sum(segment.size_bytes for segment in self._segments)
+        if self._sealed_bytes is None:
+            self._sealed_bytes = sum(segment.size_bytes for segment in self._segments[:-1])
+        return self._sealed_bytes + self._segments[-1].size_bytes
+
+    def _segments_changed(self) -> None:
+        """Segments were removed or replaced: forget the sums kept over them."""
+        self._sealed_bytes = None
+        self._eviction_cursor = None
 
     @property
     def segments(self) -> list[Segment]:
@@ -752,6 +782,7 @@ class PartitionLog:
         ]
         for segment in new:
             segment.release_index_files()
+        self._segments_changed()
         self._check_invariants()
 
     # -- truncation, deletion, retention ------------------------------------
@@ -771,6 +802,7 @@ class PartitionLog:
                 self._delete_segment(self._segments.pop())
             self._segments[-1].truncate_to(offset)
             self.log_end_offset = self._segments[-1].next_offset
+        self._segments_changed()
         self._unsynced[self._segments[-1].log_file] = None
         self.durable_end_offset = min(self.durable_end_offset, self.log_end_offset)
         self._fsynced_end_offset = min(self._fsynced_end_offset, self.log_end_offset)
@@ -795,6 +827,7 @@ class PartitionLog:
         self.epoch_cache.clear()
         self.producer_state.clear()
         delete_all_snapshots(self.directory)
+        self._snapshot_offsets = []
         write_checkpoint(self.directory / LOG_START_CHECKPOINT_FILE_NAME, [[offset]])
 
     def delete_records_before(self, offset: int) -> int:
@@ -883,6 +916,7 @@ class PartitionLog:
         for synced in segment.files:
             self._unsynced.pop(synced, None)
         segment.delete()
+        self._segments_changed()
 
     # -- producer state ------------------------------------------------------
 
@@ -890,6 +924,7 @@ class PartitionLog:
         """Rebuild the idempotent-producer table: the newest snapshot at or below
         the log end, then the headers of every batch after it."""
         snapshot_offset, table = load_latest_snapshot(self.directory, self.log_end_offset)
+        self._snapshot_offsets = None  # some may have been deleted: list them at the next write
         replay_ms = time.time_ns() // 1_000_000
         start = max(snapshot_offset, self._segments[0].base_offset)
         try:
@@ -918,7 +953,9 @@ class PartitionLog:
 
     def _write_producer_snapshot(self) -> None:
         try:
-            write_snapshot(self.directory, self.producer_state, self.log_end_offset)
+            self._snapshot_offsets = write_snapshot(
+                self.directory, self.producer_state, self.log_end_offset, self._snapshot_offsets
+            )
         except OSError as exc:  # only costs a longer scan at the next open
             log.warning("%s: producer snapshot not written: %s", self.directory.name, exc)
 
