@@ -56,9 +56,10 @@ import trio
 from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
 from weir.log.compaction import finish_interrupted_compaction, read_cleaned_offset
 from weir.log.config import LogConfig
+from weir.log.descriptors import SEGMENT_FILES_COUNT, SyncedFile, shared_log_files
 from weir.log.epoch_cache import LeaderEpochCache
 from weir.log.errors import LogClosed, LogCorrupt, LogError, LogTruncated, OffsetOutOfRange
-from weir.log.flusher import CacheDrop, FlushJob, GroupFlusher, SyncedFile
+from weir.log.flusher import CacheDrop, FlushJob, GroupFlusher
 from weir.log.producer_snapshots import (
     delete_all_snapshots,
     load_latest_snapshot,
@@ -165,12 +166,14 @@ class PartitionLog:
         self._fsynced_end_offset = self.log_end_offset
         # Segments below it were sealed and then fsynced with their indexes.
         self._sealed_synced_below = segments[-1].base_offset
-        self._sealed_with_open_indexes: list[Segment] = []
-        self._unsynced: dict[SyncedFile, None] = {}
+        self._sealed_with_open_indexes: list[Segment] = []  # pinned until synced
+        self._unsynced: dict[SyncedFile, None] = {}  # written since their last round: pinned
         # Sums over the segments that appends do not change (None: recompute).
         self._sealed_bytes: int | None = None
         self._eviction_cursor: _EvictionCursor | None = None
         self._snapshot_offsets: list[int] | None = None
+        self._end_offset_at_idle_check = -1
+        self._roll_postponed = False
         self._directory_unsynced = False
         self._inflight: FlushJob | None = None
         self._generation = 0
@@ -271,6 +274,8 @@ class PartitionLog:
         try:
             self._maybe_roll(len(view), last_offset, len(headers), now_ms)
             segment = self._segments[-1]
+            if not segment.pinned:  # the partition was idle: reopen its files
+                segment.pin()
             segment.append(data, batches, self.config.index_interval_bytes)
         except OSError as exc:
             log.error("append to %s failed: %s", self.directory, exc)
@@ -447,12 +452,26 @@ class PartitionLog:
         active = self._segments[-1]
         if active.is_empty:
             return
-        if (
-            active.size_bytes + size_bytes > self.config.segment_bytes
-            or self._segment_expired(active, now_ms)
-            or not active.can_hold(last_offset, batches_count)
-        ):
+        full = not active.can_hold(last_offset, batches_count)  # must roll
+        oversize = active.size_bytes + size_bytes > self.config.segment_bytes
+        due = oversize or self._segment_expired(active, now_ms)
+        if full or (due and self._descriptors_for_roll(active)):
             self.roll()
+
+    def _descriptors_for_roll(self, active: Segment) -> bool:
+        """Whether the descriptor cache has room for a roll (the new segment's files,
+        and the sealed one's if the partition was idle). When every descriptor is
+        pinned by segments awaiting their sync or held by a round, the roll waits
+        and the active segment grows past segment.bytes until a round releases them."""
+        needed = SEGMENT_FILES_COUNT if active.pinned else 2 * SEGMENT_FILES_COUNT
+        if shared_log_files().has_room_for(needed):
+            self._roll_postponed = False
+            return True
+        if not self._roll_postponed:
+            log.warning("%s: segment roll postponed: every log file descriptor is in use",
+                        self.directory.name)  # fmt: skip
+            self._roll_postponed = True
+        return False
 
     def _segment_expired(self, segment: Segment, now_ms: int) -> bool:
         started_ms = segment.rolling_timestamp_ms
@@ -470,12 +489,18 @@ class PartitionLog:
         active = self._segments[-1]
         if active.is_empty:
             return active
+        # Open the new segment first: if that fails, nothing has changed.
+        segment = Segment(self.directory, self.log_end_offset, self.config.segment_index_bytes)
+        try:
+            active.pin()  # until the round that syncs it (an idle partition's is not)
+        except OSError:
+            segment.delete()
+            raise
         active.seal()
         self._unsynced.update(dict.fromkeys(active.files))
         self._sealed_with_open_indexes.append(active)
         if self._sealed_bytes is not None:
             self._sealed_bytes += active.size_bytes
-        segment = Segment(self.directory, self.log_end_offset, self.config.segment_index_bytes)
         self._segments.append(segment)
         self._directory_unsynced = True
         self._write_producer_snapshot()
@@ -546,7 +571,9 @@ class PartitionLog:
         round), from sealed ones whatever is left, at most
         CACHE_DROPS_PER_ROUND_MAX. Walks forward from the first segment not yet
         evicted whole (`_eviction_cursor`), so a round costs the same however many
-        segments the log has."""
+        segments the log has. A sealed segment whose descriptor the cache closed
+        is skipped: reopening it only to advise the kernel is not worth a
+        descriptor, and the kernel reclaims clean pages anyway."""
         window_bytes = self.flusher.page_cache_window_bytes
         if window_bytes is None:
             return []
@@ -564,7 +591,7 @@ class PartitionLog:
             step_bytes = evict_below - start
             if step_bytes >= PAGE_CACHE_EVICT_BYTES_MIN or (sealed and step_bytes > 0):
                 log_file = segment.log_file
-                if not log_file.closed:
+                if log_file.is_open and not log_file.closed:
                     log_file.hold()
                     drops.append(CacheDrop(log_file, start, step_bytes))
                 segment.page_cache_evicted_below = evict_below
@@ -591,7 +618,8 @@ class PartitionLog:
             self.flusher.request(self)
 
     def _release_synced_indexes(self) -> None:
-        """Close the index files of sealed segments once a round synced them."""
+        """Once a round synced sealed segments, close their index files and unpin
+        their log files (the descriptor cache closes them when it needs room)."""
         if not self._sealed_with_open_indexes:
             return
         active = self._segments[-1]
@@ -600,10 +628,36 @@ class PartitionLog:
             if segment is active:
                 continue
             if segment.base_offset < self._sealed_synced_below:
+                segment.unpin()
                 segment.release_index_files()
             else:
                 still_open.append(segment)
         self._sealed_with_open_indexes = still_open
+
+    def release_idle_files(self) -> bool:
+        """Unpin the active segment's files when nothing was appended since the
+        previous call and everything written is synced: the descriptor cache may
+        then close them, and the next append or read reopens them. Called every
+        few seconds (LogManager); True when it released them.
+
+        Its index files may hold entries written but not synced: nothing trusts
+        them before the round that syncs them at the roll (recovery rebuilds an
+        active segment's indexes), and that round's descriptor, reopened, still
+        reports a writeback error nobody has seen (Linux 4.16+; syncfs always)."""
+        end_offset = self._end_offset_at_idle_check
+        self._end_offset_at_idle_check = self.log_end_offset
+        active = self._segments[-1]
+        idle = (
+            end_offset == self.log_end_offset
+            and active.pinned
+            and not self._closed
+            and not self._unsynced
+            and self._inflight is None
+            and not self._waiters
+        )
+        if idle:
+            active.unpin()
+        return idle
 
     def _wake_waiters(self) -> None:
         if not self._waiters:
@@ -803,6 +857,7 @@ class PartitionLog:
             self._segments[-1].truncate_to(offset)
             self.log_end_offset = self._segments[-1].next_offset
         self._segments_changed()
+        self._segments[-1].pin()
         self._unsynced[self._segments[-1].log_file] = None
         self.durable_end_offset = min(self.durable_end_offset, self.log_end_offset)
         self._fsynced_end_offset = min(self._fsynced_end_offset, self.log_end_offset)
@@ -971,6 +1026,7 @@ class PartitionLog:
             return
         try:
             if self._failure is None:
+                self._segments[-1].pin()
                 self._unsynced.update(dict.fromkeys(self._segments[-1].files))
                 self.flush()
                 self._write_recovery_point(self.log_end_offset)
