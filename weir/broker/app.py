@@ -15,6 +15,7 @@ import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.config import BrokerConfig, ConfigError, check_data_dir, load_config
+from weir.broker.descriptor_budget import raise_open_files_limit
 from weir.broker.group_service import attach_group_service
 from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
@@ -41,6 +42,7 @@ def main_serve(argv: Sequence[str]) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    raise_open_files_limit()
     try:
         trio.run(serve, config)
     except MetadataCorruptError as exc:
@@ -68,6 +70,15 @@ def _first_os_error(group: BaseExceptionGroup) -> OSError | None:
     return matched if isinstance(matched, OSError) else None
 
 
+def _warn_if_over_budget(broker: Broker) -> None:
+    """A lower limit than at creation: everything is served, nothing more is admitted."""
+    partitions_max = broker.descriptor_budget.partitions_max
+    if len(broker.partitions) > partitions_max:
+        log.warning("%d partitions exceed the %d this open files limit admits: they are "
+                    "served, but creating more is refused until `ulimit -n` is raised",
+                    len(broker.partitions), partitions_max)  # fmt: skip
+
+
 def _lock_data_dir(data_dir: Path) -> IO[bytes]:
     lock = open(data_dir / LOCK_FILE_NAME, "wb")  # noqa: SIM115 - held for the process lifetime
     try:
@@ -81,11 +92,13 @@ def _lock_data_dir(data_dir: Path) -> IO[bytes]:
 async def serve(config: BrokerConfig) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         broker = Broker(config)
+        log.info("%s", broker.descriptor_budget.describe())
         started = False
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(serve_http, broker)
                 broker.open_logs()
+                _warn_if_over_budget(broker)
                 groups = attach_group_service(broker)
                 register_group_metrics(broker, groups)
                 await nursery.start(broker.flusher.run)

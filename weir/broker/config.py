@@ -39,6 +39,7 @@ class Limits:
 
     frame_bytes_max: int = 100 * 1024 * 1024
     connections_max: int = 1000
+    http_connections_max: int = 64
     requests_in_flight_per_connection_max: int = 64
     request_receive_timeout_ms: int = 30_000
     connection_idle_timeout_ms: int = 600_000

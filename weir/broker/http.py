@@ -17,7 +17,6 @@ log = logging.getLogger(__name__)
 
 HTTP_REQUEST_BYTES_MAX = 8192
 HTTP_REQUEST_TIMEOUT_MS = 5000
-HTTP_CONNECTIONS_MAX = 64
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -29,7 +28,7 @@ async def serve_http(
     port = listeners[0].socket.getsockname()[1]
     log.debug("HTTP listener on %s:%d", listen.host, port)
     task_status.started(port)
-    connection_slots = trio.CapacityLimiter(HTTP_CONNECTIONS_MAX)
+    connection_slots = trio.CapacityLimiter(broker.config.limits.http_connections_max)
     await trio.serve_listeners(
         functools.partial(_serve_connection, broker, connection_slots), listeners
     )
