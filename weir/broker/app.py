@@ -42,9 +42,9 @@ def main_serve(argv: Sequence[str]) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    raise_open_files_limit()
+    open_files_note = raise_open_files_limit()
     try:
-        trio.run(serve, config)
+        trio.run(serve, config, open_files_note)
     except MetadataCorruptError as exc:
         print(f"weir serve: error: cluster metadata is unreadable: {exc}", file=sys.stderr)
         return 1
@@ -89,16 +89,16 @@ def _lock_data_dir(data_dir: Path) -> IO[bytes]:
     return lock
 
 
-async def serve(config: BrokerConfig) -> None:
+async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = None) -> None:
+    """Serve until SIGTERM/SIGINT. `open_files_note`: (level, message) about the
+    open files limit, logged once serving."""
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         broker = Broker(config)
-        log.info("%s", broker.descriptor_budget.describe())
         started = False
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(serve_http, broker)
                 broker.open_logs()
-                _warn_if_over_budget(broker)
                 groups = attach_group_service(broker)
                 register_group_metrics(broker, groups)
                 await nursery.start(broker.flusher.run)
@@ -110,6 +110,10 @@ async def serve(config: BrokerConfig) -> None:
                     "weir broker %d ready, data in %s, fsync method %s",
                     config.node_id, config.data_dir, broker.flusher.method,
                 )  # fmt: skip
+                if open_files_note is not None:
+                    log.log(*open_files_note)
+                log.info("%s", broker.descriptor_budget.describe())
+                _warn_if_over_budget(broker)
                 async for signum in signals:
                     log.info("received %s, shutting down", signal.Signals(signum).name)
                     break

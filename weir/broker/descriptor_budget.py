@@ -38,8 +38,6 @@ from weir.log.descriptors import (
     LOG_FILES_HEADROOM_MIN,
 )
 
-log = logging.getLogger(__name__)
-
 BROKER_WORK_DESCRIPTORS = 64
 CONNECTION_DESCRIPTORS_SPARE = 16
 # Where the hard limit is "unlimited", the kernel's own maximum applies.
@@ -111,21 +109,20 @@ def open_files_limit() -> int:
     return _finite(soft)
 
 
-def raise_open_files_limit() -> None:
-    """Raise the soft RLIMIT_NOFILE to the hard limit; log the outcome (INFO)."""
+def raise_open_files_limit() -> tuple[int, str]:
+    """Raise the soft RLIMIT_NOFILE to the hard limit. Returns what to log, and at
+    which level, once the broker serves (a startup error stays one line)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = _finite(hard)
     if soft != resource.RLIM_INFINITY and soft >= target:
-        log.info("open files limit (RLIMIT_NOFILE) is %d, the hard limit", soft)
-        return
+        return logging.INFO, f"open files limit (RLIMIT_NOFILE) is {soft}, the hard limit"
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
     except (ValueError, OSError) as exc:
-        log.warning("open files limit (RLIMIT_NOFILE) stays %d: raising it to %d failed: %s",
-                    soft, target, exc)  # fmt: skip
-        return
-    log.info("open files limit (RLIMIT_NOFILE) raised from %d to %d, the hard limit",
-             soft, target)  # fmt: skip
+        return logging.WARNING, (
+            f"open files limit (RLIMIT_NOFILE) stays {soft}: raising it to {target} failed: {exc}"
+        )
+    return logging.INFO, f"open files limit (RLIMIT_NOFILE) raised from {soft} to {target}"
 
 
 def _finite(limit: int) -> int:
