@@ -5,7 +5,10 @@ from __future__ import annotations
 import errno
 import os
 import random
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,3 +150,54 @@ def test_open_descriptors_never_exceed_the_capacity(tmp_path: Path) -> None:
         really_open = [f for f in files if f.is_open]
         assert cache.open_count == len(really_open)
         assert all(f.is_open and fd_is_open(f._fd) for f in held + pinned)
+
+
+def test_threads_using_their_own_files_share_one_cache_safely(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Logs may be closed on worker threads at shutdown: each thread pins, holds
+    and closes its own files while the others' opens evict from the same cache.
+    Opening yields to the other threads, so unlocked checks would interleave."""
+    cache = DescriptorCache(16)
+    open_fds: set[int] = set()
+    most_open = 0
+    real_open, real_close = os.open, os.close
+
+    def slow_open(path: Any, flags: int, mode: int = 0o777) -> int:
+        nonlocal most_open
+        fd = real_open(path, flags, mode)
+        open_fds.add(fd)
+        most_open = max(most_open, len(open_fds))
+        time.sleep(0.0002)  # another thread runs here
+        return fd
+
+    def counted_close(fd: int) -> None:
+        open_fds.discard(fd)
+        real_close(fd)
+
+    monkeypatch.setattr(os, "open", slow_open)
+    monkeypatch.setattr(os, "close", counted_close)
+    errors: list[BaseException] = []
+
+    def work(thread: int) -> None:
+        try:
+            for step in range(40):
+                synced = SyncedFile.open(tmp_path / f"t{thread}-{step}", FLAGS, cache)
+                synced.pin()
+                synced.hold()
+                os.fsync(synced.fd)
+                synced.unpin()
+                synced.release()
+                if step % 3 == 0:
+                    synced.close()
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert most_open <= cache.capacity
+    assert cache.open_count == cache.evictable_count == len(open_fds) <= cache.capacity

@@ -27,8 +27,12 @@ while read, and pinned from its roll until the round that syncs it.
 `LOG_FILES_HEADROOM_FRACTION` of the cache (at least `LOG_FILES_HEADROOM_MIN`)
 is kept for those: reads of sealed segments and segments awaiting their sync.
 
-Only the Trio thread calls these methods. A cache is not thread-safe: code on a
-worker thread (a compaction pass writing its output) uses a private cache.
+A cache's lock makes every change of state atomic, so logs may also be closed
+on worker threads at shutdown. A descriptor handed out for an evictable file is
+only safe to use until another file is opened: the Trio thread uses it at once
+(reads), and code on other threads uses only files it holds or pinned (the
+flusher's worker thread reads `fd` of held files only). A compaction pass
+writing its output on a worker thread uses a private cache.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from __future__ import annotations
 import errno
 import os
 import resource
+import threading
 from collections import OrderedDict
 from pathlib import Path
 
@@ -75,6 +80,9 @@ class DescriptorCache:
         self.evictions_count = 0
         # Open files neither held nor pinned, least recently used first.
         self._evictable: OrderedDict[SyncedFile, None] = OrderedDict()
+        # Held by every change of state of the cache and its files; the methods
+        # whose names start with `_` expect it held.
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"DescriptorCache({self.open_count}/{self.capacity} open)"
@@ -85,14 +93,16 @@ class DescriptorCache:
 
     def has_room_for(self, count: int) -> bool:
         """Whether `count` more files can be opened (free or evictable descriptors)."""
-        return self.capacity - self.open_count + len(self._evictable) >= count
+        with self._lock:
+            return self.capacity - self.open_count + len(self._evictable) >= count
 
     def resize(self, capacity: int) -> None:
         """Change the capacity; closes evictable files down to it where it can."""
         assert capacity >= 1, capacity
-        self.capacity = capacity
-        while self.open_count > capacity and self._evictable:
-            self._evict_oldest()
+        with self._lock:
+            self.capacity = capacity
+            while self.open_count > capacity and self._evictable:
+                self._evict_oldest()
 
     def _open(self, path: Path, flags: int, mode: int) -> int:
         """Open a descriptor, first closing the least recently used evictable
@@ -149,9 +159,8 @@ class SyncedFile:
     flusher's worker thread may sync while a round holds it.
 
     `close` is deferred while a flush round holds the descriptor, so a roll,
-    truncation or deletion never closes an fd under an in-flight fsync. Only the
-    Trio thread calls these methods; the worker thread only reads `fd` of a held
-    file."""
+    truncation or deletion never closes an fd under an in-flight fsync. See the
+    module docstring for which thread may use what."""
 
     __slots__ = ("path", "device", "_flags", "_mode", "_cache", "_fd", "_holds", "_pins",
                  "_close_requested")  # fmt: skip
@@ -164,13 +173,14 @@ class SyncedFile:
         self._holds = 0
         self._pins = 0
         self._close_requested = False
-        self._fd = cache._open(path, flags, mode)
-        try:
-            self.device = os.fstat(self._fd).st_dev  # which filesystem a syncfs must cover
-        except OSError:
-            self._close_descriptor()
-            raise
-        cache._make_evictable(self)
+        with cache._lock:
+            self._fd = cache._open(path, flags, mode)
+            try:
+                self.device = os.fstat(self._fd).st_dev  # which filesystem a syncfs must cover
+            except OSError:
+                self._close_descriptor()
+                raise
+            cache._make_evictable(self)
 
     @classmethod
     def open(
@@ -187,14 +197,17 @@ class SyncedFile:
         """The descriptor, reopened if the cache closed it; marks it recently used."""
         if self._holds or self._pins:  # open, and not in the LRU order
             return self._fd
-        if self._close_requested:
-            raise OSError(errno.EBADF, "log file is closed", str(self.path))
-        if self._fd < 0:
-            self._reopen()
-            self._cache._make_evictable(self)
-        else:
-            self._cache._touch(self)
-        return self._fd
+        with self._cache._lock:
+            if self._holds or self._pins:
+                return self._fd
+            if self._close_requested:
+                raise OSError(errno.EBADF, "log file is closed", str(self.path))
+            if self._fd < 0:
+                self._reopen()
+                self._cache._make_evictable(self)
+            else:
+                self._cache._touch(self)
+            return self._fd
 
     @property
     def closed(self) -> bool:
@@ -234,35 +247,40 @@ class SyncedFile:
 
     def hold(self) -> None:
         """A flush round uses the descriptor (reopened if it was evicted)."""
-        assert not self._close_requested, f"{self.path} is closed"
-        if self._holds == 0 and self._pins == 0:
-            self._ensure_open()
-        self._holds += 1
+        with self._cache._lock:
+            assert not self._close_requested, f"{self.path} is closed"
+            if self._holds == 0 and self._pins == 0:
+                self._ensure_open()
+            self._holds += 1
 
     def release(self) -> None:
-        assert self._holds > 0
-        self._holds -= 1
-        self._settle()
+        with self._cache._lock:
+            assert self._holds > 0
+            self._holds -= 1
+            self._settle()
 
     def pin(self) -> None:
         """Keep the descriptor open until `unpin` (reopened if it was evicted)."""
-        assert not self._close_requested, f"{self.path} is closed"
-        if self._holds == 0 and self._pins == 0:
-            self._ensure_open()
-        self._pins += 1
+        with self._cache._lock:
+            assert not self._close_requested, f"{self.path} is closed"
+            if self._holds == 0 and self._pins == 0:
+                self._ensure_open()
+            self._pins += 1
 
     def unpin(self) -> None:
-        if self._close_requested:
-            return
-        assert self._pins > 0, self
-        self._pins -= 1
-        self._settle()
+        with self._cache._lock:
+            if self._close_requested:
+                return
+            assert self._pins > 0, self
+            self._pins -= 1
+            self._settle()
 
     def close(self) -> None:
-        if self._close_requested:
-            return
-        self._close_requested = True
-        self._pins = 0
-        self._cache._make_unevictable(self)
-        if self._holds == 0 and self._fd >= 0:
-            self._close_descriptor()
+        with self._cache._lock:
+            if self._close_requested:
+                return
+            self._close_requested = True
+            self._pins = 0
+            self._cache._make_unevictable(self)
+            if self._holds == 0 and self._fd >= 0:
+                self._close_descriptor()
