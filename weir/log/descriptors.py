@@ -15,8 +15,8 @@ Every `SyncedFile` belongs to a cache and is in one of these states:
 - pinned: its owner needs it open (`pin`/`unpin`): writes not yet synced, or the
   active segment of a partition being written (the append path then never
   reopens anything). Never evicted.
-- evictable: open, neither held nor pinned; the cache may close it whenever the
-  Trio thread opens another file. `fd` reopens it (without O_CREAT: a file
+- evictable: open, neither held nor pinned; the cache may close it whenever
+  another file is opened. `fd` reopens it (without O_CREAT: a file
   unlinked meanwhile is an error, never a new empty file).
 - closed by its owner (`close`): for good.
 
