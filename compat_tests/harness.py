@@ -7,8 +7,10 @@ contract (the command line, the Kafka port and the HTTP port).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -75,6 +77,14 @@ def _die_with_parent() -> None:
         pass
 
 
+def _prepare_child(open_files_limit: int | None) -> None:
+    """In the child before exec: die with the parent; with `open_files_limit`, set
+    RLIMIT_NOFILE's soft and hard limits to it (as `ulimit -n` would)."""
+    _die_with_parent()
+    if open_files_limit is not None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (open_files_limit, open_files_limit))
+
+
 def _tail(path: Path) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -98,9 +108,11 @@ class WeirProcess:
         extra_args: tuple[str, ...] = (),
         extra_env: dict[str, str] | None = None,
         settings_via_env: bool = False,
+        open_files_limit: int | None = None,
     ) -> None:
         """`settings_via_env` passes data dir and listen addresses as WEIR_* environment
-        variables instead of flags; `extra_env` adds variables (WEIR_* ones included)."""
+        variables instead of flags; `extra_env` adds variables (WEIR_* ones included);
+        `open_files_limit` sets the broker's RLIMIT_NOFILE (soft and hard)."""
         if kafka_port is None or http_port is None:
             kafka_port, http_port = free_ports(2)
         self.data_dir = Path(data_dir)
@@ -110,6 +122,7 @@ class WeirProcess:
         self.extra_args = extra_args
         self.extra_env = dict(extra_env or {})
         self.settings_via_env = settings_via_env
+        self.open_files_limit = open_files_limit
         self.bootstrap = f"127.0.0.1:{kafka_port}"
         self.http_url = f"http://127.0.0.1:{http_port}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -171,7 +184,8 @@ class WeirProcess:
                 stdout=out,
                 stderr=err,
                 env=self.environment,
-                preexec_fn=_die_with_parent,  # only sets PDEATHSIG; no locks taken
+                # Only prctl and setrlimit: no locks taken.
+                preexec_fn=functools.partial(_prepare_child, self.open_files_limit),
             )
         self._wait_ready(ready_timeout_s)
 
@@ -243,6 +257,10 @@ class WeirProcess:
 
     def stdout_text(self) -> str:
         return _tail(self.stdout_path)
+
+    def open_files_count(self) -> int:
+        """Descriptors the process holds now (/proc/PID/fd)."""
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
 
     def rss_bytes(self) -> int:
         """Resident set size from /proc/PID/status (VmRSS)."""

@@ -120,11 +120,13 @@ def _plan_topic(broker: Broker, topic: Any) -> TopicRecord:
         )
     _check_collision(broker, name)
     try:
-        return controller.plan_topic(
+        record = controller.plan_topic(
             name, num_partitions, replication_factor, assignments=assignments, configs=configs
         )
+        broker.check_descriptor_budget(record.partition_count)
     except ControllerError as exc:
         raise _request_error(exc) from None
+    return record
 
 
 def _manual_assignments(broker: Broker, assignments: Any) -> list[list[int]]:
@@ -410,6 +412,7 @@ def _increase_partitions(broker: Broker, topic: Any, validate_only: bool) -> Non
                 )
     try:
         broker.controller.plan_partition_increase(name, count, assignments)
+        broker.check_descriptor_budget(count - record.partition_count)
         if not validate_only:
             broker.increase_partitions(name, count)
     except ControllerError as exc:

@@ -16,6 +16,7 @@ import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.config import BrokerConfig, ConfigError, check_data_dir, load_config
+from weir.broker.descriptor_budget import raise_open_files_limit
 from weir.broker.group_service import attach_group_service
 from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
@@ -42,8 +43,9 @@ def main_serve(argv: Sequence[str]) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    open_files_note = raise_open_files_limit()
     try:
-        trio.run(serve, config)
+        trio.run(serve, config, open_files_note)
     except MetadataCorruptError as exc:
         print(f"weir serve: error: cluster metadata is unreadable: {exc}", file=sys.stderr)
         return 1
@@ -72,6 +74,15 @@ def _first_os_error(group: BaseExceptionGroup) -> OSError | None:
     return matched if isinstance(matched, OSError) else None
 
 
+def _warn_if_over_budget(broker: Broker) -> None:
+    """A lower limit than at creation: everything is served, nothing more is admitted."""
+    partitions_max = broker.descriptor_budget.partitions_max
+    if len(broker.partitions) > partitions_max:
+        log.warning("%d partitions exceed the %d this open files limit admits: they are "
+                    "served, but creating more is refused until `ulimit -n` is raised",
+                    len(broker.partitions), partitions_max)  # fmt: skip
+
+
 def lock_data_dir(data_dir: Path) -> IO[bytes]:
     lock = open(data_dir / LOCK_FILE_NAME, "wb")  # noqa: SIM115 - held for the process lifetime
     try:
@@ -88,11 +99,12 @@ SHUTDOWN_DRAIN_SHARE = 0.25
 SHUTDOWN_CLOSE_THREADS = 8
 
 
-async def serve(config: BrokerConfig) -> None:
+async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = None) -> None:
     """Serve until SIGTERM/SIGINT, then shut down within shutdown_timeout_ms:
     close the Kafka listener, let connections answer what they have read
     (a quarter of the timeout at most), stop the other tasks, close the logs
-    in the time left (`LogManager.close_all`)."""
+    in the time left (`LogManager.close_all`). `open_files_note`: (level,
+    message) about the open files limit, logged once serving."""
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         broker = Broker(config)
         started = False
@@ -114,6 +126,10 @@ async def serve(config: BrokerConfig) -> None:
                         "weir broker %d ready, data in %s, fsync method %s",
                         config.node_id, config.data_dir, broker.flusher.method,
                     )  # fmt: skip
+                    if open_files_note is not None:
+                        log.log(*open_files_note)
+                    log.info("%s", broker.descriptor_budget.describe())
+                    _warn_if_over_budget(broker)
                     async for signum in signals:
                         log.info("received %s, shutting down", signal.Signals(signum).name)
                         break

@@ -4,19 +4,22 @@ wake-ups that connect appends to waiting fetches."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
 
 from weir.broker.config import BrokerConfig
+from weir.broker.descriptor_budget import DescriptorBudget, open_files_limit
 from weir.broker.metrics import GaugeSample, HistogramSample, Metrics
-from weir.controller.controller import Controller, TopicDefaults
+from weir.controller.controller import Controller, ControllerError, TopicDefaults
 from weir.controller.metadata import EmbeddedMetadataStore, MetadataMissingError, TopicRecord
 from weir.log.config import LogConfig
+from weir.log.descriptors import shared_log_files
 from weir.log.errors import LogDamaged
 from weir.log.filesystem_sync import (
     FilesystemWatch,
@@ -104,6 +107,23 @@ def _refuse_unknown_partition_data(store: EmbeddedMetadataStore, data_dir: Path)
         )
 
 
+def _within_budget(config: BrokerConfig, budget: DescriptorBudget) -> BrokerConfig:
+    """The config with connections_max lowered to what the open files limit allows."""
+    if budget.connections_max >= config.limits.connections_max:
+        return config
+    log.warning("open files limit %d is too low for connections_max %d: accepting at most %d "
+                "connections; raise `ulimit -n`", budget.limit, config.limits.connections_max,
+                budget.connections_max)  # fmt: skip
+    return replace(config, limits=replace(config.limits, connections_max=budget.connections_max))
+
+
+def _open_files_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return -1
+
+
 def build_flusher(config: BrokerConfig) -> GroupFlusher:
     """The broker's group-commit flusher, with the configured fsync method."""
     window_bytes = config.page_cache_window_bytes if config.page_cache_window_bytes >= 0 else None
@@ -123,7 +143,9 @@ def build_flusher(config: BrokerConfig) -> GroupFlusher:
 
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
-        self.config = config
+        self.descriptor_budget = DescriptorBudget.plan(open_files_limit(), config.limits)
+        self.config = _within_budget(config, self.descriptor_budget)
+        shared_log_files().resize(self.descriptor_budget.log_files)
         self.metrics = Metrics()
         store = EmbeddedMetadataStore(config.data_dir)
         _refuse_unknown_partition_data(store, config.data_dir)
@@ -279,9 +301,19 @@ class Broker:
         if not self.config.auto_create_topics:
             return None
         record = self.controller.plan_topic(name, -1, -1)
+        self.check_descriptor_budget(record.partition_count)
         self.create_topic(record)
         log.info("auto-created topic %s with %d partitions", name, record.partition_count)
         return record
+
+    def check_descriptor_budget(self, added_partitions: int) -> None:
+        """Refuse (POLICY_VIOLATION) partitions the open files limit cannot serve
+        all at once (weir/broker/descriptor_budget.py). Call before anything is written."""
+        reserved = self.groups.partitions_not_created if self.groups is not None else 0
+        held = len(self.partitions) + len(self.offline_partitions) + reserved
+        refusal = self.descriptor_budget.refusal(added_partitions, held)
+        if refusal is not None:
+            raise ControllerError(ErrorCode.POLICY_VIOLATION, refusal)
 
     def delete_topic(self, name: str) -> None:
         """The metadata change is the commit point (when it fails, nothing
@@ -351,8 +383,43 @@ class Broker:
             lambda: flusher.syncfs_helper.starts_count if flusher.syncfs_helper else 0,
         )
 
+    def _register_descriptor_metrics(self) -> None:
+        budget = self.descriptor_budget
+        cache = shared_log_files()
+        self.metrics.register_gauge(
+            "weir_open_files",
+            "File descriptors the process holds (sockets included).",
+            lambda: [({}, float(_open_files_count()))],
+        )
+        self.metrics.register_gauge(
+            "weir_open_files_limit",
+            "The soft RLIMIT_NOFILE the descriptor budget splits.",
+            lambda: [({}, float(budget.limit))],
+        )
+        self.metrics.register_gauge(
+            "weir_log_files_open",
+            "Log file descriptors open through the cache (held and pinned included).",
+            lambda: [({}, float(cache.open_count))],
+        )
+        self.metrics.register_gauge(
+            "weir_log_files_capacity",
+            "Log file descriptors the cache may hold: the limit less what is reserved.",
+            lambda: [({}, float(cache.capacity))],
+        )
+        self.metrics.register_counter(
+            "weir_log_file_evictions_total",
+            "Log files the cache closed to make room for another.",
+            lambda: cache.evictions_count,
+        )
+        self.metrics.register_gauge(
+            "weir_partitions_max",
+            "Partitions the descriptor budget admits (CreateTopics past it: POLICY_VIOLATION).",
+            lambda: [({}, float(budget.partitions_max))],
+        )
+
     def _register_gauges(self) -> None:
         self._register_flusher_metrics()
+        self._register_descriptor_metrics()
         self.metrics.register_gauge(
             "weir_partition_corrupt_batches_read",
             "Stored batches that failed their CRC32C when read back, per partition "

@@ -121,6 +121,12 @@ class GroupService:
         topic = self.broker.controller.topic(OFFSETS_TOPIC_NAME)
         return topic.partition_count if topic else self.settings.offsets_topic_partition_count
 
+    @property
+    def partitions_not_created(self) -> int:
+        """Offsets topic partitions counted in the descriptor budget before they exist."""
+        created = self.broker.controller.topic(OFFSETS_TOPIC_NAME) is not None
+        return 0 if created else self.settings.offsets_topic_partition_count
+
     def partition_for(self, group_id: str) -> int:
         return group_partition(group_id, self.partition_count)
 

@@ -95,6 +95,7 @@ import trio
 
 from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
 from weir.log.config import INT64_MAX
+from weir.log.descriptors import SEGMENT_FILES_COUNT, DescriptorCache
 from weir.log.errors import LogError
 from weir.log.segment import SEGMENT_SUFFIXES, AppendedBatch, Segment, segment_file_name
 from weir.wire.errors import ErrorCode
@@ -526,7 +527,10 @@ def _clean_segment(
 ) -> None:
     """Write the cleaned copy of one segment under `cleaning/`, unless nothing changes."""
     plan = result.plan
-    output = Segment(cleaning, item.base_offset, plan.index_bytes_max)
+    # A cache of its own: this runs on a worker thread, and the three files stay
+    # open until synced (from the descriptors reserved for the broker's own work).
+    own_files = DescriptorCache(SEGMENT_FILES_COUNT)
+    output = Segment(cleaning, item.base_offset, plan.index_bytes_max, own_files)
     try:
         changed = False
         for header, data in _read_batches(item):

@@ -43,6 +43,7 @@ from typing import Any, Protocol, TypeVar, cast
 import outcome
 import trio
 
+from weir.log.descriptors import SyncedFile
 from weir.log.filesystem_sync import FilesystemWatch, SyncfsHelper
 
 log = logging.getLogger(__name__)
@@ -52,48 +53,6 @@ RELAXED_FLUSH_INTERVAL_MS = 1000
 ROUND_SECONDS_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
 T = TypeVar("T")
 _Call = tuple[Callable[[], object], Callable[["outcome.Outcome[Any]"], None]]
-
-
-class SyncedFile:
-    """A file descriptor shared with the flusher's worker thread.
-
-    `close` is deferred while a flush round holds the descriptor, so a roll,
-    truncation or deletion never closes an fd under an in-flight fsync. Only the
-    Trio thread calls these methods."""
-
-    __slots__ = ("fd", "path", "device", "_holds", "_close_requested")
-
-    def __init__(self, fd: int, path: Path) -> None:
-        self.fd = fd
-        self.path = path
-        self.device = os.fstat(fd).st_dev  # which filesystem a syncfs must cover
-        self._holds = 0
-        self._close_requested = False
-
-    @classmethod
-    def open(cls, path: Path, flags: int, mode: int = 0o644) -> SyncedFile:
-        return cls(os.open(path, flags, mode), path)
-
-    @property
-    def closed(self) -> bool:
-        return self._close_requested
-
-    def hold(self) -> None:
-        assert not self._close_requested, f"{self.path} is closed"
-        self._holds += 1
-
-    def release(self) -> None:
-        assert self._holds > 0
-        self._holds -= 1
-        if self._holds == 0 and self._close_requested:
-            os.close(self.fd)
-
-    def close(self) -> None:
-        if self._close_requested:
-            return
-        self._close_requested = True
-        if self._holds == 0:
-            os.close(self.fd)
 
 
 @dataclass

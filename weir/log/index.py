@@ -26,7 +26,7 @@ from array import array
 from bisect import bisect_right
 from pathlib import Path
 
-from weir.log.flusher import SyncedFile
+from weir.log.descriptors import DescriptorCache, SyncedFile
 
 OFFSET_ENTRY_BYTES = 8
 TIME_ENTRY_BYTES = 12
@@ -39,22 +39,39 @@ _TIME_ENTRY = struct.Struct(">qI")
 
 
 class _IndexFile:
-    """The file behind an index: append-only writes and truncation. The
-    descriptor can be released once the index is final and synced (sealed
-    segments keep only their log file open) and is reopened if needed."""
+    """The file behind an index: append-only writes and truncation, through the
+    descriptor cache (weir/log/descriptors.py). The file is released once the
+    index is final and synced (sealed segments need only their log file) and is
+    reopened if needed."""
 
-    def __init__(self, path: Path, base_offset: int, entries_max: int) -> None:
+    def __init__(
+        self, path: Path, base_offset: int, entries_max: int, cache: DescriptorCache
+    ) -> None:
         self.path = path
         self.base_offset = base_offset
         self.entries_max = max(1, entries_max)
         self.file: SyncedFile | None = None
+        self._cache = cache
         self._pending = bytearray()  # entries in memory, not yet written
         self._fd()
 
     def _fd(self) -> int:
+        return self._open_file().fd
+
+    def _open_file(self) -> SyncedFile:
         if self.file is None:
-            self.file = SyncedFile.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
-        return self.file.fd
+            self.file = SyncedFile.open(
+                self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, self._cache
+            )
+        return self.file
+
+    def pin(self) -> None:
+        """Keep the descriptor open (reopened if released or evicted)."""
+        self._open_file().pin()
+
+    def unpin(self) -> None:
+        if self.file is not None and self.file.pinned:  # not if released and reopened since
+            self.file.unpin()
 
     def _read_all(self) -> bytes:
         fd = self._fd()
@@ -98,8 +115,10 @@ class _IndexFile:
 
 
 class OffsetIndex(_IndexFile):
-    def __init__(self, path: Path, base_offset: int, entries_max: int) -> None:
-        super().__init__(path, base_offset, entries_max)
+    def __init__(
+        self, path: Path, base_offset: int, entries_max: int, cache: DescriptorCache
+    ) -> None:
+        super().__init__(path, base_offset, entries_max, cache)
         self._relative_offsets = array("I")
         self._positions = array("I")
 
@@ -174,8 +193,10 @@ class OffsetIndex(_IndexFile):
 
 
 class TimeIndex(_IndexFile):
-    def __init__(self, path: Path, base_offset: int, entries_max: int) -> None:
-        super().__init__(path, base_offset, entries_max)
+    def __init__(
+        self, path: Path, base_offset: int, entries_max: int, cache: DescriptorCache
+    ) -> None:
+        super().__init__(path, base_offset, entries_max, cache)
         self._timestamps: array[int] = array("q")
         self._relative_offsets = array("I")
 

@@ -289,6 +289,11 @@ class LogManager:
             compacted += result is not None
         return compacted
 
+    def release_idle_files(self) -> int:
+        """Let the descriptor cache close the active segment files of partitions
+        not written since the previous call; returns how many were released."""
+        return sum(partition_log.release_idle_files() for _, partition_log in self)
+
     async def run_retention(
         self,
         interval_ms: int = RETENTION_CHECK_INTERVAL_MS,
@@ -296,11 +301,13 @@ class LogManager:
         compaction_interval_ms: int = COMPACTION_CHECK_INTERVAL_MS,
     ) -> None:
         """Enforce retention every `interval_ms`, and compact at most every
-        `compaction_interval_ms`, until cancelled."""
+        `compaction_interval_ms`, until cancelled. Also releases the descriptors of
+        partitions idle for a whole interval."""
         next_compaction_ms = 0
         while True:
             await trio.sleep(interval_ms / 1000)
             now_ms = clock_ms()
+            self.release_idle_files()
             self.enforce_retention(now_ms)
             if now_ms >= next_compaction_ms:
                 await self.compact(now_ms)

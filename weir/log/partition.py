@@ -56,6 +56,7 @@ import trio
 from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
 from weir.log.compaction import finish_interrupted_compaction, read_cleaned_offset
 from weir.log.config import LogConfig
+from weir.log.descriptors import SEGMENT_FILES_COUNT, SyncedFile, shared_log_files
 from weir.log.epoch_cache import LeaderEpochCache
 from weir.log.errors import (
     LogClosed,
@@ -65,7 +66,7 @@ from weir.log.errors import (
     LogTruncated,
     OffsetOutOfRange,
 )
-from weir.log.flusher import CacheDrop, FlushJob, GroupFlusher, SyncedFile
+from weir.log.flusher import CacheDrop, FlushJob, GroupFlusher
 from weir.log.producer_snapshots import (
     delete_all_snapshots,
     load_latest_snapshot,
@@ -102,6 +103,8 @@ from weir.wire.record_batch import (
 
 # The active segment's synced bytes are evicted from the page cache in steps this large.
 PAGE_CACHE_EVICT_BYTES_MIN = 1024 * 1024
+# Page cache evictions one partition adds to a round (each holds a descriptor).
+CACHE_DROPS_PER_ROUND_MAX = 16
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +141,15 @@ class ReadResult:
     next_offset: int  # the offset after the last returned batch (`offset` when empty)
 
 
+@dataclass(slots=True)
+class _EvictionCursor:
+    """Where the page cache eviction walk starts: every segment before `index`
+    (`bytes_before` bytes in all) is evicted whole."""
+
+    index: int = 0
+    bytes_before: int = 0
+
+
 @dataclass(eq=False)
 class _Waiter:
     offset: int
@@ -171,8 +183,14 @@ class PartitionLog:
         self._fsynced_end_offset = self.log_end_offset
         # Segments below it were sealed and then fsynced with their indexes.
         self._sealed_synced_below = segments[-1].base_offset
-        self._sealed_with_open_indexes: list[Segment] = []
-        self._unsynced: dict[SyncedFile, None] = {}
+        self._sealed_with_open_indexes: list[Segment] = []  # pinned until synced
+        self._unsynced: dict[SyncedFile, None] = {}  # written since their last round: pinned
+        # Sums over the segments that appends do not change (None: recompute).
+        self._sealed_bytes: int | None = None
+        self._eviction_cursor: _EvictionCursor | None = None
+        self._snapshot_offsets: list[int] | None = None
+        self._end_offset_at_idle_check = -1
+        self._roll_postponed = False
         self._directory_unsynced = False
         self._inflight: FlushJob | None = None
         self._generation = 0
@@ -285,6 +303,8 @@ class PartitionLog:
         try:
             self._maybe_roll(len(view), last_offset, len(headers), now_ms)
             segment = self._segments[-1]
+            if not segment.pinned:  # the partition was idle: reopen its files
+                segment.pin()
             segment.append(data, batches, self.config.index_interval_bytes)
         except OSError as exc:
             log.error("append to %s failed: %s", self.directory, exc)
@@ -461,12 +481,26 @@ class PartitionLog:
         active = self._segments[-1]
         if active.is_empty:
             return
-        if (
-            active.size_bytes + size_bytes > self.config.segment_bytes
-            or self._segment_expired(active, now_ms)
-            or not active.can_hold(last_offset, batches_count)
-        ):
+        full = not active.can_hold(last_offset, batches_count)  # must roll
+        oversize = active.size_bytes + size_bytes > self.config.segment_bytes
+        due = oversize or self._segment_expired(active, now_ms)
+        if full or (due and self._descriptors_for_roll(active)):
             self.roll()
+
+    def _descriptors_for_roll(self, active: Segment) -> bool:
+        """Whether the descriptor cache has room for a roll (the new segment's files,
+        and the sealed one's if the partition was idle). When every descriptor is
+        pinned by segments awaiting their sync or held by a round, the roll waits
+        and the active segment grows past segment.bytes until a round releases them."""
+        needed = SEGMENT_FILES_COUNT if active.pinned else 2 * SEGMENT_FILES_COUNT
+        if shared_log_files().has_room_for(needed):
+            self._roll_postponed = False
+            return True
+        if not self._roll_postponed:
+            log.warning("%s: segment roll postponed: every log file descriptor is in use",
+                        self.directory.name)  # fmt: skip
+            self._roll_postponed = True
+        return False
 
     def _segment_expired(self, segment: Segment, now_ms: int) -> bool:
         started_ms = segment.rolling_timestamp_ms
@@ -484,10 +518,18 @@ class PartitionLog:
         active = self._segments[-1]
         if active.is_empty:
             return active
+        # Open the new segment first: if that fails, nothing has changed.
+        segment = Segment(self.directory, self.log_end_offset, self.config.segment_index_bytes)
+        try:
+            active.pin()  # until the round that syncs it (an idle partition's is not)
+        except OSError:
+            segment.delete()
+            raise
         active.seal()
         self._unsynced.update(dict.fromkeys(active.files))
         self._sealed_with_open_indexes.append(active)
-        segment = Segment(self.directory, self.log_end_offset, self.config.segment_index_bytes)
+        if self._sealed_bytes is not None:
+            self._sealed_bytes += active.size_bytes
         self._segments.append(segment)
         self._directory_unsynced = True
         self._write_producer_snapshot()
@@ -552,32 +594,40 @@ class PartitionLog:
         return job
 
     def _cache_drops(self) -> list[CacheDrop]:
-        """Log bytes older than the page cache window (newest first), to evict
-        once this round has synced them: from the active segment in steps of
-        at least PAGE_CACHE_EVICT_BYTES_MIN (each is a system call after the
-        round), from sealed ones whatever is left. Stops at the
-        first segment already evicted up to its window boundary: older ones were
-        evicted before it."""
+        """Log bytes behind the page cache window (the log's newest `window_bytes`),
+        to evict once this round has synced them: from the active segment in steps
+        of at least PAGE_CACHE_EVICT_BYTES_MIN (each is a system call after the
+        round), from sealed ones whatever is left, at most
+        CACHE_DROPS_PER_ROUND_MAX. Walks forward from the first segment not yet
+        evicted whole (`_eviction_cursor`), so a round costs the same however many
+        segments the log has. A sealed segment whose descriptor the cache closed
+        is skipped: reopening it only to advise the kernel is not worth a
+        descriptor, and the kernel reclaims clean pages anyway."""
         window_bytes = self.flusher.page_cache_window_bytes
         if window_bytes is None:
             return []
-        drops = []
-        keep_bytes = window_bytes
-        for segment in reversed(self._segments):
+        behind_bytes = self.size_bytes - window_bytes
+        cursor = self._eviction_cursor or _EvictionCursor()
+        self._eviction_cursor = cursor
+        last = len(self._segments) - 1
+        drops: list[CacheDrop] = []
+        while cursor.bytes_before < behind_bytes and len(drops) < CACHE_DROPS_PER_ROUND_MAX:
+            segment = self._segments[cursor.index]
             size = segment.size_bytes
-            kept = min(size, keep_bytes)
-            keep_bytes -= kept
-            evict_below = size - kept
+            evict_below = min(size, behind_bytes - cursor.bytes_before)
             start = min(segment.page_cache_evicted_below, size)
-            worth_a_call = evict_below - start >= PAGE_CACHE_EVICT_BYTES_MIN or (
-                segment is not self._segments[-1] and evict_below > start
-            )
-            if worth_a_call and not segment.log_file.closed:
-                segment.log_file.hold()
-                drops.append(CacheDrop(segment.log_file, start, evict_below - start))
+            sealed = cursor.index < last
+            step_bytes = evict_below - start
+            if step_bytes >= PAGE_CACHE_EVICT_BYTES_MIN or (sealed and step_bytes > 0):
+                log_file = segment.log_file
+                if log_file.is_open and not log_file.closed:
+                    log_file.hold()
+                    drops.append(CacheDrop(log_file, start, step_bytes))
                 segment.page_cache_evicted_below = evict_below
-            elif keep_bytes == 0 and evict_below <= start:
-                break  # evicted up to the window before: so were older segments
+            if not sealed or segment.page_cache_evicted_below < size:
+                break
+            cursor.index += 1
+            cursor.bytes_before += size
         return drops
 
     def end_flush(self, job: FlushJob, error: OSError | None) -> None:
@@ -621,7 +671,8 @@ class PartitionLog:
             self._durable_checkpoint = self.log_end_offset
 
     def _release_synced_indexes(self) -> None:
-        """Close the index files of sealed segments once a round synced them."""
+        """Once a round synced sealed segments, close their index files and unpin
+        their log files (the descriptor cache closes them when it needs room)."""
         if not self._sealed_with_open_indexes:
             return
         active = self._segments[-1]
@@ -630,10 +681,36 @@ class PartitionLog:
             if segment is active:
                 continue
             if segment.base_offset < self._sealed_synced_below:
+                segment.unpin()
                 segment.release_index_files()
             else:
                 still_open.append(segment)
         self._sealed_with_open_indexes = still_open
+
+    def release_idle_files(self) -> bool:
+        """Unpin the active segment's files when nothing was appended since the
+        previous call and everything written is synced: the descriptor cache may
+        then close them, and the next append or read reopens them. Called every
+        few seconds (LogManager); True when it released them.
+
+        Its index files may hold entries written but not synced: nothing trusts
+        them before the round that syncs them at the roll (recovery rebuilds an
+        active segment's indexes), and that round's descriptor, reopened, still
+        reports a writeback error nobody has seen (Linux 4.16+; syncfs always)."""
+        end_offset = self._end_offset_at_idle_check
+        self._end_offset_at_idle_check = self.log_end_offset
+        active = self._segments[-1]
+        idle = (
+            end_offset == self.log_end_offset
+            and active.pinned
+            and not self._closed
+            and not self._unsynced
+            and self._inflight is None
+            and not self._waiters
+        )
+        if idle:
+            active.unpin()
+        return idle
 
     def _wake_waiters(self) -> None:
         if not self._waiters:
@@ -773,7 +850,14 @@ class PartitionLog:
 
     @property
     def size_bytes(self) -> int:
-        return sum(segment.size_bytes for segment in self._segments)
+        if self._sealed_bytes is None:
+            self._sealed_bytes = sum(segment.size_bytes for segment in self._segments[:-1])
+        return self._sealed_bytes + self._segments[-1].size_bytes
+
+    def _segments_changed(self) -> None:
+        """Segments were removed or replaced: forget the sums kept over them."""
+        self._sealed_bytes = None
+        self._eviction_cursor = None
 
     @property
     def segments(self) -> list[Segment]:
@@ -814,6 +898,7 @@ class PartitionLog:
         ]
         for segment in new:
             segment.release_index_files()
+        self._segments_changed()
         self._check_invariants()
 
     # -- truncation, deletion, retention ------------------------------------
@@ -833,6 +918,8 @@ class PartitionLog:
                 self._delete_segment(self._segments.pop())
             self._segments[-1].truncate_to(offset)
             self.log_end_offset = self._segments[-1].next_offset
+        self._segments_changed()
+        self._segments[-1].pin()
         self._unsynced[self._segments[-1].log_file] = None
         self.durable_end_offset = min(self.durable_end_offset, self.log_end_offset)
         self._fsynced_end_offset = min(self._fsynced_end_offset, self.log_end_offset)
@@ -858,6 +945,7 @@ class PartitionLog:
         self.epoch_cache.clear()
         self.producer_state.clear()
         delete_all_snapshots(self.directory)
+        self._snapshot_offsets = []
         write_checkpoint(self.directory / LOG_START_CHECKPOINT_FILE_NAME, [[offset]])
 
     def delete_records_before(self, offset: int) -> int:
@@ -946,6 +1034,7 @@ class PartitionLog:
         for synced in segment.files:
             self._unsynced.pop(synced, None)
         segment.delete()
+        self._segments_changed()
 
     # -- producer state ------------------------------------------------------
 
@@ -953,6 +1042,7 @@ class PartitionLog:
         """Rebuild the idempotent-producer table: the newest snapshot at or below
         the log end, then the headers of every batch after it."""
         snapshot_offset, table = load_latest_snapshot(self.directory, self.log_end_offset)
+        self._snapshot_offsets = None  # some may have been deleted: list them at the next write
         replay_ms = time.time_ns() // 1_000_000
         start = max(snapshot_offset, self._segments[0].base_offset)
         try:
@@ -981,7 +1071,9 @@ class PartitionLog:
 
     def _write_producer_snapshot(self) -> None:
         try:
-            write_snapshot(self.directory, self.producer_state, self.log_end_offset)
+            self._snapshot_offsets = write_snapshot(
+                self.directory, self.producer_state, self.log_end_offset, self._snapshot_offsets
+            )
         except OSError as exc:  # only costs a longer scan at the next open
             log.warning("%s: producer snapshot not written: %s", self.directory.name, exc)
 
@@ -997,6 +1089,7 @@ class PartitionLog:
             return
         try:
             if self._failure is None:
+                self._segments[-1].pin()
                 self._unsynced.update(dict.fromkeys(self._segments[-1].files))
                 self.flush()
                 self._write_recovery_point(self.log_end_offset)

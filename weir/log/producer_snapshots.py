@@ -38,15 +38,22 @@ def snapshot_path(directory: Path, offset: int) -> Path:
     return directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
 
-def write_snapshot(directory: Path, table: ProducerStateTable, offset: int) -> None:
-    """Write the snapshot at `offset` and keep only the newest SNAPSHOTS_KEPT."""
+def write_snapshot(
+    directory: Path, table: ProducerStateTable, offset: int, existing: list[int] | None = None
+) -> list[int]:
+    """Write the snapshot at `offset` and keep only the newest SNAPSHOTS_KEPT.
+    `existing`: the snapshot offsets already there, as this function last returned
+    them (None: list the directory, which holds every segment's files: a roll
+    must not cost a listing of thousands of names). Returns the offsets kept."""
     path = snapshot_path(directory, offset)
     temp_path = path.with_name(path.name + ".tmp")
     with open(temp_path, "wb") as f:
         f.write(table.encode_snapshot(offset))
     os.replace(temp_path, path)
-    for older in snapshot_offsets(directory)[:-SNAPSHOTS_KEPT]:
+    known = snapshot_offsets(directory) if existing is None else sorted({*existing, offset})
+    for older in known[:-SNAPSHOTS_KEPT]:
         snapshot_path(directory, older).unlink(missing_ok=True)
+    return known[-SNAPSHOTS_KEPT:]
 
 
 def delete_snapshots_above(directory: Path, offset: int) -> None:

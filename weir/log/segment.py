@@ -2,6 +2,12 @@
 
 The log file holds RecordBatch v2 batches back to back, byte-for-byte as
 appended. All file access is `os.write` (appends, O_APPEND) and `os.pread`.
+
+Descriptors come from a `DescriptorCache` (weir/log/descriptors.py): the files
+are open only while used, unless the segment is pinned (`pin`): the partition
+pins its active segment while it is written, and a sealed segment from its roll
+until the round that syncs it. Loading a log pins nothing, so recovery opens
+its segments one at a time through the cache.
 """
 
 from __future__ import annotations
@@ -13,8 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from weir.log.descriptors import DescriptorCache, SyncedFile, shared_log_files
 from weir.log.errors import LogCorrupt
-from weir.log.flusher import SyncedFile
 from weir.log.index import (
     OFFSET_ENTRY_BYTES,
     RELATIVE_OFFSET_MAX,
@@ -120,24 +126,38 @@ class AppendedBatch:
 
 
 class Segment:
-    def __init__(self, directory: Path, base_offset: int, index_bytes_max: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        index_bytes_max: int,
+        descriptors: DescriptorCache | None = None,
+    ) -> None:
+        """`descriptors`: the cache the files are opened through (default: the
+        process's shared one)."""
+        if descriptors is None:
+            descriptors = shared_log_files()
         self.directory = directory
         self.base_offset = base_offset
         self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
         offset_index_path = directory / segment_file_name(base_offset, INDEX_SUFFIX)
         time_index_path = directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX)
         self.indexes_existed = offset_index_path.exists() and time_index_path.exists()
-        self.log_file = SyncedFile.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        self.log_file = SyncedFile.open(
+            self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, descriptors
+        )
         try:
             self.offset_index = OffsetIndex(
-                offset_index_path, base_offset, index_bytes_max // OFFSET_ENTRY_BYTES
+                offset_index_path, base_offset, index_bytes_max // OFFSET_ENTRY_BYTES, descriptors
             )
             self.time_index = TimeIndex(
-                time_index_path, base_offset, index_bytes_max // TIME_ENTRY_BYTES
+                time_index_path, base_offset, index_bytes_max // TIME_ENTRY_BYTES, descriptors
             )
         except OSError:
             self.log_file.close()
             raise
+        # Whether the files are pinned open (see the module docstring).
+        self.pinned = False
         self.size_bytes = 0
         # Bytes below this were synced and evicted from the page cache (flusher).
         self.page_cache_evicted_below = 0
@@ -163,9 +183,36 @@ class Segment:
         return [f for f in files if f is not None]
 
     def release_index_files(self) -> None:
-        """A sealed segment whose indexes are synced needs only its log file open."""
+        """A sealed segment whose indexes are synced needs only its log file."""
         self.offset_index.release()
         self.time_index.release()
+
+    def pin(self) -> None:
+        """Keep every file of the segment open (reopened if evicted or released)
+        until `unpin`: it is being written, or holds writes not yet synced."""
+        if self.pinned:
+            return
+        self.log_file.pin()
+        try:
+            self.offset_index.pin()
+            try:
+                self.time_index.pin()
+            except OSError:
+                self.offset_index.unpin()
+                raise
+        except OSError:
+            self.log_file.unpin()
+            raise
+        self.pinned = True
+
+    def unpin(self) -> None:
+        """The files may be closed by the cache until used again."""
+        if not self.pinned:
+            return
+        self.pinned = False
+        self.log_file.unpin()
+        self.offset_index.unpin()
+        self.time_index.unpin()
 
     def can_hold(self, last_offset: int, batches_count: int) -> bool:
         """Whether offsets up to `last_offset` and that many index entries still fit."""
@@ -186,11 +233,12 @@ class Segment:
         """Write `data` (whole batches, offsets assigned) at the end of the log file."""
         start = self.size_bytes
         view = memoryview(data)
+        fd = self.log_file.fd
         try:
             while view:
-                view = view[os.write(self.log_file.fd, view) :]
+                view = view[os.write(fd, view) :]
         except OSError:
-            os.ftruncate(self.log_file.fd, start)
+            os.ftruncate(fd, start)
             raise
         self.size_bytes = start + len(data)
         for batch in batches:
@@ -496,6 +544,7 @@ class Segment:
             self.rolling_timestamp_ms = None
 
     def close(self) -> None:
+        self.pinned = False
         self.log_file.close()
         self.offset_index.close()
         self.time_index.close()
