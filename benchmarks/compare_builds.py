@@ -1,4 +1,4 @@
-"""Broker CPU per produce request for several builds, side by side in one run.
+"""Broker CPU per produce (or fetch) request for several builds, side by side in one run.
 
 Starts one `weir serve` per source tree (each on its own ports and fresh data
 dir), creates an 8-partition topic on each, then runs `request_cost.py` against
@@ -56,7 +56,7 @@ def parse_builds(specs: list[str], base_port: int) -> list[Build]:
     return builds
 
 
-def start(build: Build) -> None:
+def start(build: Build, args: argparse.Namespace) -> None:
     env = dict(os.environ, PYTHONPATH=str(build.tree))
     command = [
         str(PYTHON), "-m", "weir.cli.main", "serve", "--data-dir", str(build.data_dir),
@@ -74,27 +74,34 @@ def start(build: Build) -> None:
             cwd=REPO_ROOT, capture_output=True, check=False,
         )  # fmt: skip
         if created.returncode == 0:
+            if args.api == "fetch":  # something to read: the same produce load, once
+                run_request_cost(build, args, "produce", requests=500)
             return
         time.sleep(0.3)
     raise SystemExit(f"{build.name}: the broker did not come up")
 
 
-def measure(build: Build, args: argparse.Namespace) -> None:
+def run_request_cost(build: Build, args: argparse.Namespace, api: str, requests: int) -> str:
     assert build.process is not None
     result = subprocess.run(
         [str(PYTHON), str(REPO_ROOT / "benchmarks" / "request_cost.py"),
-         "--port", str(build.port), "--pid", str(build.process.pid),
+         "--port", str(build.port), "--pid", str(build.process.pid), "--api", api,
          "--value-bytes", str(args.value_bytes), "--records-per-batch",
-         str(args.records_per_batch), "--all-partitions", "--requests", str(args.requests),
+         str(args.records_per_batch), "--all-partitions", "--requests", str(requests),
          "--depth", str(args.depth)],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    match = COST_LINE.search(result.stdout)
+    return result.stdout
+
+
+def measure(build: Build, args: argparse.Namespace) -> None:
+    stdout = run_request_cost(build, args, args.api, args.requests)
+    match = COST_LINE.search(stdout)
     if match is None:
-        raise SystemExit(f"{build.name}: unexpected output {result.stdout!r}")
+        raise SystemExit(f"{build.name}: unexpected output {stdout!r}")
     build.rates.append(float(match[1].replace(",", "")))
     build.cpu_us.append(float(match[2]))
-    print(f"  {build.name:>10}: {result.stdout.strip().splitlines()[0]}", flush=True)
+    print(f"  {build.name:>10}: {stdout.strip().splitlines()[0]}", flush=True)
 
 
 def stop(build: Build) -> None:
@@ -115,12 +122,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--api", choices=["produce", "fetch"], default="produce")
     parser.add_argument("--base-port", type=int, default=47100)
     args = parser.parse_args()
     builds = parse_builds(args.builds, args.base_port)
     try:
         for build in builds:
-            start(build)
+            start(build, args)
         for round_number in range(1, args.rounds + 1):
             print(f"round {round_number}", flush=True)
             for build in builds if round_number % 2 else reversed(builds):

@@ -8,7 +8,9 @@ broker process's user+system CPU time from /proc before and after:
 
 `--api produce` sends Produce v9 (acks=all) with one batch of
 `--records-per-batch` records (default 2) to partition (i mod --partitions), or
-to every partition with `--all-partitions`; `--api api-versions` sends ApiVersions v3.
+to every partition with `--all-partitions`; `--api fetch` sends Fetch v11 for
+every partition from offset 0 (`--fetch-bytes` per partition, no wait: the
+topic must hold data); `--api api-versions` sends ApiVersions v3.
 Run it against two brokers alternately to compare builds side by side.
 """
 
@@ -30,6 +32,8 @@ def build_frames(args: argparse.Namespace) -> list[bytes]:
         return [
             encode_request(ApiKey.API_VERSIONS, 3, i, "bench", body) for i in range(args.requests)
         ]
+    if args.api == "fetch":
+        return [fetch_frame(args, i) for i in range(args.requests)]
     batch = build_batch([(None, b"x" * args.value_bytes, [])] * args.records_per_batch)
     frames = []
     for i in range(args.requests):
@@ -43,6 +47,23 @@ def build_frames(args: argparse.Namespace) -> list[bytes]:
         }
         frames.append(encode_request(ApiKey.PRODUCE, 9, i, "bench", body))
     return frames
+
+
+def fetch_frame(args: argparse.Namespace, correlation_id: int) -> bytes:
+    partitions = [
+        {"partition": index, "fetch_offset": 0, "partition_max_bytes": args.fetch_bytes}
+        for index in range(args.partitions)
+    ]
+    body = {
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": args.fetch_bytes * args.partitions,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [{"topic": args.topic, "partitions": partitions}],
+        "forgotten_topics_data": [],
+    }
+    return encode_request(ApiKey.FETCH, 11, correlation_id, "bench", body)
 
 
 def cpu_ticks(pid: int) -> tuple[int, int]:
@@ -101,7 +122,8 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--pid", type=int, required=True, help="the broker process")
-    parser.add_argument("--api", choices=["produce", "api-versions"], default="produce")
+    parser.add_argument("--api", choices=["produce", "fetch", "api-versions"], default="produce")
+    parser.add_argument("--fetch-bytes", type=int, default=64 * 1024, help="per partition")
     parser.add_argument("--topic", default="bench")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--value-bytes", type=int, default=100)
