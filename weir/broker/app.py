@@ -112,6 +112,7 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(serve_http, broker)
+                nursery.start_soon(broker.loop_lag.run)
                 broker.open_logs()
                 groups = attach_group_service(broker)
                 register_group_metrics(broker, groups)

@@ -15,6 +15,7 @@ import trio
 
 from weir.broker.config import BrokerConfig
 from weir.broker.descriptor_budget import DescriptorBudget, open_files_limit
+from weir.broker.loop_lag import LAG_SECONDS_BUCKETS, EventLoopLag
 from weir.broker.metrics import GaugeSample, HistogramSample, Metrics
 from weir.controller.controller import Controller, ControllerError, TopicDefaults
 from weir.controller.metadata import EmbeddedMetadataStore, MetadataMissingError, TopicRecord
@@ -163,6 +164,7 @@ class Broker:
         # Consumer groups: set by weir.broker.group_service.attach_group_service.
         self.groups: GroupService | None = None
         self.ready = False
+        self.loop_lag = EventLoopLag()
         self._register_gauges()
 
     # -- lifecycle -------------------------------------------------------
@@ -419,6 +421,17 @@ class Broker:
 
     def _register_gauges(self) -> None:
         self._register_flusher_metrics()
+        lag = self.loop_lag
+        self.metrics.register_histogram(
+            "weir_event_loop_lag_seconds",
+            "How late the event loop woke a probe due every 10 ms: what every "
+            "connection waited for whatever ran on the loop then.",
+            lambda: HistogramSample(
+                list(zip(LAG_SECONDS_BUCKETS, lag.bucket_counts, strict=True)),
+                lag.seconds_total,
+                lag.count,
+            ),
+        )
         self._register_descriptor_metrics()
         self.metrics.register_gauge(
             "weir_partition_corrupt_batches_read",

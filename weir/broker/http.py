@@ -23,6 +23,7 @@ from weir.broker.metrics import Metrics
 log = logging.getLogger(__name__)
 
 HTTP_REQUEST_BYTES_MAX = 8192
+JSON_CONTENT_TYPE = "application/json"
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -116,9 +117,7 @@ def _respond(broker: Broker, request_line: str) -> bytes:
     if path == "/health/live":
         return _response(200, "OK", "live\n")
     if path == "/health/ready":
-        if broker.ready:
-            return _response(200, "OK", "ready\n")
-        return _response(503, "Service Unavailable", "not ready\n")
+        return _ready_response(broker)
     if path == "/metrics":
         return _response(200, "OK", broker.metrics.render(), METRICS_CONTENT_TYPE)
     if path == "/v1/groups" or path.startswith("/v1/groups/"):
@@ -142,6 +141,21 @@ def _groups_response(broker: Broker, path: str) -> bytes:
 def _json(status: int, reason: str, document: object) -> bytes:
     body = json.dumps(document, indent=1, sort_keys=True) + "\n"
     return _response(status, reason, body, "application/json")
+
+
+def _ready_response(broker: Broker) -> bytes:
+    """200 once Kafka clients can be served, else 503; the JSON body also
+    carries the event loop's worst lag of the last minute (loop_lag.py)."""
+    worst_lag_s = broker.loop_lag.worst_recent_s(trio.current_time())
+    body = json.dumps(
+        {
+            "status": "ready" if broker.ready else "not ready",
+            "event_loop_lag_worst_last_minute_ms": round(worst_lag_s * 1000, 1),
+        }
+    )
+    if broker.ready:
+        return _response(200, "OK", body + "\n", JSON_CONTENT_TYPE)
+    return _response(503, "Service Unavailable", body + "\n", JSON_CONTENT_TYPE)
 
 
 def _response(
