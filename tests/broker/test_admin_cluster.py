@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,32 +10,14 @@ import pytest
 from weir.broker.broker import Broker
 from weir.broker.cluster import handle_describe_cluster
 from weir.broker.config import BrokerConfig, HostPort
-from weir.broker.context import Handler, RequestContext
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    parse_request_header,
 )
 
+from .handler_calls import call
+
 AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
-
-
-async def call(
-    broker: Broker, handler: Handler, api_key: int, version: int, body: Mapping[str, Any]
-) -> Any:
-    """Run `handler` on `body` as the wire decodes it; return the decoded response."""
-    frame = memoryview(encode_request(api_key, version, 42, "admin-test", body))[4:]
-    header = parse_request_header(frame)
-    response = await handler(RequestContext(header, broker), decode_request(header, frame))
-    assert response is not None
-    encoded = encode_response(api_key, version, header.correlation_id, response)
-    correlation_id, decoded = decode_response(api_key, version, memoryview(encoded)[4:])
-    assert correlation_id == 42
-    return decoded
 
 
 async def describe_cluster(broker: Broker, version: int, **body: Any) -> Any:

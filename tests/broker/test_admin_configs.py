@@ -20,7 +20,6 @@ from weir.broker.admin_configs import (
 from weir.broker.broker import Broker
 from weir.broker.broker_configs import ConfigSource, KafkaConfigType
 from weir.broker.config import BrokerConfig, HostPort
-from weir.broker.context import Handler, RequestContext
 from weir.broker.offsets_topic import (
     OFFSETS_TOPIC_CONFIGS,
     OFFSETS_TOPIC_NAME,
@@ -31,12 +30,9 @@ from weir.log.config import TOPIC_CONFIGS
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    parse_request_header,
 )
+
+from .handler_calls import call
 
 TOPIC, BROKER = ResourceType.TOPIC, ResourceType.BROKER
 SET, DELETE, APPEND, SUBTRACT = (
@@ -45,20 +41,6 @@ SET, DELETE, APPEND, SUBTRACT = (
     ConfigOperation.APPEND,
     ConfigOperation.SUBTRACT,
 )
-
-
-async def call(
-    broker: Broker, handler: Handler, api_key: int, version: int, body: Mapping[str, Any]
-) -> Any:
-    """Run `handler` on `body` as the wire decodes it; return the decoded response."""
-    frame = memoryview(encode_request(api_key, version, 42, "admin-test", body))[4:]
-    header = parse_request_header(frame)
-    response = await handler(RequestContext(header, broker), decode_request(header, frame))
-    assert response is not None
-    encoded = encode_response(api_key, version, header.correlation_id, response)
-    correlation_id, decoded = decode_response(api_key, version, memoryview(encoded)[4:])
-    assert correlation_id == 42
-    return decoded
 
 
 def make_broker(data_dir: Path, **settings: Any) -> Broker:

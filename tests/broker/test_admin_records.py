@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,36 +12,18 @@ import pytest
 from weir.broker.admin_records import handle_delete_records
 from weir.broker.broker import Broker, PartitionReplica
 from weir.broker.config import BrokerConfig
-from weir.broker.context import Handler, RequestContext
 from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME, ensure_offsets_topic
 from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    parse_request_header,
 )
 from weir.wire.record_batch import build_batch
 
+from .handler_calls import call
+
 NOW_MS = 1_700_000_000_000
-
-
-async def call(
-    broker: Broker, handler: Handler, api_key: int, version: int, body: Mapping[str, Any]
-) -> Any:
-    """Run `handler` on `body` as the wire decodes it; return the decoded response."""
-    frame = memoryview(encode_request(api_key, version, 42, "admin-test", body))[4:]
-    header = parse_request_header(frame)
-    response = await handler(RequestContext(header, broker), decode_request(header, frame))
-    assert response is not None
-    encoded = encode_response(api_key, version, header.correlation_id, response)
-    correlation_id, decoded = decode_response(api_key, version, memoryview(encoded)[4:])
-    assert correlation_id == 42
-    return decoded
 
 
 def make_broker(data_dir: Path) -> Broker:

@@ -22,7 +22,6 @@ from weir.broker.admin_topics import (
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.broker_configs import ConfigSource
 from weir.broker.config import BrokerConfig
-from weir.broker.context import Handler, RequestContext
 from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME, ensure_offsets_topic
 from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
@@ -30,29 +29,12 @@ from weir.log.config import TOPIC_CONFIGS
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    parse_request_header,
 )
 from weir.wire.record_batch import build_batch
 
+from .handler_calls import call
+
 ZERO_UUID = uuid.UUID(int=0)
-
-
-async def call(
-    broker: Broker, handler: Handler, api_key: int, version: int, body: Mapping[str, Any]
-) -> Any:
-    """Run `handler` on `body` as the wire decodes it; return the decoded response."""
-    frame = memoryview(encode_request(api_key, version, 42, "admin-test", body))[4:]
-    header = parse_request_header(frame)
-    response = await handler(RequestContext(header, broker), decode_request(header, frame))
-    assert response is not None
-    encoded = encode_response(api_key, version, header.correlation_id, response)
-    correlation_id, decoded = decode_response(api_key, version, memoryview(encoded)[4:])
-    assert correlation_id == 42
-    return decoded
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,6 @@ from weir.broker import broker as broker_module
 from weir.broker.admin_topics import handle_create_partitions, handle_create_topics
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig, Limits
-from weir.broker.context import Handler, RequestContext
 from weir.broker.descriptor_budget import BROKER_WORK_DESCRIPTORS, DescriptorBudget
 from weir.broker.group_service import attach_group_service
 from weir.controller.controller import ControllerError
@@ -23,28 +22,15 @@ from weir.log.descriptors import DESCRIPTORS_PER_PARTITION, shared_log_files
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    parse_request_header,
 )
+
+from .handler_calls import call
 
 # The usual default soft limit: connections get 480 (connections_max 400), log
 # files 480, less 48 of headroom: 144 partitions, 50 of them the offsets topic's.
 LOW_LIMIT = 1024
 PARTITIONS_MAX = 144
 OFFSETS_PARTITIONS = 50
-
-
-async def call(
-    broker: Broker, handler: Handler, api_key: int, version: int, body: Mapping[str, Any]
-) -> Any:
-    frame = memoryview(encode_request(api_key, version, 7, "budget-test", body))[4:]
-    header = parse_request_header(frame)
-    response = await handler(RequestContext(header, broker), decode_request(header, frame))
-    encoded = encode_response(api_key, version, header.correlation_id, response)
-    return decode_response(api_key, version, memoryview(encoded)[4:])[1]
 
 
 async def create_topic(broker: Broker, name: str, partitions: int, **kw: Any) -> Any:

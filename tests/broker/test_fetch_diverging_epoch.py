@@ -10,18 +10,14 @@ import pytest
 
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
-from weir.broker.context import RequestContext, resolve
 from weir.broker.fetch import handle_fetch
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    parse_request_header,
 )
 from weir.wire.record_batch import build_batch
+
+from .handler_calls import call
 
 NOW_MS = 1_700_000_000_000
 
@@ -70,17 +66,8 @@ async def fetch(broker: Broker, offset: int, last_fetched_epoch: int, version: i
         "forgotten_topics_data": [],
         "rack_id": "",
     }
-    frame = memoryview(encode_request(ApiKey.FETCH, version, 3, "fetch-test", body))[4:]
-    header = parse_request_header(frame)
-    answer = await handle_fetch(RequestContext(header, broker), decode_request(header, frame))
-    response = await resolve(answer)
-    assert response is not None
-    encoded = encode_response(ApiKey.FETCH, version, 3, response)
-    return (
-        decode_response(ApiKey.FETCH, version, memoryview(encoded)[4:])[1]
-        .responses[0]
-        .partitions[0]
-    )
+    response = await call(broker, handle_fetch, ApiKey.FETCH, version, body)
+    return response.responses[0].partitions[0]
 
 
 async def test_fetch_past_the_end_of_the_last_fetched_epoch_returns_diverging_epoch(

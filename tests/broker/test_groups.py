@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,6 @@ import trio
 
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
-from weir.broker.context import Handler, RequestContext, resolve
 from weir.broker.group_service import attach_group_service
 from weir.broker.groups import handle_find_coordinator, handle_offset_commit, handle_offset_fetch
 from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME
@@ -19,24 +18,9 @@ from weir.log.filesystem_sync import FilesystemWatch
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    parse_request_header,
 )
 
-
-async def call(
-    broker: Broker, handler: Handler, api_key: int, version: int, body: Mapping[str, Any]
-) -> Any:
-    frame = memoryview(encode_request(api_key, version, 5, "groups-test", body))[4:]
-    header = parse_request_header(frame)
-    answer = await handler(RequestContext(header, broker), decode_request(header, frame))
-    response = await resolve(answer)
-    assert response is not None
-    encoded = encode_response(api_key, version, 5, response)
-    return decode_response(api_key, version, memoryview(encoded)[4:])[1]
+from .handler_calls import call
 
 
 def open_broker(data_dir: Path) -> Broker:

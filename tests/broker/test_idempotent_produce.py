@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -11,35 +11,15 @@ import trio
 
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
-from weir.broker.context import EncodedResponse, Handler, RequestContext, resolve
 from weir.broker.produce import handle_produce
 from weir.broker.producer_ids import handle_init_producer_id
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    parse_request_header,
 )
 from weir.wire.record_batch import build_batch
 
-
-async def call(
-    broker: Broker, handler: Handler, api_key: int, version: int, body: Mapping[str, Any]
-) -> Any:
-    frame = memoryview(encode_request(api_key, version, 7, "idempotence-test", body))[4:]
-    header = parse_request_header(frame)
-    response = await resolve(
-        await handler(RequestContext(header, broker), decode_request(header, frame))
-    )
-    assert response is not None
-    if isinstance(response, EncodedResponse):  # Produce encodes its own responses
-        encoded = response.frame
-    else:
-        encoded = encode_response(api_key, version, header.correlation_id, response)
-    return decode_response(api_key, version, memoryview(encoded)[4:])[1]
+from .handler_calls import call
 
 
 @pytest.fixture

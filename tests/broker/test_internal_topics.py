@@ -15,7 +15,6 @@ import pytest
 
 from weir.broker.broker import Broker, PartitionReplica, wall_clock_ms
 from weir.broker.config import BrokerConfig
-from weir.broker.context import RequestContext
 from weir.broker.group_service import GroupService, attach_group_service
 from weir.broker.metadata import handle_metadata
 from weir.broker.offsets_topic import OFFSETS_TOPIC_CONFIGS, OFFSETS_TOPIC_NAME
@@ -29,13 +28,10 @@ from weir.groupcoord.committed_offsets import (
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    parse_request_header,
 )
 from weir.wire.record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET, build_batch
+
+from .handler_calls import call
 
 HOUR_MS = 3_600_000
 CLIENT_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "3000"}
@@ -96,11 +92,8 @@ async def metadata(broker: Broker, *names: str) -> list[Any]:
         "allow_auto_topic_creation": True,
         "include_topic_authorized_operations": False,
     }
-    frame = memoryview(encode_request(ApiKey.METADATA, 12, 3, "internal-test", body))[4:]
-    header = parse_request_header(frame)
-    response = await handle_metadata(RequestContext(header, broker), decode_request(header, frame))
-    encoded = encode_response(ApiKey.METADATA, 12, 3, response)
-    return list(decode_response(ApiKey.METADATA, 12, memoryview(encoded)[4:])[1].topics)
+    response = await call(broker, handle_metadata, ApiKey.METADATA, 12, body)
+    return list(response.topics)
 
 
 async def test_metadata_never_auto_creates_an_internal_topic(broker: Broker) -> None:

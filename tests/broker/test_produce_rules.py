@@ -12,18 +12,15 @@ import trio
 
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
-from weir.broker.context import EncodedResponse, RequestContext, resolve
 from weir.broker.produce import handle_produce
 from weir.controller.metadata import TopicRecord
 from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
-    decode_request,
-    decode_response,
-    encode_request,
-    parse_request_header,
 )
 from weir.wire.record_batch import build_batch
+
+from .handler_calls import call
 
 
 @pytest.fixture
@@ -47,10 +44,8 @@ async def produce(broker: Broker, topic: str) -> Any:
             }
         ],
     }
-    frame = memoryview(encode_request(ApiKey.PRODUCE, 9, 1, "rules-test", body))[4:]
-    header = parse_request_header(frame)
-    answer = await handle_produce(RequestContext(header, broker), decode_request(header, frame))
-    return first_partition(await resolve(answer))
+    response = await call(broker, handle_produce, ApiKey.PRODUCE, 9, body)
+    return response["responses"][0]["partition_responses"][0]
 
 
 async def test_clients_cannot_append_to_an_internal_topic(broker: Broker) -> None:
@@ -130,14 +125,5 @@ async def produce_records_raw(broker: Broker, topic: str, batch: bytes) -> Any:
         "timeout_ms": 5000,
         "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
     }
-    frame = memoryview(encode_request(ApiKey.PRODUCE, 9, 1, "rules-test", body))[4:]
-    header = parse_request_header(frame)
-    answer = await handle_produce(RequestContext(header, broker), decode_request(header, frame))
-    return first_partition(await resolve(answer))
-
-
-def first_partition(response: object) -> Any:
-    """The first partition of a Produce v9 response, decoded from its frame."""
-    assert isinstance(response, EncodedResponse)
-    body = decode_response(ApiKey.PRODUCE, 9, memoryview(response.frame)[4:])[1]
-    return body["responses"][0]["partition_responses"][0]
+    response = await call(broker, handle_produce, ApiKey.PRODUCE, 9, body)
+    return response["responses"][0]["partition_responses"][0]

@@ -1,0 +1,39 @@
+"""Calling a handler the way the server does, for the broker's unit tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from weir.broker.broker import Broker
+from weir.broker.context import EncodedResponse, Handler, RequestContext, resolve
+from weir.wire.protocol import (
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    parse_request_header,
+)
+
+CORRELATION_ID = 42
+
+
+async def call(
+    broker: Broker, handler: Handler, api_key: int, version: int, body: Mapping[str, Any]
+) -> Any:
+    """Run `handler` on `body` as the wire decodes it, wait for a deferred
+    answer, and return the response as decoded back from its bytes (so field
+    names and per-version fields are the wire's own)."""
+    frame = memoryview(encode_request(api_key, version, CORRELATION_ID, "broker-test", body))[4:]
+    header = parse_request_header(frame)
+    response = await resolve(
+        await handler(RequestContext(header, broker), decode_request(header, frame))
+    )
+    assert response is not None
+    if isinstance(response, EncodedResponse):  # Produce encodes its own responses
+        encoded = response.frame
+    else:
+        encoded = encode_response(api_key, version, header.correlation_id, response)
+    correlation_id, decoded = decode_response(api_key, version, memoryview(encoded)[4:])
+    assert correlation_id == CORRELATION_ID
+    return decoded
