@@ -209,12 +209,16 @@ def test_index_pointing_at_wrong_batch_is_rebuilt(
     fill(log, batch, now_ms, 60, value_bytes=30)
     first = log.segments[0]
     path = first.offset_index.path
+    original_last = first.offset_index.last_entry()
     log.close()
     data = bytearray(path.read_bytes())
-    data[-8:-4] = (int.from_bytes(data[-8:-4], "big") + 1).to_bytes(4, "big")  # off by one offset
+    # Off by one offset, still sane on its own (increasing, below the next
+    # segment's base): only comparing it with the batch it points at tells.
+    data[-8:-4] = (int.from_bytes(data[-8:-4], "big") - 1).to_bytes(4, "big")
     path.write_bytes(bytes(data))
     log = open_log(segment_bytes=2048, index_interval_bytes=100)
     last = log.segments[0].offset_index.last_entry()
+    assert last == original_last, "the wrong entry was trusted, not rebuilt"
     assert last is not None
     records = log.read(last[0], bytes_max=1, end_offset=log.log_end_offset).records
     assert next(iter(iter_batch_headers(records)))[1].last_offset == last[0]
