@@ -75,11 +75,6 @@ class LeaderEpochCache:
             return requested_epoch, next_start
         return self._entries[higher - 1][0], next_start
 
-    def epoch_for_offset(self, offset: int) -> int | None:
-        starts = [start for _, start in self._entries]
-        i = bisect_right(starts, offset)
-        return self._entries[i - 1][0] if i else None
-
     def truncate_from_end(self, end_offset: int) -> None:
         """Remove entries that start at or after `end_offset` (the new log end)."""
         kept = [e for e in self._entries if e[1] < end_offset]

@@ -125,10 +125,6 @@ class OffsetIndex(_IndexFile):
     def __len__(self) -> int:
         return len(self._positions)
 
-    @property
-    def is_full(self) -> bool:
-        return len(self._positions) >= self.entries_max
-
     def load(self, log_size_bytes: int, next_offset: int) -> bool:
         """Read the file; False (and an empty index) when it is not sane."""
         data = self._read_all()
@@ -202,10 +198,6 @@ class TimeIndex(_IndexFile):
 
     def __len__(self) -> int:
         return len(self._timestamps)
-
-    @property
-    def is_full(self) -> bool:
-        return len(self._timestamps) >= self.entries_max
 
     def load(self, next_offset: int) -> bool:
         """Read the file; False (and an empty index) when it is not sane."""
