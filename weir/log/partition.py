@@ -218,18 +218,16 @@ class PartitionLog:
         finish_interrupted_compaction(directory)
         _remove_stray_files(directory)
         epoch_cache = LeaderEpochCache(directory)
-        recovery_point = _read_single(directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME, 0)
+        recovery_point = read_single_checkpoint(directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME, 0)
         loader = _SegmentLoader(directory, config, trust_below=None if clean else recovery_point)
         loader.recovery_point = recovery_point
         loader.durable_below = max(
-            recovery_point, _read_single(directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME, 0)
+            recovery_point,
+            read_single_checkpoint(directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME, 0),
         )
-        loader.gaps_allowed_below = max(
-            read_cleaned_offset(directory),
-            _read_single(directory / REPAIRED_OFFSET_CHECKPOINT_FILE_NAME, 0),
-        )
+        loader.gaps_allowed_below = gaps_allowed_below(directory)
         segments = loader.load()
-        log_start = max(_read_single(directory / LOG_START_CHECKPOINT_FILE_NAME, 0),
+        log_start = max(read_single_checkpoint(directory / LOG_START_CHECKPOINT_FILE_NAME, 0),
                         segments[0].base_offset if segments else 0)  # fmt: skip
         if not segments or log_start > segments[-1].next_offset:
             for segment in segments:
@@ -1142,7 +1140,7 @@ class _SegmentLoader:
     def load(self) -> list[Segment]:
         """Open every segment; raises LogDamaged (closing what it opened) when
         records that were made durable are damaged or missing."""
-        bases = _segment_bases(self.directory)
+        bases = segment_bases(self.directory)
         segments: list[Segment] = []
         try:
             for i, base in enumerate(bases):
@@ -1239,7 +1237,16 @@ class _SegmentLoader:
             self.epoch_starts.append((epoch, header.base_offset))
 
 
-def _segment_bases(directory: Path) -> list[int]:
+def gaps_allowed_below(directory: Path) -> int:
+    """Below this offset a segment may end short of the next one: records
+    compaction removed, or a range `weir repair` skipped. Never lost records."""
+    return max(
+        read_cleaned_offset(directory),
+        read_single_checkpoint(directory / REPAIRED_OFFSET_CHECKPOINT_FILE_NAME, 0),
+    )
+
+
+def segment_bases(directory: Path) -> list[int]:
     bases = []
     for name in os.listdir(directory):
         base = parse_segment_file_name(name)
@@ -1283,7 +1290,8 @@ def _remove_stray_files(directory: Path) -> None:
             os.unlink(directory / name)
 
 
-def _read_single(path: Path, default: int) -> int:
+def read_single_checkpoint(path: Path, default: int) -> int:
+    """The one non-negative offset a checkpoint holds, else `default`."""
     entries = read_checkpoint(path, width=1)
     if not entries or entries[0][0] < 0:
         return default

@@ -32,8 +32,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
-from weir.log.compaction import read_cleaned_offset
+from weir.log.checkpoint import fsync_directory, write_checkpoint
 from weir.log.errors import LogCorrupt
 from weir.log.partition import (
     CLEAN_SHUTDOWN_FILE_NAME,
@@ -41,6 +40,9 @@ from weir.log.partition import (
     LOG_START_CHECKPOINT_FILE_NAME,
     RECOVERY_POINT_CHECKPOINT_FILE_NAME,
     REPAIRED_OFFSET_CHECKPOINT_FILE_NAME,
+    gaps_allowed_below,
+    read_single_checkpoint,
+    segment_bases,
 )
 from weir.log.partition_metadata import PartitionIdentity, write_partition_metadata
 from weir.log.producer_snapshots import snapshot_offsets
@@ -50,7 +52,6 @@ from weir.log.segment import (
     TIME_INDEX_SUFFIX,
     find_intact_batch,
     intact_batch_at,
-    parse_segment_file_name,
     segment_file_name,
 )
 
@@ -105,20 +106,20 @@ class RepairPlan:
 
 def plan_repair(directory: Path) -> RepairPlan:
     """Scan the partition (read only) and decide what a repair keeps and skips."""
-    scans = [_scan_segment(directory, base) for base in _segment_bases(directory)]
+    scans = [_scan_segment(directory, base) for base in segment_bases(directory)]
     missing = []
-    gaps_allowed_below = _gaps_allowed_below(directory)
+    gaps_below = gaps_allowed_below(directory)
     for earlier, later in zip(scans, scans[1:]):  # noqa: B905
         gap = earlier.next_offset < later.base_offset
-        if gap and not earlier.damaged and later.base_offset > gaps_allowed_below:
+        if gap and not earlier.damaged and later.base_offset > gaps_below:
             missing.append((earlier.next_offset, later.base_offset))
     log_end = scans[-1].next_offset if scans else 0
     if scans and not scans[-1].kept:
         log_end = max(log_end, scans[-1].base_offset)  # an empty active segment
     end_offset = max(
         log_end,
-        _read_single(directory, RECOVERY_POINT_CHECKPOINT_FILE_NAME),
-        _read_single(directory, DURABLE_OFFSET_CHECKPOINT_FILE_NAME),
+        read_single_checkpoint(directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME, 0),
+        read_single_checkpoint(directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME, 0),
         _newest_snapshot_offset(directory),
     )
     if log_end < end_offset:
@@ -233,23 +234,6 @@ def _remove_clean_shutdown_marker(directory: Path) -> None:
 
 
 # -- reading the partition's other files --------------------------------------
-
-
-def _segment_bases(directory: Path) -> list[int]:
-    bases = [parse_segment_file_name(name) for name in os.listdir(directory)]
-    return sorted(base for base in bases if base is not None)
-
-
-def _read_single(directory: Path, file_name: str) -> int:
-    entries = read_checkpoint(directory / file_name, width=1)
-    return entries[0][0] if entries and entries[0][0] >= 0 else 0
-
-
-def _gaps_allowed_below(directory: Path) -> int:
-    return max(
-        read_cleaned_offset(directory),
-        _read_single(directory, REPAIRED_OFFSET_CHECKPOINT_FILE_NAME),
-    )
 
 
 def _newest_snapshot_offset(directory: Path) -> int:
