@@ -31,11 +31,7 @@ from weir.log.filesystem_sync import (
 from weir.log.flusher import ROUND_SECONDS_BUCKETS, GroupFlusher
 from weir.log.manager import LogManager, partition_directories
 from weir.log.partition import PartitionLog
-from weir.log.partition_metadata import (
-    PartitionIdentity,
-    PartitionMetadataError,
-    read_partition_metadata,
-)
+from weir.log.partition_metadata import PartitionIdentity, read_partition_metadata_or_none
 from weir.txn.producer_ids import ProducerIdAllocator
 from weir.wire.errors import ErrorCode
 
@@ -83,13 +79,6 @@ class PartitionReplica:
 
 def _identity(topic: TopicRecord) -> PartitionIdentity:
     return PartitionIdentity(topic.topic_id, topic.name)
-
-
-def read_partition_metadata_or_none(directory: Path) -> PartitionIdentity | None:
-    try:
-        return read_partition_metadata(directory)
-    except PartitionMetadataError:
-        return None
 
 
 def _refuse_unknown_partition_data(store: EmbeddedMetadataStore, data_dir: Path) -> None:

@@ -58,7 +58,12 @@ def write_checkpoint(path: Path, entries: Sequence[Sequence[int]], *, sync: bool
     find older after a power loss (a later fsync round makes it durable)."""
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines.extend(" ".join(str(field) for field in entry) for entry in entries)
-    data = ("\n".join(lines) + "\n").encode("ascii")
+    write_file_atomically(path, ("\n".join(lines) + "\n").encode("ascii"), sync=sync)
+
+
+def write_file_atomically(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Replace `path` by `data` as one step: write a temporary file, fsync it,
+    rename it over `path`, fsync the directory (both fsyncs skipped without `sync`)."""
     temp_path = path.with_name(path.name + TEMP_SUFFIX)
     fd = os.open(temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:

@@ -27,6 +27,7 @@ from weir.log.partition_metadata import (
     PartitionMetadataError,
     encode_topic_id,
     read_partition_metadata,
+    read_partition_metadata_or_none,
     write_partition_metadata,
 )
 from weir.log.segment import parse_segment_file_name
@@ -59,14 +60,6 @@ def parse_partition_directory_name(name: str) -> tuple[str, int] | None:
     if not sep or not topic or not number.isdigit() or name.endswith(DELETED_SUFFIX):
         return None
     return topic, int(number)
-
-
-def _identity_or_none(directory: Path) -> PartitionIdentity | None:
-    try:
-        return read_partition_metadata(directory)
-    except PartitionMetadataError as exc:
-        log.warning("%s", exc)
-        return None
 
 
 def _holds_records(directory: Path) -> bool:
@@ -221,7 +214,7 @@ class LogManager:
         set_aside = []
         for topic, index in self.on_disk():
             directory = self.directory_of(topic, index)
-            identity = _identity_or_none(directory)
+            identity = read_partition_metadata_or_none(directory)
             expected_id = known.get((topic, index))
             if expected_id is not None and (identity is None or identity.topic_id == expected_id):
                 continue

@@ -16,12 +16,14 @@ the directory. A missing file means a directory from before Weir wrote them.
 from __future__ import annotations
 
 import base64
-import os
+import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from weir.log.checkpoint import fsync_directory
+from weir.log.checkpoint import write_file_atomically
+
+log = logging.getLogger(__name__)
 
 PARTITION_METADATA_FILE_NAME = "partition.metadata"
 PARTITION_METADATA_VERSION = 0
@@ -56,16 +58,7 @@ def write_partition_metadata(directory: Path, identity: PartitionIdentity) -> No
         f"topic_id: {encode_topic_id(identity.topic_id)}\n"
         f"topic_name: {identity.topic_name}\n"
     )
-    path = directory / PARTITION_METADATA_FILE_NAME
-    temp_path = directory / (PARTITION_METADATA_FILE_NAME + ".tmp")
-    fd = os.open(temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, text.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp_path, path)
-    fsync_directory(directory)
+    write_file_atomically(directory / PARTITION_METADATA_FILE_NAME, text.encode("utf-8"))
 
 
 def read_partition_metadata(directory: Path) -> PartitionIdentity | None:
@@ -88,6 +81,15 @@ def read_partition_metadata(directory: Path) -> PartitionIdentity | None:
         return PartitionIdentity(decode_topic_id(fields["topic_id"]), fields["topic_name"])
     except (UnicodeDecodeError, ValueError, KeyError) as exc:
         raise PartitionMetadataError(f"{path}: {exc}") from exc
+
+
+def read_partition_metadata_or_none(directory: Path) -> PartitionIdentity | None:
+    """As `read_partition_metadata`, with an unreadable file logged and read as None."""
+    try:
+        return read_partition_metadata(directory)
+    except PartitionMetadataError as exc:
+        log.warning("%s", exc)
+        return None
 
 
 def _parse_fields(text: str) -> dict[str, str]:
