@@ -65,6 +65,16 @@ def parse_segment_file_name(name: str, suffix: str = LOG_SUFFIX) -> int | None:
     return int(stem)
 
 
+def offsets_fit(header: BatchHeader, offset_min: int, base_offset: int) -> bool:
+    """The batch's offsets start at `offset_min` or later and fit a segment
+    based at `base_offset` (relative offsets are stored in 4 bytes)."""
+    return (
+        header.base_offset >= offset_min
+        and header.records_count >= 1
+        and header.last_offset - base_offset <= RELATIVE_OFFSET_MAX // 2
+    )
+
+
 def intact_batch_at(
     fd: int, position: int, file_size: int, offset_min: int, base_offset: int
 ) -> BatchHeader | None:
@@ -75,12 +85,7 @@ def intact_batch_at(
         header = parse_batch_header(head, 0)
     except InvalidBatch:
         return None
-    fits = (
-        header.base_offset >= offset_min
-        and header.records_count >= 1
-        and header.last_offset - base_offset <= RELATIVE_OFFSET_MAX // 2
-    )
-    if header.size > file_size - position or not fits:
+    if header.size > file_size - position or not offsets_fit(header, offset_min, base_offset):
         return None
     data = os.pread(fd, header.size, position)
     if len(data) != header.size or not verify_crc(data, 0, header):
@@ -355,7 +360,8 @@ class Segment:
                 header = parse_batch_header(chunk, position - chunk_start)
             except InvalidBatch:
                 return
-            if header.size > file_size - position or not self._offsets_fit(header, next_offset):
+            fits = offsets_fit(header, next_offset, self.base_offset)
+            if header.size > file_size - position or not fits:
                 return
             if position + header.size > chunk_start + len(chunk):
                 chunk_bytes = max(RECOVERY_CHUNK_BYTES, header.size)
@@ -365,13 +371,6 @@ class Segment:
             yield header
             position += header.size
             next_offset = header.last_offset + 1
-
-    def _offsets_fit(self, header: BatchHeader, next_offset: int) -> bool:
-        return (
-            header.base_offset >= next_offset
-            and header.records_count >= 1
-            and header.last_offset - self.base_offset <= RELATIVE_OFFSET_MAX // 2
-        )
 
     def _pread(self, size: int, position: int) -> bytes:
         return os.pread(self.log_file.fd, size, position)
