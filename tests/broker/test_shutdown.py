@@ -5,6 +5,7 @@ at its timeout (the logs left are recovered at the next start)."""
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,9 +18,11 @@ from weir.broker.server import KafkaServer
 from weir.log.config import LogConfig
 from weir.log.flusher import GroupFlusher
 from weir.log.manager import LogManager
+from weir.log.partition_metadata import PartitionIdentity
 from weir.wire.protocol import ApiKey, decode_response, encode_request
 from weir.wire.record_batch import build_batch
 
+TOPIC_T = PartitionIdentity(uuid.uuid4(), "t")
 NOW_MS = 1_700_000_000_000
 FETCH_VERSION = 12
 CLEAN_SHUTDOWN_FILE_NAME = ".clean-shutdown"
@@ -110,7 +113,7 @@ async def test_stop_cuts_long_polls_at_the_drain_deadline(broker: Broker) -> Non
 def test_closing_logs_stops_at_the_timeout_and_the_rest_recover_on_open(tmp_path: Path) -> None:
     manager = LogManager(tmp_path, GroupFlusher())
     for index in range(10):
-        partition_log = manager.open("t", index, LogConfig())
+        partition_log = manager.create("t", index, LogConfig(), TOPIC_T)
         batch = build_batch([(b"k", b"v", [])], timestamp_ms=NOW_MS)
         partition_log.append(batch, leader_epoch=0, now_ms=NOW_MS)
         partition_log.flush()
@@ -120,7 +123,7 @@ def test_closing_logs_stops_at_the_timeout_and_the_rest_recover_on_open(tmp_path
     clean = [(tmp_path / f"t-{i}" / CLEAN_SHUTDOWN_FILE_NAME).exists() for i in range(10)]
     assert clean == [True] * 4 + [False] * 6
     reopened = LogManager(tmp_path, GroupFlusher())
-    logs = reopened.open_all(lambda topic, index: LogConfig())
+    logs = [reopened.open_existing(t, i, LogConfig(), TOPIC_T) for t, i in reopened.on_disk()]
     assert [partition_log.log_end_offset for partition_log in logs] == [1] * 10
     reopened.close_all()
 
@@ -129,10 +132,12 @@ def test_closing_logs_on_worker_threads_closes_every_one_cleanly(tmp_path: Path)
     manager = LogManager(tmp_path, GroupFlusher())
     for index in range(40):
         batch = build_batch([(b"k", b"v", [])], timestamp_ms=NOW_MS)
-        manager.open("t", index, LogConfig()).append(batch, leader_epoch=0, now_ms=NOW_MS)
+        manager.create("t", index, LogConfig(), TOPIC_T).append(
+            batch, leader_epoch=0, now_ms=NOW_MS
+        )
     assert manager.close_all(threads_count=8) == 0
     assert all((tmp_path / f"t-{i}" / CLEAN_SHUTDOWN_FILE_NAME).exists() for i in range(40))
     reopened = LogManager(tmp_path, GroupFlusher())
-    logs = reopened.open_all(lambda topic, index: LogConfig())
+    logs = [reopened.open_existing(t, i, LogConfig(), TOPIC_T) for t, i in reopened.on_disk()]
     assert [partition_log.log_end_offset for partition_log in logs] == [1] * 40
     reopened.close_all()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import trio
 
 from weir.log.config import LogConfig
 from weir.log.flusher import GroupFlusher
+from weir.log.manager import LogManager
 from weir.log.partition import PartitionLog
+from weir.log.partition_metadata import PartitionIdentity
 from weir.wire.record_batch import build_batch
 
 NOW_MS = 1_700_000_000_000
@@ -48,6 +51,14 @@ async def running_flusher(nursery: trio.Nursery, flusher: GroupFlusher) -> Group
 
 
 OpenLog = Callable[..., PartitionLog]
+
+
+def new_partition(
+    manager: LogManager, topic: str, index: int, config: LogConfig | None = None
+) -> PartitionLog:
+    """A new partition of a new topic `topic`, as the broker creates one."""
+    identity = PartitionIdentity(uuid.uuid5(uuid.NAMESPACE_URL, topic), topic)
+    return manager.create(topic, index, config or LogConfig(), identity)
 
 
 @pytest.fixture

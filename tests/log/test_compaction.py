@@ -36,7 +36,7 @@ from weir.wire.record_batch import (
     iter_batch_headers,
 )
 
-from .conftest import NOW_MS
+from .conftest import NOW_MS, new_partition
 
 OpenLog = Callable[..., PartitionLog]
 DAY_MS = 86_400_000
@@ -496,8 +496,8 @@ async def test_manager_compacts_only_compacted_topics(tmp_path: Path) -> None:
     manager = LogManager(tmp_path, GroupFlusher())
     overrides = {"cleanup.policy": "compact", "segment.bytes": "1024",
                  "min.cleanable.dirty.ratio": "0"}  # fmt: skip
-    compacted = manager.open("c", 0, LogConfig.from_overrides(overrides))
-    plain = manager.open("p", 0, LogConfig.from_overrides({"segment.bytes": "1024"}))
+    compacted = new_partition(manager, "c", 0, LogConfig.from_overrides(overrides))
+    plain = new_partition(manager, "p", 0, LogConfig.from_overrides({"segment.bytes": "1024"}))
     for log in (compacted, plain):
         write_updates(log, keys=2, rounds=10)
     assert await manager.compact(NOW_MS) == 1

@@ -14,6 +14,9 @@ from weir.log.config import LogConfig
 from weir.log.errors import LogClosed
 from weir.log.flusher import GroupFlusher
 from weir.log.manager import LogManager, parse_partition_directory_name
+from weir.log.partition_metadata import read_partition_metadata
+
+from .conftest import new_partition
 
 MakeBatch = Callable[..., bytes]
 
@@ -30,16 +33,21 @@ def test_creates_opens_and_reopens_partitions(
     tmp_path: Path, batch: MakeBatch, now_ms: int
 ) -> None:
     manager = LogManager(tmp_path, GroupFlusher())
-    first = manager.open("orders", 0, LogConfig())
-    assert manager.open("orders", 0, LogConfig()) is first
-    manager.open("my-topic", 1, LogConfig()).append(batch(3), leader_epoch=0, now_ms=now_ms)
+    orders = new_partition(manager, "orders", 0)
+    identity = read_partition_metadata(orders.directory)
+    assert identity is not None
+    assert manager.open_existing("orders", 0, LogConfig(), identity) is orders
+    new_partition(manager, "my-topic", 1).append(batch(3), leader_epoch=0, now_ms=now_ms)
     assert (tmp_path / "orders-0").is_dir() and (tmp_path / "my-topic-1").is_dir()
     manager.close_all()
     assert len(manager) == 0
 
     reopened = LogManager(tmp_path, GroupFlusher())
-    logs = reopened.open_all(lambda topic, index: LogConfig())
-    assert len(logs) == 2
+    assert reopened.on_disk() == [("my-topic", 1), ("orders", 0)]
+    for topic, index in reopened.on_disk():
+        found = read_partition_metadata(reopened.directory_of(topic, index))
+        assert found is not None
+        reopened.open_existing(topic, index, LogConfig(), found)
     log = reopened.get("my-topic", 1)
     assert log is not None and log.log_end_offset == 3
 
@@ -48,7 +56,7 @@ async def test_delete_removes_directory_and_releases_waiters(
     tmp_path: Path, batch: MakeBatch, now_ms: int
 ) -> None:
     manager = LogManager(tmp_path, GroupFlusher())  # flusher not running
-    log = manager.open("orders", 0, LogConfig())
+    log = new_partition(manager, "orders", 0)
     log.append(batch(1), leader_epoch=0, now_ms=now_ms)
     failures: list[BaseException] = []
 
@@ -65,7 +73,7 @@ async def test_delete_removes_directory_and_releases_waiters(
     assert len(failures) == 1
     assert not any(name.startswith("orders-0") for name in os.listdir(tmp_path))
     assert manager.get("orders", 0) is None
-    assert manager.open("orders", 0, LogConfig()).log_end_offset == 0
+    assert new_partition(manager, "orders", 0).log_end_offset == 0
 
 
 async def test_deleting_one_partition_mid_round_does_not_fail_others(
@@ -80,8 +88,8 @@ async def test_deleting_one_partition_mid_round_does_not_fail_others(
 
     flusher = GroupFlusher(sync_file=gated_sync)
     manager = LogManager(tmp_path, flusher)
-    doomed = manager.open("a", 0, LogConfig())
-    kept = manager.open("b", 0, LogConfig())
+    doomed = new_partition(manager, "a", 0)
+    kept = new_partition(manager, "b", 0)
     await nursery.start(flusher.run)
     doomed.append(batch(1), leader_epoch=0, now_ms=now_ms)
     doomed.roll()  # the round will fsync a.0's directory too
@@ -99,8 +107,7 @@ def test_sweeps_interrupted_deletions(tmp_path: Path) -> None:
     leftover = tmp_path / "orders-0.1234.deleted"
     leftover.mkdir()
     (leftover / "00000000000000000000.log").write_bytes(b"x")
-    manager = LogManager(tmp_path, GroupFlusher())
-    manager.open("orders", 1, LogConfig())
+    LogManager(tmp_path, GroupFlusher()).sweep_unknown({}, [])
     assert not leftover.exists()
 
 
@@ -109,7 +116,7 @@ def test_enforces_retention_on_every_partition(
 ) -> None:
     manager = LogManager(tmp_path, GroupFlusher())
     config = LogConfig.from_overrides({"segment.bytes": "1024", "retention.ms": "1000"})
-    logs = [manager.open("t", i, config) for i in range(3)]
+    logs = [new_partition(manager, "t", i, config) for i in range(3)]
     for log in logs:
         for _ in range(5):
             log.append(batch(1, value_bytes=400), leader_epoch=0, now_ms=now_ms)
@@ -123,7 +130,7 @@ async def test_run_retention_uses_the_clock(
     tmp_path: Path, name: str, batch: MakeBatch, now_ms: int
 ) -> None:
     manager = LogManager(tmp_path, GroupFlusher())
-    log = manager.open("t", 0, LogConfig.from_overrides({"retention.ms": "1000"}))
+    log = new_partition(manager, "t", 0, LogConfig.from_overrides({"retention.ms": "1000"}))
     log.append(batch(1), leader_epoch=0, now_ms=now_ms)
     log.flush()
     with trio.move_on_after(0.2):
@@ -136,4 +143,4 @@ async def test_run_retention_uses_the_clock(
 def test_refuses_topic_names_kafka_forbids(tmp_path: Path, topic: str) -> None:
     manager = LogManager(tmp_path, GroupFlusher())
     with pytest.raises(ValueError):
-        manager.open(topic, 0, LogConfig())
+        new_partition(manager, topic, 0)

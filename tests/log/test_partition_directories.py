@@ -13,6 +13,7 @@ from weir.log.config import LogConfig
 from weir.log.errors import LogDamaged
 from weir.log.flusher import GroupFlusher
 from weir.log.manager import STRAY_DIRECTORY_NAME, LogManager
+from weir.log.partition import PartitionLog
 from weir.log.partition_metadata import (
     PartitionIdentity,
     PartitionMetadataError,
@@ -68,7 +69,7 @@ def test_open_existing_refuses_a_directory_of_another_topic_id(tmp_path: Path) -
 def test_open_existing_adopts_a_directory_written_before_partition_metadata(
     tmp_path: Path,
 ) -> None:
-    LogManager(tmp_path, GroupFlusher()).open("orders", 0, LogConfig()).close()
+    PartitionLog.open(tmp_path / "orders-0", LogConfig(), GroupFlusher()).close()
     orders = identity()
     LogManager(tmp_path, GroupFlusher()).open_existing("orders", 0, LogConfig(), orders)
     assert read_partition_metadata(tmp_path / "orders-0") == orders

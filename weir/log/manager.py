@@ -93,7 +93,6 @@ class LogManager:
         self.data_dir = data_dir
         self.flusher = flusher
         self._logs: dict[tuple[str, int], PartitionLog] = {}
-        self._swept = False
         self.cleaner = LogCleaner()
 
     def __iter__(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
@@ -116,18 +115,6 @@ class LogManager:
             assert parsed is not None
             found.append(parsed)
         return sorted(found)
-
-    def open(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
-        """The open log of the partition, opened (and recovered) or created as
-        needed. For tests and tools; the broker uses `create` and `open_existing`."""
-        existing = self._logs.get((topic, partition))
-        if existing is not None:
-            existing.config = config
-            return existing
-        self._sweep_deleted()
-        partition_log = PartitionLog.open(self.directory_of(topic, partition), config, self.flusher)
-        self._logs[(topic, partition)] = partition_log
-        return partition_log
 
     def create(
         self, topic: str, partition: int, config: LogConfig, identity: PartitionIdentity
@@ -179,11 +166,6 @@ class LogManager:
         partition_log = PartitionLog.open(directory, config, self.flusher)
         self._logs[(topic, partition)] = partition_log
         return partition_log
-
-    def open_all(self, config_for: Callable[[str, int], LogConfig]) -> list[PartitionLog]:
-        """Open every partition directory found under the data dir."""
-        found = self.on_disk()
-        return [self.open(topic, index, config_for(topic, index)) for topic, index in found]
 
     def delete(self, topic: str, partition: int) -> None:
         """Close the log (no flush), rename its directory to `<random>.deleted`
@@ -248,9 +230,8 @@ class LogManager:
 
     def _sweep_deleted(self) -> None:
         """Finish deletions a crash interrupted."""
-        if self._swept or not self.data_dir.is_dir():
+        if not self.data_dir.is_dir():
             return
-        self._swept = True
         for entry in os.scandir(self.data_dir):
             if entry.name.endswith(DELETED_SUFFIX) and entry.is_dir():
                 shutil.rmtree(entry.path, ignore_errors=True)
