@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from weir.groupcoord.classic_coordinator import ClassicGroupConfig, ClassicGroupCoordinator
+from weir.groupcoord.classic_coordinator import ClassicGroupCoordinator
 from weir.groupcoord.classic_messages import (
     JoinGroupRequest,
     JoinGroupResult,
@@ -22,6 +22,7 @@ from weir.groupcoord.classic_messages import (
 )
 from weir.groupcoord.consumer_group_records import GroupRecord
 from weir.groupcoord.pending import Effects, Pending, Reply
+from weir.groupcoord.settings import GroupSettings
 from weir.wire.errors import ErrorCode
 
 T = TypeVar("T")
@@ -60,8 +61,8 @@ def protocols(*topics: str, names: Sequence[str] = ("range",)) -> list[tuple[str
 class Harness:
     """The coordinator, a fake clock, and the log of records it asked to append."""
 
-    config: ClassicGroupConfig = field(
-        default_factory=lambda: ClassicGroupConfig(initial_rebalance_delay_ms=INITIAL_DELAY_MS)
+    config: GroupSettings = field(
+        default_factory=lambda: GroupSettings(classic_initial_rebalance_delay_ms=INITIAL_DELAY_MS)
     )
     now_ms: int = 1_000_000
     log: list[GroupRecord] = field(default_factory=list)

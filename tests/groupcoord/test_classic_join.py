@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from weir.groupcoord.classic_coordinator import ClassicGroupConfig
 from weir.groupcoord.classic_group import GroupState
+from weir.groupcoord.settings import GroupSettings
 from weir.wire.errors import ErrorCode
 
 from .classic_harness import (
@@ -54,7 +54,7 @@ def test_first_rebalance_of_empty_group_waits_the_initial_delay() -> None:
 
 
 def test_initial_delay_extends_while_members_arrive_but_not_past_rebalance_timeout() -> None:
-    h = Harness(config=ClassicGroupConfig(initial_rebalance_delay_ms=INITIAL_DELAY_MS))
+    h = Harness(config=GroupSettings(classic_initial_rebalance_delay_ms=INITIAL_DELAY_MS))
     first = h.join_new(rebalance_timeout_ms=7_000)
     h.tick(2_000)
     second = h.join_new(rebalance_timeout_ms=7_000)
@@ -71,7 +71,7 @@ def test_initial_delay_extends_while_members_arrive_but_not_past_rebalance_timeo
 
 
 def test_initial_delay_of_zero_completes_when_everyone_joined() -> None:
-    h = Harness(config=ClassicGroupConfig(initial_rebalance_delay_ms=0))
+    h = Harness(config=GroupSettings(classic_initial_rebalance_delay_ms=0))
     join = h.join_new()
     h.tick(0)
     assert join.result.error is ErrorCode.NONE
@@ -125,7 +125,9 @@ def test_join_with_empty_protocol_list_is_inconsistent_group_protocol() -> None:
 
 def test_session_timeout_outside_bounds_is_invalid_session_timeout() -> None:
     h = Harness(
-        config=ClassicGroupConfig(session_timeout_min_ms=6_000, session_timeout_max_ms=60_000)
+        config=GroupSettings(
+            classic_session_timeout_min_ms=6_000, classic_session_timeout_max_ms=60_000
+        )
     )
     assert h.join(session_timeout_ms=5_999).result.error is ErrorCode.INVALID_SESSION_TIMEOUT
     assert h.join(session_timeout_ms=60_001).result.error is ErrorCode.INVALID_SESSION_TIMEOUT
@@ -138,7 +140,7 @@ def test_join_with_empty_group_id_is_invalid_group_id() -> None:
 
 
 def test_join_beyond_group_max_size_is_group_max_size_reached() -> None:
-    h = Harness(config=ClassicGroupConfig(group_max_size=2, initial_rebalance_delay_ms=0))
+    h = Harness(config=GroupSettings(group_max_size=2, classic_initial_rebalance_delay_ms=0))
     results = h.stable_group({"client_id": "a"}, {"client_id": "b"})
     third = h.join(client_id="x", require_known_member_id=False)
     assert third.result.error is ErrorCode.GROUP_MAX_SIZE_REACHED

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from weir.groupcoord import classic_records as rec
-from weir.groupcoord.classic_coordinator import ClassicGroupConfig, ClassicGroupCoordinator
+from weir.groupcoord.classic_coordinator import ClassicGroupCoordinator
 from weir.groupcoord.classic_group import GroupState
 from weir.groupcoord.classic_messages import (
     LeavingMember,
@@ -20,6 +20,7 @@ from weir.groupcoord.committed_offsets import (
     decode_offset_key,
     encode_offset_key,
 )
+from weir.groupcoord.settings import GroupSettings
 from weir.wire.errors import ErrorCode
 
 from .classic_harness import GROUP, INITIAL_DELAY_MS, SESSION_TIMEOUT_MS, Harness
@@ -103,7 +104,7 @@ def test_commit_while_completing_rebalance_is_rebalance_in_progress() -> None:
 
 
 def test_commit_with_oversized_metadata_is_offset_metadata_too_large() -> None:
-    h = Harness(config=ClassicGroupConfig(offset_metadata_max_bytes=4))
+    h = Harness(config=GroupSettings(offset_metadata_max_bytes=4))
     assert errors(h.commit([("t", 0, 1)], metadata="12345")) == [
         ErrorCode.OFFSET_METADATA_TOO_LARGE
     ]
@@ -144,9 +145,7 @@ def test_offset_delete_on_active_non_consumer_group_is_non_empty_group() -> None
 
 
 def test_offsets_of_empty_group_expire_after_retention_counted_from_when_it_emptied() -> None:
-    config = ClassicGroupConfig(
-        offsets_retention_ms=100_000, offsets_retention_check_interval_ms=1_000
-    )
+    config = GroupSettings(offsets_retention_ms=100_000, offsets_retention_check_interval_ms=1_000)
     h = Harness(config=config)
     (a,) = h.stable_group({"client_id": "a", "topics": ["t"]})
     h.commit([("t", 0, 5)], generation_id=1, member_id=a.member_id)
@@ -175,7 +174,7 @@ def test_default_offsets_retention_is_seven_days() -> None:
 
 
 def test_offsets_are_kept_while_the_group_has_members_that_heartbeat() -> None:
-    h = Harness(config=ClassicGroupConfig(offsets_retention_ms=60_000))
+    h = Harness(config=GroupSettings(offsets_retention_ms=60_000))
     (a,) = h.stable_group({"client_id": "a", "topics": ["t"]})
     h.commit([("t", 0, 5), ("gone", 0, 1)], generation_id=1, member_id=a.member_id)
     for _ in range(200):  # 1000 s
@@ -186,7 +185,7 @@ def test_offsets_are_kept_while_the_group_has_members_that_heartbeat() -> None:
 
 
 def test_standalone_offsets_expire_from_their_commit_time() -> None:
-    h = Harness(config=ClassicGroupConfig(offsets_retention_ms=60_000))
+    h = Harness(config=GroupSettings(offsets_retention_ms=60_000))
     h.commit([("t", 0, 1)])
     h.tick(30_000)
     h.commit([("t", 1, 1)])

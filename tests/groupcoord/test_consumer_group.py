@@ -10,13 +10,13 @@ import pytest
 
 from weir.groupcoord import consumer_group_records as rec
 from weir.groupcoord.consumer_group import (
-    ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     GroupState,
     HeartbeatResult,
     MemberState,
     TopicInfo,
 )
+from weir.groupcoord.settings import GroupSettings
 from weir.wire.errors import ErrorCode
 
 T1 = uuid.UUID(int=1)
@@ -29,7 +29,7 @@ class World:
     """The coordinator, the topics the broker knows, a clock, and the records written."""
 
     def __init__(self, **config: int) -> None:
-        self.coordinator = ConsumerGroupCoordinator(ConsumerGroupConfig(**config))  # type: ignore[arg-type]
+        self.coordinator = ConsumerGroupCoordinator(GroupSettings(**config))  # type: ignore[arg-type]
         self.topics: dict[str, TopicInfo] = {"t1": TopicInfo(T1, 6), "t2": TopicInfo(T2, 4)}
         self.now_ms = 1_000
         self.records: list[rec.GroupRecord] = []

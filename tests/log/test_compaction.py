@@ -28,6 +28,7 @@ from weir.log.flusher import GroupFlusher
 from weir.log.manager import LogManager
 from weir.log.partition import PartitionLog
 from weir.log.segment import LOG_SUFFIX, segment_file_name
+from weir.log.settings import LogSettings
 from weir.wire.record_batch import (
     BatchHeader,
     Record,
@@ -493,7 +494,11 @@ async def test_appends_and_reads_go_on_during_a_background_pass(open_log: OpenLo
 
 
 async def test_manager_compacts_only_compacted_topics(tmp_path: Path) -> None:
-    manager = LogManager(tmp_path, GroupFlusher())
+    manager = LogManager(
+        tmp_path,
+        GroupFlusher(),
+        LogSettings(retention_check_interval_ms=10, log_cleaner_backoff_ms=0),
+    )
     overrides = {"cleanup.policy": "compact", "segment.bytes": "1024",
                  "min.cleanable.dirty.ratio": "0"}  # fmt: skip
     compacted = new_partition(manager, "c", 0, LogConfig.from_overrides(overrides))
@@ -504,8 +509,7 @@ async def test_manager_compacts_only_compacted_topics(tmp_path: Path) -> None:
     assert len(latest_by_key(compacted)[b"key-0"]) == 1
     assert len(latest_by_key(plain)[b"key-0"]) == 10
     with trio.move_on_after(1):
-        await manager.run_retention(interval_ms=10, clock_ms=lambda: NOW_MS,
-                                    compaction_interval_ms=0)  # fmt: skip
+        await manager.run_retention(clock_ms=lambda: NOW_MS)
     manager.close_all()
 
 

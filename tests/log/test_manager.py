@@ -15,6 +15,7 @@ from weir.log.errors import LogClosed
 from weir.log.flusher import GroupFlusher
 from weir.log.manager import LogManager, parse_partition_directory_name
 from weir.log.partition_metadata import read_partition_metadata
+from weir.log.settings import LogSettings
 
 from .conftest import new_partition
 
@@ -129,12 +130,12 @@ def test_enforces_retention_on_every_partition(
 async def test_run_retention_uses_the_clock(
     tmp_path: Path, name: str, batch: MakeBatch, now_ms: int
 ) -> None:
-    manager = LogManager(tmp_path, GroupFlusher())
+    manager = LogManager(tmp_path, GroupFlusher(), LogSettings(retention_check_interval_ms=10))
     log = new_partition(manager, "t", 0, LogConfig.from_overrides({"retention.ms": "1000"}))
     log.append(batch(1), leader_epoch=0, now_ms=now_ms)
     log.flush()
     with trio.move_on_after(0.2):
-        await manager.run_retention(interval_ms=10, clock_ms=lambda: now_ms + 5000)
+        await manager.run_retention(clock_ms=lambda: now_ms + 5000)
     assert log.log_start_offset == 1
     assert (tmp_path / name).is_dir()
 

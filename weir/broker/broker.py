@@ -116,18 +116,19 @@ def _open_files_count() -> int:
 
 def build_flusher(config: BrokerConfig) -> GroupFlusher:
     """The broker's group-commit flusher, with the configured fsync method."""
-    window_bytes = config.page_cache_window_bytes if config.page_cache_window_bytes >= 0 else None
+    settings = config.log_settings()
+    window_bytes = settings.page_cache_window_bytes
     watch: FilesystemWatch | None = None
-    if not config.unsafe_skip_fsync and resolve_fsync_method(config.fsync_method) == "syncfs":
+    if not settings.unsafe_skip_fsync and resolve_fsync_method(settings.fsync_method) == "syncfs":
         syncfs = load_syncfs()
         assert syncfs is not None, "resolve_fsync_method checked it"
         watch = FilesystemWatch(config.data_dir, syncfs)
     return GroupFlusher(
-        fsync_enabled=not config.unsafe_skip_fsync,
+        fsync_enabled=not settings.unsafe_skip_fsync,
         filesystem=watch,
         syncfs_helper=SyncfsHelper(watch) if watch is not None else None,
-        page_cache_window_bytes=window_bytes,
-        group_commit_delay_ms=config.group_commit_delay_ms,
+        page_cache_window_bytes=window_bytes if window_bytes >= 0 else None,
+        group_commit_delay_ms=settings.group_commit_delay_ms,
     )
 
 
@@ -146,7 +147,7 @@ class Broker:
         )
         self.producer_ids = ProducerIdAllocator(self.controller.allocate_producer_ids)
         self.flusher = build_flusher(config)
-        self.log_manager = LogManager(config.data_dir, self.flusher)
+        self.log_manager = LogManager(config.data_dir, self.flusher, config.log_settings())
         self.partitions: dict[tuple[str, int], PartitionReplica] = {}
         # Partitions the metadata names whose logs are damaged: why, for each.
         self.offline_partitions: dict[tuple[str, int], str] = {}
@@ -210,10 +211,7 @@ class Broker:
             await self._run_retention_passes()
 
     async def _run_retention_passes(self) -> None:
-        await self.log_manager.run_retention(
-            self.config.retention_check_interval_ms,
-            compaction_interval_ms=self.config.log_cleaner_backoff_ms,
-        )
+        await self.log_manager.run_retention()
 
     # -- topics ----------------------------------------------------------
 

@@ -11,11 +11,13 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from weir.groupcoord.settings import GroupSettings
 from weir.log.filesystem_sync import (
     FSYNC_METHODS,
     FsyncMethodUnavailableError,
     resolve_fsync_method,
 )
+from weir.log.settings import LogSettings
 
 ENV_PREFIX = "WEIR_"
 
@@ -67,10 +69,26 @@ class Limits:
     # waiting for its request is closed to make room (health checks get in).
     http_connections_max: int = 64
     http_request_timeout_ms: int = 5_000
+    # An HTTP request's line and headers.
+    http_request_bytes_max: int = 8192
+    # A classic JoinGroup's protocol metadata (all protocols of the member), and a
+    # SyncGroup's assignments (all members): held with the group until it moves on.
+    group_member_metadata_bytes_max: int = 1024 * 1024
+    group_assignments_bytes_max: int = 1024 * 1024
+    # Addresses whose refused connections are remembered for rate-limited logging.
+    refusal_log_addresses_max: int = 1024
 
 
 @dataclass(frozen=True)
 class BrokerConfig:
+    """Every broker setting, flat, under the name users write (TOML key; flag and
+    `WEIR_*` variable for those in FLAG_NAMES).
+
+    Settings a pure layer reads are declared, with their one default, in that
+    layer's dataclass (`GroupSettings`, `LogSettings`); the fields here take their
+    defaults from there and `group_settings()`/`log_settings()` build the layer's
+    dataclass from them (the one place the names are mapped)."""
+
     data_dir: Path = Path("./weir-data")
     node_id: int = 1
     kafka_listen: HostPort = HostPort("127.0.0.1", 9092)
@@ -79,34 +97,55 @@ class BrokerConfig:
     etcd: str | None = None
     auto_create_topics: bool = True
     default_partition_count: int = 1
-    retention_check_interval_ms: int = 10_000
-    # Kafka's log.cleaner.backoff.ms: compaction passes run at most this often.
-    log_cleaner_backoff_ms: int = 15_000
-    # Opt-in relaxed durability: acknowledge before fsync. Off by default.
-    unsafe_skip_fsync: bool = False
-    # How a flush round makes appends durable: "syncfs" (one call per round),
-    # "fdatasync" (one per file), or "auto" (syncfs where it reports errors).
-    fsync_method: str = "auto"
-    # Newest bytes of each partition's log kept in the OS page cache; older
-    # synced bytes are evicted after each fsync round. -1 keeps everything.
-    page_cache_window_bytes: int = 16 * 1024 * 1024
-    # While appends keep arriving during fsync rounds, each next round waits this
-    # long to gather more of them (0: never wait). An idle broker syncs at once.
-    group_commit_delay_ms: int = 1
     # SIGTERM to exit: in-flight requests get up to a quarter of it (after the
     # listener closes), closing the logs the rest; logs not closed by then are
     # recovered at the next start. 8 s keeps the documented 10 s with margin.
     shutdown_timeout_ms: int = 8_000
-    # Consumer groups (Kafka's offsets.topic.num.partitions, offsets.retention.minutes,
-    # group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms).
-    offsets_topic_partition_count: int = 50
-    offsets_retention_minutes: int = 10_080
-    group_consumer_session_timeout_ms: int = 45_000
-    group_consumer_heartbeat_interval_ms: int = 5_000
-    group_initial_rebalance_delay_ms: int = 3_000
-    group_min_session_timeout_ms: int = 6_000
-    group_max_session_timeout_ms: int = 1_800_000
+    # The log (weir.log.settings.LogSettings), under the same names.
+    retention_check_interval_ms: int = LogSettings.retention_check_interval_ms
+    log_cleaner_backoff_ms: int = LogSettings.log_cleaner_backoff_ms
+    producer_id_expiration_ms: int = LogSettings.producer_id_expiration_ms
+    unsafe_skip_fsync: bool = LogSettings.unsafe_skip_fsync
+    fsync_method: str = LogSettings.fsync_method
+    page_cache_window_bytes: int = LogSettings.page_cache_window_bytes
+    group_commit_delay_ms: int = LogSettings.group_commit_delay_ms
+    # Consumer groups (weir.groupcoord.settings.GroupSettings), under Kafka's names.
+    offsets_topic_partition_count: int = GroupSettings.offsets_topic_partition_count
+    offsets_retention_minutes: int = GroupSettings.offsets_retention_ms // 60_000
+    offsets_retention_check_interval_ms: int = GroupSettings.offsets_retention_check_interval_ms
+    offset_metadata_max_bytes: int = GroupSettings.offset_metadata_max_bytes
+    group_max_size: int = GroupSettings.group_max_size
+    group_consumer_session_timeout_ms: int = GroupSettings.consumer_session_timeout_ms
+    group_consumer_heartbeat_interval_ms: int = GroupSettings.consumer_heartbeat_interval_ms
+    group_min_session_timeout_ms: int = GroupSettings.classic_session_timeout_min_ms
+    group_max_session_timeout_ms: int = GroupSettings.classic_session_timeout_max_ms
+    group_initial_rebalance_delay_ms: int = GroupSettings.classic_initial_rebalance_delay_ms
     limits: Limits = field(default_factory=Limits)
+
+    def group_settings(self) -> GroupSettings:
+        return GroupSettings(
+            offsets_topic_partition_count=self.offsets_topic_partition_count,
+            offsets_retention_ms=self.offsets_retention_minutes * 60_000,
+            offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
+            offset_metadata_max_bytes=self.offset_metadata_max_bytes,
+            group_max_size=self.group_max_size,
+            consumer_session_timeout_ms=self.group_consumer_session_timeout_ms,
+            consumer_heartbeat_interval_ms=self.group_consumer_heartbeat_interval_ms,
+            classic_session_timeout_min_ms=self.group_min_session_timeout_ms,
+            classic_session_timeout_max_ms=self.group_max_session_timeout_ms,
+            classic_initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
+        )
+
+    def log_settings(self) -> LogSettings:
+        return LogSettings(
+            retention_check_interval_ms=self.retention_check_interval_ms,
+            log_cleaner_backoff_ms=self.log_cleaner_backoff_ms,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+            unsafe_skip_fsync=self.unsafe_skip_fsync,
+            fsync_method=self.fsync_method,
+            page_cache_window_bytes=self.page_cache_window_bytes,
+            group_commit_delay_ms=self.group_commit_delay_ms,
+        )
 
     @property
     def advertised(self) -> HostPort:

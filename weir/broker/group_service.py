@@ -36,34 +36,18 @@ from weir.broker.offsets_topic import (
     wait_group_records,
 )
 from weir.controller.controller import is_internal_topic
-from weir.groupcoord.classic_coordinator import ClassicGroupConfig, ClassicGroupCoordinator
+from weir.groupcoord.classic_coordinator import ClassicGroupCoordinator
 from weir.groupcoord.classic_records import RecordFormatError as ClassicRecordError
 from weir.groupcoord.committed_offsets import OffsetRecordError, OffsetStore
-from weir.groupcoord.consumer_group import (
-    ConsumerGroupConfig,
-    ConsumerGroupCoordinator,
-    TopicInfo,
-)
+from weir.groupcoord.consumer_group import ConsumerGroupCoordinator, TopicInfo
 from weir.groupcoord.consumer_group_records import RecordFormatError
 from weir.groupcoord.pending import Effects, Pending
 from weir.groupcoord.placement import group_partition
+from weir.groupcoord.settings import GroupSettings
 from weir.log.errors import LogError
 from weir.wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
-
-OFFSET_EXPIRY_CHECK_INTERVAL_MS = 60_000
-
-
-@dataclass(frozen=True)
-class GroupSettings:
-    offsets_topic_partition_count: int = 50
-    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
-    consumer_session_timeout_ms: int = 45_000
-    consumer_heartbeat_interval_ms: int = 5_000
-    classic_initial_rebalance_delay_ms: int = 3_000
-    classic_session_timeout_min_ms: int = 6_000
-    classic_session_timeout_max_ms: int = 1_800_000
 
 
 @dataclass(frozen=True)
@@ -88,21 +72,8 @@ class GroupService:
         self.broker = broker
         self.settings = settings
         self.offsets = OffsetStore()
-        self.consumer_groups = ConsumerGroupCoordinator(
-            ConsumerGroupConfig(
-                session_timeout_ms=settings.consumer_session_timeout_ms,
-                heartbeat_interval_ms=settings.consumer_heartbeat_interval_ms,
-            )
-        )
-        self.classic = ClassicGroupCoordinator(
-            ClassicGroupConfig(
-                session_timeout_min_ms=settings.classic_session_timeout_min_ms,
-                session_timeout_max_ms=settings.classic_session_timeout_max_ms,
-                initial_rebalance_delay_ms=settings.classic_initial_rebalance_delay_ms,
-                offsets_retention_ms=settings.offsets_retention_ms,
-            ),
-            offsets=self.offsets,
-        )
+        self.consumer_groups = ConsumerGroupCoordinator(settings)
+        self.classic = ClassicGroupCoordinator(settings, offsets=self.offsets)
         # Connections waiting for a classic JoinGroup/SyncGroup answer.
         self._waiting: dict[Pending[Any], trio.Event] = {}
         self.loaded = False
@@ -272,7 +243,7 @@ class GroupService:
                 records = self.consumer_groups.advance(now_ms)
                 if now_ms >= next_expiry_ms:
                     records += self._expire_offsets(now_ms)
-                    next_expiry_ms = now_ms + OFFSET_EXPIRY_CHECK_INTERVAL_MS
+                    next_expiry_ms = now_ms + self.settings.offsets_retention_check_interval_ms
                 if records:
                     await self._write_in_background(records)
             wait_ms = self._wait_ms(now_ms, next_expiry_ms)
@@ -285,7 +256,7 @@ class GroupService:
         offset expiry check. Before the state is loaded there is nothing to
         expire; the task sleeps until poked (at most one expiry interval)."""
         if not self.loaded:
-            return OFFSET_EXPIRY_CHECK_INTERVAL_MS
+            return self.settings.offsets_retention_check_interval_ms
         deadlines_ms = [
             d
             for d in (self.consumer_groups.next_deadline_ms(), self.classic.next_deadline_ms())
@@ -318,19 +289,7 @@ def _group_of(key: bytes) -> str:
 def attach_group_service(broker: Broker) -> GroupService:
     """Create the broker's group service from its config and load group state if
     the offsets topic exists."""
-    config = broker.config
-    service = GroupService(
-        broker,
-        GroupSettings(
-            offsets_topic_partition_count=config.offsets_topic_partition_count,
-            offsets_retention_ms=config.offsets_retention_minutes * 60_000,
-            consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
-            consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
-            classic_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
-            classic_session_timeout_min_ms=config.group_min_session_timeout_ms,
-            classic_session_timeout_max_ms=config.group_max_session_timeout_ms,
-        ),
-    )
+    service = GroupService(broker, broker.config.group_settings())
     service.load_if_present(wall_clock_ms())
     broker.groups = service
     return service

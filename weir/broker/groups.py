@@ -23,7 +23,6 @@ from weir.groupcoord.classic_messages import (
 )
 from weir.groupcoord.classic_messages import OffsetCommitRequest as ClassicCommit
 from weir.groupcoord.committed_offsets import (
-    METADATA_CHARS_MAX,
     CommittedOffset,
     offsets_by_topic,
 )
@@ -35,11 +34,6 @@ from weir.wire.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 NO_OFFSET = -1
-# What one member may make the coordinator hold: its JoinGroup protocol metadata, and
-# a leader's SyncGroup assignments (Kafka bounds these through the 1 MiB limit on
-# the group's record in __consumer_offsets).
-GROUP_MEMBER_METADATA_BYTES_MAX = 1024 * 1024
-GROUP_ASSIGNMENTS_BYTES_MAX = 1024 * 1024
 
 
 def _service(ctx: RequestContext) -> GroupService:
@@ -211,7 +205,7 @@ def _check_partition(ctx: RequestContext, topic: str, part: Any) -> ErrorCode:
     if record is None or not 0 <= part.partition_index < record.partition_count:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     metadata = part.committed_metadata
-    if metadata is not None and len(metadata) > METADATA_CHARS_MAX:
+    if metadata is not None and len(metadata) > ctx.broker.config.offset_metadata_max_bytes:
         return ErrorCode.OFFSET_METADATA_TOO_LARGE
     return ErrorCode.NONE
 
@@ -417,9 +411,10 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> dict[str, Any]
         return respond(None, ErrorCode.NOT_COORDINATOR)
     if _classic_conflict(service, request.group_id):
         return respond(None, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    if sum(len(p.metadata) for p in request.protocols) > GROUP_MEMBER_METADATA_BYTES_MAX:
+    metadata_bytes_max = ctx.broker.config.limits.group_member_metadata_bytes_max
+    if sum(len(p.metadata) for p in request.protocols) > metadata_bytes_max:
         log.warning("JoinGroup for %s refused: protocol metadata over %d bytes",
-                    request.group_id, GROUP_MEMBER_METADATA_BYTES_MAX)  # fmt: skip
+                    request.group_id, metadata_bytes_max)  # fmt: skip
         return respond(None, ErrorCode.INVALID_REQUEST)
     session_timeout_ms = request.session_timeout_ms
     join = JoinGroupRequest(
@@ -452,9 +447,10 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]
 
     if not service.available(request.group_id):
         return respond(None, ErrorCode.NOT_COORDINATOR)
-    if sum(len(a.assignment) for a in request.assignments) > GROUP_ASSIGNMENTS_BYTES_MAX:
+    assignments_bytes_max = ctx.broker.config.limits.group_assignments_bytes_max
+    if sum(len(a.assignment) for a in request.assignments) > assignments_bytes_max:
         log.warning("SyncGroup for %s refused: assignments over %d bytes",
-                    request.group_id, GROUP_ASSIGNMENTS_BYTES_MAX)  # fmt: skip
+                    request.group_id, assignments_bytes_max)  # fmt: skip
         return respond(None, ErrorCode.INVALID_REQUEST)
     sync = SyncGroupRequest(
         group_id=request.group_id,

@@ -22,7 +22,6 @@ from weir.broker.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-HTTP_REQUEST_BYTES_MAX = 8192
 JSON_CONTENT_TYPE = "application/json"
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -83,7 +82,9 @@ async def _serve_connection(
     timeout_s = broker.config.limits.http_request_timeout_ms / 1000
     try:
         with connection.scope, trio.move_on_after(timeout_s):
-            request_line = await _read_request_line(stream)
+            request_line = await _read_request_line(
+                stream, broker.config.limits.http_request_bytes_max
+            )
             connection.reading_request = False
             if request_line is not None:
                 await stream.send_all(_respond(broker, request_line))
@@ -94,10 +95,10 @@ async def _serve_connection(
         await trio.aclose_forcefully(stream)
 
 
-async def _read_request_line(stream: trio.abc.Stream) -> str | None:
+async def _read_request_line(stream: trio.abc.Stream, bytes_max: int) -> str | None:
     buffer = bytearray()
     while b"\r\n\r\n" not in buffer and b"\n\n" not in buffer:
-        if len(buffer) > HTTP_REQUEST_BYTES_MAX:
+        if len(buffer) > bytes_max:
             return None
         chunk = await stream.receive_some(4096)
         if not chunk:

@@ -43,10 +43,9 @@ SEND_BATCH_BYTES_MAX = 1024 * 1024
 # counts as progress for the watchdog.
 SEND_PIECE_BYTES = 1024 * 1024
 # Refused connections: one WARNING per address (and one for connections_max)
-# per interval, with the count refused in between; at most this many
-# addresses remembered.
+# per interval, with the count refused in between; at most
+# `limits.refusal_log_addresses_max` addresses remembered.
 REFUSAL_LOG_INTERVAL_S = 60.0
-REFUSAL_LOG_ADDRESSES_MAX = 1024
 ALL_ADDRESSES = "*"
 
 
@@ -124,7 +123,8 @@ class RefusalLog:
     address, or ALL_ADDRESSES) per REFUSAL_LOG_INTERVAL_S, with the number
     refused since the previous line."""
 
-    def __init__(self, interval_s: float = REFUSAL_LOG_INTERVAL_S) -> None:
+    def __init__(self, addresses_max: int, interval_s: float = REFUSAL_LOG_INTERVAL_S) -> None:
+        self.addresses_max = addresses_max
         self.interval_s = interval_s
         self._logged_at_s: dict[str, float] = {}
         self._refused_since: dict[str, int] = {}
@@ -135,7 +135,7 @@ class RefusalLog:
         if logged_at_s is not None and now_s - logged_at_s < self.interval_s:
             self._refused_since[key] = self._refused_since.get(key, 0) + 1
             return
-        if len(self._logged_at_s) >= REFUSAL_LOG_ADDRESSES_MAX:
+        if len(self._logged_at_s) >= self.addresses_max:
             self._forget_before(now_s - self.interval_s)
         earlier = self._refused_since.pop(key, 0)
         self._logged_at_s[key] = now_s
@@ -201,7 +201,7 @@ class KafkaServer:
             limits.connection_in_flight_bytes_min,
         )
         self.addresses = AddressSlots(limits.connections_per_address_max)
-        self.refusals = RefusalLog()
+        self.refusals = RefusalLog(limits.refusal_log_addresses_max)
         self.draining = False
         self._readers: set[_ReaderState] = set()
         self._stop_requested = trio.Event()

@@ -10,7 +10,7 @@ follows: append `records`, then wake `completed`, then answer).
 
 API (all times in ms; requests/results are in `classic_messages`):
 
-    coord = ClassicGroupCoordinator(ClassicGroupConfig(), now_ms, offsets=OffsetStore())
+    coord = ClassicGroupCoordinator(GroupSettings(), now_ms, offsets=OffsetStore())
     coord.join_group(JoinGroupRequest, now_ms)            -> Reply[JoinGroupResult]
     coord.sync_group(SyncGroupRequest, now_ms)            -> Reply[SyncGroupResult]
     coord.heartbeat(group_id, generation_id, member_id, group_instance_id, now_ms)
@@ -35,7 +35,7 @@ Call `advance(now_ms)` whenever the time reaches `next_deadline_ms()`, and re-re
 `next_deadline_ms()` after every call (calls can move it earlier; it is cheap). Advance
 expires sessions, completes rebalances whose timeout or initial delay passed, removes
 members that never sent SyncGroup, and expires offsets every
-`offsets_retention_check_interval_ms`.
+`GroupSettings.offsets_retention_check_interval_ms`.
 
 A call may also be made with any `now_ms` not earlier than the previous one; timers
 that fell due in between run at the next `advance`.
@@ -49,7 +49,7 @@ Kafka's rules, in brief:
   alone receives the members' metadata.
 - A first dynamic JoinGroup from v4 gets MEMBER_ID_REQUIRED with its new member id and
   must come back with it within the session timeout (KIP-394).
-- The first rebalance of an Empty group waits `initial_rebalance_delay_ms`, extended by
+- The first rebalance of an Empty group waits `classic_initial_rebalance_delay_ms`, extended by
   the same again while new members keep arriving, up to the rebalance timeout (KIP-134).
 - Members whose heartbeats stop for `session_timeout_ms` are removed (rebalance);
   dynamic members that do not rejoin within the rebalance timeout are dropped from the
@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from weir.groupcoord import classic_records as rec
@@ -105,25 +104,14 @@ from weir.groupcoord.committed_offsets import CommittedOffset, OffsetStore, Topi
 from weir.groupcoord.consumer_group_records import GroupRecord
 from weir.groupcoord.deadlines import DeadlineIndex
 from weir.groupcoord.pending import Effects, Pending, Reply
+from weir.groupcoord.settings import GroupSettings
 from weir.wire.errors import ErrorCode
 
 T = TypeVar("T")
 
 _ADVANCE_ROUNDS_MAX = 1_000
-
-
-@dataclass(frozen=True)
-class ClassicGroupConfig:
-    """Kafka's broker settings for classic groups, under Weir's names."""
-
-    session_timeout_min_ms: int = 6_000  # group.min.session.timeout.ms
-    session_timeout_max_ms: int = 1_800_000  # group.max.session.timeout.ms
-    initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
-    group_max_size: int = 1_000  # group.max.size (Kafka: unbounded; Weir names a maximum)
-    offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000  # offsets.retention.minutes
-    offsets_retention_check_interval_ms: int = 600_000
-    offset_metadata_max_bytes: int = 4_096  # offset.metadata.max.bytes
-    new_member_join_timeout_ms: int = 300_000  # Kafka's fixed NewMemberJoinTimeoutMs
+# Kafka's fixed NewMemberJoinTimeoutMs: a new member's first JoinGroup waits at most this.
+NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 
 
 def _random_member_id(prefix: str) -> str:
@@ -133,17 +121,17 @@ def _random_member_id(prefix: str) -> str:
 class ClassicGroupCoordinator:
     def __init__(
         self,
-        config: ClassicGroupConfig | None = None,
+        settings: GroupSettings | None = None,
         now_ms: int = 0,
         new_member_id: Callable[[str], str] = _random_member_id,
         offsets: OffsetStore | None = None,
     ) -> None:
-        self.config = config or ClassicGroupConfig()
+        self.settings = settings or GroupSettings()
         self.groups: dict[str, ClassicGroup] = {}
         # Committed offsets of every group; share one store with the KIP-848 path.
         self.offsets = offsets if offsets is not None else OffsetStore()
         self._new_member_id = new_member_id
-        self._offsets_check_ms = now_ms + self.config.offsets_retention_check_interval_ms
+        self._offsets_check_ms = now_ms + self.settings.offsets_retention_check_interval_ms
         self._records: list[GroupRecord] = []
         self._completed: list[Pending[Any]] = []
         self._loading_groups: dict[str, rec.GroupMetadataValue] = {}
@@ -210,15 +198,15 @@ class ClassicGroupCoordinator:
         if not req.group_id:
             return ErrorCode.INVALID_GROUP_ID
         if not (
-            self.config.session_timeout_min_ms
+            self.settings.classic_session_timeout_min_ms
             <= req.session_timeout_ms
-            <= self.config.session_timeout_max_ms
+            <= self.settings.classic_session_timeout_max_ms
         ):
             return ErrorCode.INVALID_SESSION_TIMEOUT
         return ErrorCode.NONE
 
     def _accepts_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
-        size_max = self.config.group_max_size
+        size_max = self.settings.group_max_size
         if group.state is GroupState.EMPTY:
             return True
         member = group.members.get(member_id)
@@ -287,7 +275,7 @@ class ClassicGroupCoordinator:
         )
         if is_new:
             group.new_member_added = True
-            member.heartbeat_deadline_ms = now_ms + self.config.new_member_join_timeout_ms
+            member.heartbeat_deadline_ms = now_ms + NEW_MEMBER_JOIN_TIMEOUT_MS
         else:
             member.heartbeat_deadline_ms = now_ms + req.session_timeout_ms
         group.add(member)
@@ -399,9 +387,9 @@ class ClassicGroupCoordinator:
         group.pending_sync_deadline_ms = None
         rebalance_timeout_ms = self._rebalance_timeout_ms(group)
         if group.state is GroupState.EMPTY:
-            delay_ms = min(self.config.initial_rebalance_delay_ms, rebalance_timeout_ms)
+            delay_ms = min(self.settings.classic_initial_rebalance_delay_ms, rebalance_timeout_ms)
             group.initial_join_remaining_ms = max(
-                rebalance_timeout_ms - self.config.initial_rebalance_delay_ms, 0
+                rebalance_timeout_ms - self.settings.classic_initial_rebalance_delay_ms, 0
             )
             group.new_member_added = False
             group.join_deadline_ms = now_ms + delay_ms
@@ -423,10 +411,10 @@ class ClassicGroupCoordinator:
         remaining_ms = group.initial_join_remaining_ms
         if remaining_ms is not None:
             if group.new_member_added and remaining_ms > 0:
-                delay_ms = min(self.config.initial_rebalance_delay_ms, remaining_ms)
+                delay_ms = min(self.settings.classic_initial_rebalance_delay_ms, remaining_ms)
                 group.new_member_added = False
                 group.initial_join_remaining_ms = max(
-                    remaining_ms - self.config.initial_rebalance_delay_ms, 0
+                    remaining_ms - self.settings.classic_initial_rebalance_delay_ms, 0
                 )
                 group.join_deadline_ms = now_ms + delay_ms
                 return
@@ -639,7 +627,7 @@ class ClassicGroupCoordinator:
         for o in req.offsets:
             metadata = o.metadata or ""
             error = ErrorCode.NONE
-            if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+            if len(metadata.encode()) > self.settings.offset_metadata_max_bytes:
                 error = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 committed = CommittedOffset(o.offset, o.leader_epoch, metadata, now_ms)
@@ -821,7 +809,7 @@ class ClassicGroupCoordinator:
                     self._advance_group(group, now_ms)
         if now_ms >= self._offsets_check_ms:
             self._expire_offsets(now_ms)
-            self._offsets_check_ms = now_ms + self.config.offsets_retention_check_interval_ms
+            self._offsets_check_ms = now_ms + self.settings.offsets_retention_check_interval_ms
         return self._effects()
 
     def _advance_group(self, group: ClassicGroup, now_ms: int) -> None:
@@ -865,7 +853,7 @@ class ClassicGroupCoordinator:
         group that only stores offsets (no protocol), from each commit; a Stable
         consumer group's offsets of topics it no longer subscribes to, from each commit."""
         stored = self.offsets.group_offsets(group.group_id)
-        retention_ms = self.config.offsets_retention_ms
+        retention_ms = self.settings.offsets_retention_ms
         if group.protocol_type and group.state is GroupState.EMPTY:
             empty_since_ms = group.state_timestamp_ms
             return _expired(
@@ -1004,11 +992,11 @@ def _group_from_record(group_id: str, value: rec.GroupMetadataValue, now_ms: int
 def load(
     records: Iterable[GroupRecord],
     now_ms: int,
-    config: ClassicGroupConfig | None = None,
+    settings: GroupSettings | None = None,
 ) -> ClassicGroupCoordinator:
     """A coordinator (and its offset store) rebuilt from `(key, value)` records in log
     order; records of neither (KIP-848 ones) are skipped."""
-    coordinator = ClassicGroupCoordinator(config, now_ms)
+    coordinator = ClassicGroupCoordinator(settings, now_ms)
     for key, value in records:
         if not coordinator.offsets.replay(key, value):
             coordinator.replay(key, value)

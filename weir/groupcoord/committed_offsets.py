@@ -25,8 +25,6 @@ from dataclasses import dataclass
 
 OFFSET_COMMIT_KEY_VERSION = 1
 OFFSET_COMMIT_VALUE_VERSION = 3
-OFFSETS_RETENTION_MS_DEFAULT = 7 * 24 * 3600 * 1000
-METADATA_CHARS_MAX = 4096  # Kafka's offset.metadata.max.bytes default
 
 GroupRecord = tuple[bytes, bytes | None]
 

@@ -41,13 +41,9 @@ from typing import Any, NamedTuple
 from weir.groupcoord import consumer_group_records as rec
 from weir.groupcoord.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, Assignor, MemberSpec
 from weir.groupcoord.consumer_group_records import GroupRecord
+from weir.groupcoord.settings import GroupSettings
 from weir.wire.errors import ErrorCode
 
-# Kafka's defaults (group.consumer.*).
-SESSION_TIMEOUT_MS_DEFAULT = 45_000
-HEARTBEAT_INTERVAL_MS_DEFAULT = 5_000
-# Kafka's default is unbounded; Weir names a maximum.
-GROUP_MAX_SIZE_DEFAULT = 1_000
 SUBSCRIBED_TOPICS_PER_MEMBER_MAX = 10_000
 
 JOIN_GROUP_MEMBER_EPOCH = 0
@@ -82,14 +78,6 @@ class GroupState(enum.Enum):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-
-@dataclass(frozen=True)
-class ConsumerGroupConfig:
-    session_timeout_ms: int = SESSION_TIMEOUT_MS_DEFAULT
-    heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS_DEFAULT
-    group_max_size: int = GROUP_MAX_SIZE_DEFAULT
-    default_assignor: str = DEFAULT_ASSIGNOR
 
 
 @dataclass
@@ -243,14 +231,14 @@ class ConsumerGroupCoordinator:
 
     def __init__(
         self,
-        config: ConsumerGroupConfig | None = None,
+        settings: GroupSettings | None = None,
         assignors: Mapping[str, Assignor] | None = None,
         member_id_factory: Callable[[], str] | None = None,
     ) -> None:
-        self.config = config or ConsumerGroupConfig()
+        self.settings = settings or GroupSettings()
         self.assignors: Mapping[str, Assignor] = assignors or ASSIGNORS
-        if self.config.default_assignor not in self.assignors:
-            raise ValueError(f"unknown default assignor {self.config.default_assignor!r}")
+        if DEFAULT_ASSIGNOR not in self.assignors:
+            raise ValueError(f"unknown default assignor {DEFAULT_ASSIGNOR!r}")
         self.groups: dict[str, ConsumerGroup] = {}
         self._new_member_id = member_id_factory or (lambda: str(uuid.uuid4()))
 
@@ -491,18 +479,18 @@ class ConsumerGroupCoordinator:
             existing is None
             and replaced is None
             and group is not None
-            and len(group.members) >= self.config.group_max_size
+            and len(group.members) >= self.settings.group_max_size
         ):
             raise _RequestError(
                 ErrorCode.GROUP_MAX_SIZE_REACHED,
                 f"The consumer group has reached its maximum size of "
-                f"{self.config.group_max_size} members.",
+                f"{self.settings.group_max_size} members.",
             )
 
         # ---- validated: from here on, state changes and records are produced ----
         records: list[GroupRecord] = []
         if group is None:
-            group = ConsumerGroup(group_id, assignor_name=self.config.default_assignor)
+            group = ConsumerGroup(group_id, assignor_name=DEFAULT_ASSIGNOR)
             self.groups[group_id] = group
 
         if replaced is not None:
@@ -585,7 +573,7 @@ class ConsumerGroupCoordinator:
 
         # 3. Reconcile this member towards its target.
         records += self._reconcile(group, member, owned, now_ms)
-        member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+        member.session_deadline_ms = now_ms + self.settings.consumer_session_timeout_ms
 
         full_request = joining or (
             rebalance_timeout_ms != -1 and subscribed_topic_names is not None and owned is not None
@@ -596,7 +584,7 @@ class ConsumerGroupCoordinator:
             None,
             member_id,
             member.member_epoch,
-            self.config.heartbeat_interval_ms,
+            self.settings.consumer_heartbeat_interval_ms,
             _sorted_assignment(member.assigned) if full_request or changed else None,
             records,
         )
@@ -618,7 +606,7 @@ class ConsumerGroupCoordinator:
             m.server_assignor for m in group.members.values() if m.server_assignor is not None
         )
         if not counts:
-            return self.config.default_assignor
+            return DEFAULT_ASSIGNOR
         return min(counts, key=lambda name: (-counts[name], name))
 
     def _compute_target(self, group: ConsumerGroup) -> list[GroupRecord]:
@@ -915,7 +903,7 @@ class ConsumerGroupCoordinator:
                 member.assigned, member.pending_revocation = {}, {}
             return True
         if group is None:
-            group = ConsumerGroup(group_id, assignor_name=self.config.default_assignor)
+            group = ConsumerGroup(group_id, assignor_name=DEFAULT_ASSIGNOR)
             self.groups[group_id] = group
         if record_type == rec.GROUP_METADATA:
             group.group_epoch = rec.decode_epoch(value)
@@ -960,7 +948,7 @@ class ConsumerGroupCoordinator:
             group.assignor_name = self._choose_assignor(group)
             for member in group.members.values():
                 group.claim(member)
-                member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+                member.session_deadline_ms = now_ms + self.settings.consumer_session_timeout_ms
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     member.rebalance_deadline_ms = now_ms + max(member.rebalance_timeout_ms, 0)
                     member.rebalance_deadline_epoch = member.member_epoch

@@ -124,8 +124,6 @@ COMPACTION_KEYS_MAX = 1_000_000
 COMPACTION_INFLATE_BYTES_MAX = 64 * 1024 * 1024
 # Bytes read from a segment file at a time (more when one batch is larger).
 COMPACTION_READ_CHUNK_BYTES = 1024 * 1024
-# The manager looks for logs to compact this often.
-COMPACTION_CHECK_INTERVAL_MS = 15_000
 
 _MANIFEST_REPLACED = 0  # (0, base): an input segment whose files go away or are replaced
 _MANIFEST_WRITTEN = 1  # (1, base): a cleaned segment written under cleaning/

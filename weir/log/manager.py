@@ -16,7 +16,7 @@ from pathlib import Path
 import trio
 
 from weir.log.checkpoint import fsync_directory
-from weir.log.compaction import COMPACTION_CHECK_INTERVAL_MS, LogCleaner, compacts
+from weir.log.compaction import LogCleaner, compacts
 from weir.log.config import LogConfig
 from weir.log.errors import LogDamaged, LogError
 from weir.log.flusher import GroupFlusher
@@ -31,16 +31,13 @@ from weir.log.partition_metadata import (
     write_partition_metadata,
 )
 from weir.log.segment import parse_segment_file_name
+from weir.log.settings import LogSettings
 
 log = logging.getLogger(__name__)
 
 DELETED_SUFFIX = ".deleted"
 # Partition directories no topic owns are moved here, never deleted.
 STRAY_DIRECTORY_NAME = "stray"
-# Retention runs at least this often, so it is enforced within 30 s.
-RETENTION_CHECK_INTERVAL_MS = 10_000
-# Kafka's producer.id.expiration.ms: idempotent-producer state idle this long is dropped.
-PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 
 LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -89,9 +86,12 @@ class LogManager:
     """Opens, creates, deletes and retains the partition logs under `data_dir`.
     Everything runs on the Trio thread; the flusher is shared by all logs."""
 
-    def __init__(self, data_dir: Path, flusher: GroupFlusher) -> None:
+    def __init__(
+        self, data_dir: Path, flusher: GroupFlusher, settings: LogSettings | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.flusher = flusher
+        self.settings = settings or LogSettings()
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self.cleaner = LogCleaner()
 
@@ -242,7 +242,7 @@ class LogManager:
         for (topic, index), partition_log in self:
             try:
                 deleted += partition_log.enforce_retention(now_ms)
-                partition_log.expire_producers(now_ms, PRODUCER_ID_EXPIRATION_MS)
+                partition_log.expire_producers(now_ms, self.settings.producer_id_expiration_ms)
             except OSError:
                 log.exception("retention failed for %s-%d", topic, index)
         return deleted
@@ -268,24 +268,19 @@ class LogManager:
         not written since the previous call; returns how many were released."""
         return sum(partition_log.release_idle_files() for _, partition_log in self)
 
-    async def run_retention(
-        self,
-        interval_ms: int = RETENTION_CHECK_INTERVAL_MS,
-        clock_ms: Callable[[], int] = wall_clock_ms,
-        compaction_interval_ms: int = COMPACTION_CHECK_INTERVAL_MS,
-    ) -> None:
-        """Enforce retention every `interval_ms`, and compact at most every
-        `compaction_interval_ms`, until cancelled. Also releases the descriptors of
-        partitions idle for a whole interval."""
+    async def run_retention(self, clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+        """Enforce retention every `retention_check_interval_ms`, and compact at
+        most every `log_cleaner_backoff_ms`, until cancelled. Also releases the
+        descriptors of partitions idle for a whole interval."""
         next_compaction_ms = 0
         while True:
-            await trio.sleep(interval_ms / 1000)
+            await trio.sleep(self.settings.retention_check_interval_ms / 1000)
             now_ms = clock_ms()
             self.release_idle_files()
             self.enforce_retention(now_ms)
             if now_ms >= next_compaction_ms:
                 await self.compact(now_ms)
-                next_compaction_ms = clock_ms() + compaction_interval_ms
+                next_compaction_ms = clock_ms() + self.settings.log_cleaner_backoff_ms
 
     async def run_durable_checkpoints(
         self, interval_ms: int = DURABLE_CHECKPOINT_INTERVAL_MS
