@@ -10,9 +10,10 @@ from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.offsets_topic import (
     OFFSETS_TOPIC_NAME,
-    append_group_records,
+    append_group_records_now,
     ensure_offsets_topic,
     read_group_records,
+    wait_group_records,
 )
 
 
@@ -37,8 +38,8 @@ async def test_records_survive_a_restart_in_log_order_with_tombstones(
     broker = open_broker(tmp_path)
     await nursery.start(broker.flusher.run)
     ensure_offsets_topic(broker, partition_count=3)
-    await append_group_records(broker, 2, [(b"k1", b"v1"), (b"k2", b"v2")])
-    await append_group_records(broker, 2, [(b"k1", None)])
+    append_group_records_now(broker, 2, [(b"k1", b"v1"), (b"k2", b"v2")])
+    await wait_group_records(broker, 2, append_group_records_now(broker, 2, [(b"k1", None)]))
     broker.close()
 
     restarted = open_broker(tmp_path)

@@ -215,17 +215,6 @@ async def test_truncation_fails_waiters_beyond_the_new_end(
     assert log.durable_end_offset == log.log_end_offset == 2
 
 
-async def test_flush_all_syncs_requested_partitions(
-    tmp_path: Path, batch: MakeBatch, now_ms: int
-) -> None:
-    flusher = GroupFlusher()
-    log = open_partition(tmp_path, flusher)
-    log.append(batch(2), leader_epoch=0, now_ms=now_ms)
-    flusher.flush_all()
-    assert log.durable_end_offset == 2
-    await log.wait_durable(2)
-
-
 async def test_relaxed_mode_acknowledges_without_waiting_but_still_syncs(
     tmp_path: Path, nursery: trio.Nursery, batch: MakeBatch, now_ms: int
 ) -> None:

@@ -120,16 +120,6 @@ async def wait_group_records(broker: Broker, partition: int, end_offset: int) ->
     replica.wake_fetchers()
 
 
-async def append_group_records(
-    broker: Broker, partition: int, records: Sequence[GroupRecord]
-) -> None:
-    """Append `records` to the partition and return once they are durable.
-    Raises weir.log.errors.LogError (the caller answers with its error code)."""
-    if records:
-        end_offset = append_group_records_now(broker, partition, records)
-        await wait_group_records(broker, partition, end_offset)
-
-
 def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
     """Every record of the partition from its log start to its durable end,
     in log order (tombstones included: their value is None)."""

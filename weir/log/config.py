@@ -307,14 +307,6 @@ class LogConfig:
         """The typed value of a config by its Kafka name."""
         return getattr(self, TOPIC_CONFIGS[name].attribute)
 
-    def to_strings(self) -> dict[str, str]:
-        """Every config by Kafka name, as Kafka formats the value."""
-        return {name: d.format(self.value(name)) for name, d in TOPIC_CONFIGS.items()}
-
-    def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
-        """This config's overrides updated by `overrides` (validated)."""
-        return LogConfig.from_overrides({**self.overrides, **overrides})
-
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"

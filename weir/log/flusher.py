@@ -423,11 +423,6 @@ class GroupFlusher:
         if errors[0] is not None:
             raise errors[0]
 
-    def flush_all(self) -> None:
-        """Synchronously sync every target that asked for a round (clean shutdown)."""
-        for target in list(self._requested):
-            self.flush_now(target)
-
     def close(self) -> None:
         """Release the filesystem descriptor (after the last round)."""
         if self.filesystem is not None:

@@ -291,10 +291,6 @@ class LogManager:
             for _, partition_log in self:
                 partition_log.checkpoint_durable()
 
-    def flush_all(self) -> None:
-        for _, partition_log in self:
-            partition_log.flush()
-
     def close_all(
         self,
         timeout_s: float | None = None,
