@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from weir.broker.broker import Broker, PartitionReplica, wall_clock_ms
 from weir.controller.controller import OFFSETS_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
+from weir.log.settings import BATCH_INFLATE_BYTES_MAX
 from weir.wire.record_batch import (
     InvalidBatch,
     Record,
@@ -35,9 +36,8 @@ OFFSETS_TOPIC_CONFIGS = {
     "segment.bytes": str(100 * 1024 * 1024),
     "compression.type": "producer",
 }
-# What one read of the topic may return, and one batch inflate, at a time.
+# What one read of the topic may return at a time.
 LOAD_READ_BYTES_MAX = 4 * 1024 * 1024
-LOAD_INFLATE_BYTES_MAX = 64 * 1024 * 1024
 # Records appended in one batch at most (a big group's offset commit is split).
 RECORDS_PER_BATCH_MAX = 10_000
 
@@ -139,13 +139,13 @@ def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
 def _decode_batches(records: bytes, partition: int) -> Iterator[Record]:
     """The records of each batch; a batch that cannot be decoded (a client wrote
     it before clients were refused: bad compressed data, inflating past
-    LOAD_INFLATE_BYTES_MAX) is skipped with a warning instead of failing the load.
+    BATCH_INFLATE_BYTES_MAX) is skipped with a warning instead of failing the load.
     The broker's own batches are uncompressed and were checked when appended."""
     view = memoryview(records)
     for position, header in iter_batch_headers(view):
         batch = view[position : position + header.size]
         try:
-            yield from decode_records(batch, uncompressed_bytes_max=LOAD_INFLATE_BYTES_MAX)
+            yield from decode_records(batch, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX)
         except InvalidBatch as exc:
             log.warning("%s-%d: skipping the unreadable rest of the batch at offsets %d..%d: %s",
                         OFFSETS_TOPIC_NAME, partition, header.base_offset,

@@ -21,7 +21,7 @@ A pass keeps, for every key, only its latest record; offsets never change.
   passed. Records without a key are kept. Control batches and transactional
   batches are kept byte for byte (there is no transaction coordinator yet to
   say which were aborted). A batch that needs decompressing beyond
-  `COMPACTION_INFLATE_BYTES_MAX` is kept as it is and its keys are not mapped.
+  `BATCH_INFLATE_BYTES_MAX` is kept as it is and its keys are not mapped.
 - Rewritten batches (`weir.wire.record_batch.rebuild_batch`) keep their base
   offset, last offset delta, leader epoch, producer id/epoch/sequence and
   codec; each record keeps its offset and timestamp. A batch losing every
@@ -98,6 +98,7 @@ from weir.log.config import INT64_MAX
 from weir.log.descriptors import SEGMENT_FILES_COUNT, DescriptorCache
 from weir.log.errors import LogError
 from weir.log.segment import SEGMENT_SUFFIXES, AppendedBatch, Segment, segment_file_name
+from weir.log.settings import BATCH_INFLATE_BYTES_MAX
 from weir.wire.errors import ErrorCode
 from weir.wire.record_batch import (
     BATCH_HEADER_SIZE,
@@ -120,8 +121,6 @@ CLEANING_DIRECTORY_NAME = "cleaning"
 MANIFEST_FILE_NAME = "manifest"
 # Keys in one pass's offset map (about 100 bytes each with short keys).
 COMPACTION_KEYS_MAX = 1_000_000
-# Decompressed bytes of one batch the cleaner will inflate to read its records.
-COMPACTION_INFLATE_BYTES_MAX = 64 * 1024 * 1024
 # Bytes read from a segment file at a time (more when one batch is larger).
 COMPACTION_READ_CHUNK_BYTES = 1024 * 1024
 
@@ -198,17 +197,13 @@ def compacts(partition: PartitionLog) -> bool:
     return "compact" in partition.config.cleanup_policy
 
 
-# Bound on inflating a produce request's batches to check their keys.
-KEY_CHECK_INFLATE_BYTES_MAX = 64 * 1024 * 1024
-
-
 def require_keys(batches: memoryview | bytes | bytearray) -> None:
     """Producers may not write keyless records to a compacted topic (Kafka answers
     INVALID_RECORD): compaction keeps the latest record per key. The produce path
     calls this for compacted topics only; it is the one place a client's records
     are decoded, within a bound. Raises LogError."""
     try:
-        for record in decode_records(batches, uncompressed_bytes_max=KEY_CHECK_INFLATE_BYTES_MAX):
+        for record in decode_records(batches, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX):
             if record.key is None:
                 raise LogError(
                     ErrorCode.INVALID_RECORD, "Compacted topic cannot accept message without key"
@@ -600,7 +595,7 @@ def _decode(header: BatchHeader, data: bytes, item: _Input) -> list[Record] | No
     """The batch's records, or None when they cannot be read within the bound
     (the batch is then kept as it is)."""
     try:
-        return list(decode_records(data, uncompressed_bytes_max=COMPACTION_INFLATE_BYTES_MAX))
+        return list(decode_records(data, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX))
     except InvalidBatch as exc:
         log.warning("%s: batch at offset %d kept uncompacted: %s",
                     item.log_path, header.base_offset, exc)  # fmt: skip

@@ -80,6 +80,7 @@ from weir.log.segment import (
     parse_segment_file_name,
     segment_file_name,
 )
+from weir.log.settings import BATCH_INFLATE_BYTES_MAX
 from weir.txn.producer_state import (
     NO_PRODUCER_ID,
     PendingBatch,
@@ -120,8 +121,6 @@ DURABLE_CHECKPOINT_INTERVAL_MS = 1000
 # one (a damaged range it skipped, offsets never reused).
 REPAIRED_OFFSET_CHECKPOINT_FILE_NAME = "repaired-offset-checkpoint"
 COMPRESSION_CODEC_MAX = 4  # none, gzip, snappy, lz4, zstd
-# Bound on inflating one batch to find a record's timestamp (ListOffsets).
-TIMESTAMP_LOOKUP_INFLATE_BYTES_MAX = 64 * 1024 * 1024
 
 
 # Not frozen: a frozen dataclass costs about 7x more to construct (1.4 µs against
@@ -809,7 +808,7 @@ class PartitionLog:
         try:
             batch = segment.read_batch(position, header)
             for record in decode_records(
-                batch, uncompressed_bytes_max=TIMESTAMP_LOOKUP_INFLATE_BYTES_MAX,
+                batch, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX,
                 include_control=True,
             ):  # fmt: skip
                 if record.offset >= first_offset and record.timestamp_ms >= timestamp_ms:

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Decompressed bytes of one batch that are inflated to read its records: a
+# timestamp lookup, a compaction pass, the key check of a produce to a compacted
+# topic, loading group state. A bound on memory per batch, not a setting.
+BATCH_INFLATE_BYTES_MAX = 64 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class LogSettings:
