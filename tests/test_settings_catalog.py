@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from weir.broker.config import ENV_PREFIX, FLAG_NAMES, BrokerConfig, Limits
+from weir.broker.config import ENV_PREFIX, FLAG_NAMES, BrokerConfig, Limits, load_config
 from weir.groupcoord.settings import GroupSettings
 from weir.log.config import (
     ACCEPTED_WITHOUT_EFFECT,
@@ -164,3 +164,34 @@ def test_every_layer_setting_is_set_by_a_broker_setting(layer: type[Any], build:
         built = build(dataclasses.replace(BrokerConfig(), **{name: changed}))
         reached |= {f for f in setting_fields(layer) if getattr(built, f) != getattr(defaults, f)}
     assert reached == set(setting_fields(layer))
+
+
+def file_value(name: str, default: object) -> str:
+    """A TOML value for `name` other than its default."""
+    if isinstance(default, bool):
+        return "false" if default else "true"
+    if isinstance(default, int):
+        return str(default + 1)
+    if name == "fsync_method":
+        return '"fdatasync"'
+    if name == "data_dir":
+        return '"/elsewhere"'
+    if name == "etcd":
+        return '"http://127.0.0.1:2379"'
+    return '"192.0.2.1:1234"'  # the addresses
+
+
+@pytest.mark.parametrize("name", setting_fields(BrokerConfig))
+def test_every_broker_setting_can_be_set_in_the_config_file(tmp_path: Path, name: str) -> None:
+    default = getattr(BrokerConfig(), name)
+    settings = tmp_path / "weir.toml"
+    settings.write_text(f"{name} = {file_value(name, default)}\n")
+    assert getattr(load_config(["--config", str(settings)], {}), name) != default
+
+
+@pytest.mark.parametrize("name", setting_fields(Limits))
+def test_every_limit_can_be_set_in_the_config_file(tmp_path: Path, name: str) -> None:
+    default = getattr(Limits(), name)
+    settings = tmp_path / "weir.toml"
+    settings.write_text(f"[limits]\n{name} = {default + 1}\n")
+    assert getattr(load_config(["--config", str(settings)], {}).limits, name) == default + 1
