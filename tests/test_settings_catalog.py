@@ -23,13 +23,7 @@ import pytest
 
 from weir.broker.config import ENV_PREFIX, FLAG_NAMES, BrokerConfig, Limits, load_config
 from weir.groupcoord.settings import GroupSettings
-from weir.log.config import (
-    ACCEPTED_WITHOUT_EFFECT,
-    ONE_VALUE_ONLY,
-    TOPIC_CONFIGS,
-    InvalidConfig,
-    LogConfig,
-)
+from weir.log.config import TOPIC_CONFIGS, InvalidConfig, LogConfig
 from weir.log.settings import LogSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +35,17 @@ SETTINGS_CLASSES: tuple[type[Any], ...] = (
     LogSettings,
     LogConfig,
 )
+# Topic configs stored and reported (DescribeConfigs) so that Kafka tools can set
+# them, and read by nothing (weir/log/config.py's docstring says why).
+ACCEPTED_WITHOUT_EFFECT = frozenset({
+    "file.delete.delay.ms", "flush.messages", "flush.ms",
+    "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
+    "local.retention.bytes", "local.retention.ms", "message.downconversion.enable",
+    "preallocate",
+})  # fmt: skip
+# Topic configs whose validators accept only the value that is Weir's behaviour.
+ONE_VALUE_ONLY = frozenset({"compression.type", "remote.storage.enable",
+                            "unclean.leader.election.enable"})  # fmt: skip
 # Fields that hold other settings, not settings themselves.
 CONTAINER_FIELDS = {(BrokerConfig, "limits"), (LogConfig, "overrides")}
 
@@ -128,6 +133,12 @@ def test_every_limit_is_documented_in_the_limits_table(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(TOPIC_CONFIGS))
 def test_every_topic_config_is_documented(name: str) -> None:
     assert f"`{name}`" in user_guide(), f"docs/user-guide.md does not name topic config {name}"
+
+
+def test_topic_config_table_says_which_configs_have_no_effect() -> None:
+    rows = re.findall(r"^\| `([a-z.]+)` \| `[^`]*` \| (.*) \|$", user_guide(), re.MULTILINE)
+    without_effect = {name for name, effect in rows if effect.startswith("accepted, no effect")}
+    assert without_effect == ACCEPTED_WITHOUT_EFFECT
 
 
 def test_topic_config_table_shows_the_catalog_defaults() -> None:

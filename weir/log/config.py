@@ -15,8 +15,9 @@ Accepted and stored, with no effect: `flush.messages` and `flush.ms` (every
 acknowledged append is fsynced anyway), `preallocate`, `file.delete.delay.ms`
 (segment files are unlinked at once; reads hold copies, not mappings), the
 throttled-replica lists, `local.retention.*` and `message.downconversion.enable`
-(RecordBatch v2 is the only format stored and served): `ACCEPTED_WITHOUT_EFFECT`.
-The three above that allow one value only are `ONE_VALUE_ONLY`. The compaction settings
+(RecordBatch v2 is the only format stored and served); no code reads them, nor
+the three above that allow one value only (tests/test_settings_catalog.py keeps
+both lists true). The compaction settings
 (`delete.retention.ms`, `min.cleanable.dirty.ratio`, `min.compaction.lag.ms`,
 `max.compaction.lag.ms`) are honoured by the cleaner.
 """
@@ -235,20 +236,6 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "Electing an out-of-sync replica; Weir never does.",
               lambda value: "unclean leader election is not supported" if value else None),
 )  # fmt: skip
-
-
-# Stored and reported (DescribeConfigs) so that Kafka tools can set them, and read
-# by nothing: see the module docstring for why each has no effect here.
-ACCEPTED_WITHOUT_EFFECT = frozenset({
-    "file.delete.delay.ms", "flush.messages", "flush.ms",
-    "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
-    "local.retention.bytes", "local.retention.ms", "message.downconversion.enable",
-    "preallocate",
-})  # fmt: skip
-# Their validators accept only the value that is Weir's behaviour, so nothing
-# needs to read them.
-ONE_VALUE_ONLY = frozenset({"compression.type", "remote.storage.enable",
-                            "unclean.leader.election.enable"})  # fmt: skip
 
 
 @dataclass(frozen=True)
