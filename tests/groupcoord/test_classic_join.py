@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord.classic_coordinator import ClassicGroupConfig
 from weir.groupcoord.classic_group import GroupState
-from weir.wire.errors import ErrorCode
 
 from .classic_harness import (
     GROUP,

@@ -36,6 +36,7 @@ from weir.broker.offsets_topic import (
     wait_group_records,
 )
 from weir.controller.controller import is_internal_topic
+from weir.format.errors import ErrorCode
 from weir.groupcoord.classic_coordinator import ClassicGroupConfig, ClassicGroupCoordinator
 from weir.groupcoord.classic_records import RecordFormatError as ClassicRecordError
 from weir.groupcoord.committed_offsets import OffsetRecordError, OffsetStore
@@ -48,7 +49,6 @@ from weir.groupcoord.consumer_group_records import RecordFormatError
 from weir.groupcoord.pending import Effects, Pending
 from weir.groupcoord.placement import group_partition
 from weir.log.errors import LogError
-from weir.wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

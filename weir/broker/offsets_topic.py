@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from weir.broker.broker import Broker, PartitionReplica, wall_clock_ms
 from weir.controller.controller import OFFSETS_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
-from weir.wire.record_batch import (
+from weir.format.record_batch import (
     InvalidBatch,
     Record,
     build_batch,

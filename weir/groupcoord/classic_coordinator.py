@@ -76,6 +76,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord import classic_records as rec
 from weir.groupcoord.classic_group import (
     CONSUMER_PROTOCOL_TYPE,
@@ -105,7 +106,6 @@ from weir.groupcoord.committed_offsets import CommittedOffset, OffsetStore, Topi
 from weir.groupcoord.consumer_group_records import GroupRecord
 from weir.groupcoord.deadlines import DeadlineIndex
 from weir.groupcoord.pending import Effects, Pending, Reply
-from weir.wire.errors import ErrorCode
 
 T = TypeVar("T")
 

@@ -38,10 +38,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord import consumer_group_records as rec
 from weir.groupcoord.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, Assignor, MemberSpec
 from weir.groupcoord.consumer_group_records import GroupRecord
-from weir.wire.errors import ErrorCode
 
 # Kafka's defaults (group.consumer.*).
 SESSION_TIMEOUT_MS_DEFAULT = 45_000
