@@ -41,7 +41,7 @@ LOAD_INFLATE_BYTES_MAX = 64 * 1024 * 1024
 # Records appended in one batch at most (a big group's offset commit is split).
 RECORDS_PER_BATCH_MAX = 10_000
 
-GroupRecord = tuple[bytes, bytes | None]  # (key, value); a None value is a tombstone
+KeyValue = tuple[bytes, bytes | None]  # a record's key and value; a None value is a tombstone
 
 
 def ensure_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord:
@@ -99,7 +99,7 @@ def offsets_replica(broker: Broker, partition: int) -> PartitionReplica:
     return replica
 
 
-def append_group_records_now(broker: Broker, partition: int, records: Sequence[GroupRecord]) -> int:
+def append_group_records_now(broker: Broker, partition: int, records: Sequence[KeyValue]) -> int:
     """Append `records` to the partition (not yet durable) and return the offset
     to wait for with `wait_group_records`. Raises weir.log.errors.LogError."""
     replica = offsets_replica(broker, partition)
@@ -120,9 +120,7 @@ async def wait_group_records(broker: Broker, partition: int, end_offset: int) ->
     replica.wake_fetchers()
 
 
-async def append_group_records(
-    broker: Broker, partition: int, records: Sequence[GroupRecord]
-) -> None:
+async def append_group_records(broker: Broker, partition: int, records: Sequence[KeyValue]) -> None:
     """Append `records` to the partition and return once they are durable.
     Raises weir.log.errors.LogError (the caller answers with its error code)."""
     if records:

@@ -103,9 +103,9 @@ from weir.groupcoord.classic_messages import (
     SyncGroupResult,
 )
 from weir.groupcoord.committed_offsets import CommittedOffset, OffsetStore, TopicPartition
-from weir.groupcoord.consumer_group_records import GroupRecord
 from weir.groupcoord.deadlines import DeadlineIndex
 from weir.groupcoord.pending import Effects, Pending, Reply
+from weir.groupcoord.record_schemas import GroupRecord
 
 T = TypeVar("T")
 

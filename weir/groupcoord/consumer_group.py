@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from weir.format.errors import ErrorCode
 from weir.groupcoord import consumer_group_records as rec
 from weir.groupcoord.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, Assignor, MemberSpec
-from weir.groupcoord.consumer_group_records import GroupRecord
+from weir.groupcoord.record_schemas import GroupRecord
 
 # Kafka's defaults (group.consumer.*).
 SESSION_TIMEOUT_MS_DEFAULT = 45_000
@@ -925,7 +925,7 @@ class ConsumerGroupCoordinator:
                 for name, (topic_id, count) in rec.decode_partition_metadata(value).items()
             }
         elif record_type == rec.TARGET_ASSIGNMENT_METADATA:
-            group.assignment_epoch = rec.decode_epoch(value)
+            group.assignment_epoch = rec.decode_target_assignment_epoch(value)
         elif record_type == rec.TARGET_ASSIGNMENT_MEMBER:
             group.target[rest[0]] = rec.decode_target_assignment_member(value)
         elif record_type == rec.MEMBER_METADATA:
