@@ -57,15 +57,16 @@ def decode_record(message: Message, data: bytes) -> tuple[int, Any]:
     """(version, fields) of a record that must be a known version of `message` and
     fill `data` exactly. Raises RecordFormatError otherwise."""
     version = record_version(data)
-    if version not in message.valid:
+    valid = message.valid
+    if version < valid.low or (valid.high is not None and version > valid.high):
         raise RecordFormatError(f"unknown {message.name} version {version}")
-    stream = FrameIO(data, start=_VERSION.size, elements_max=RECORD_ELEMENTS_MAX)
+    stream = FrameIO(data, _VERSION.size, RECORD_ELEMENTS_MAX)
     try:
         body = message.parse(stream, version)
     except DecodeError as exc:
         raise RecordFormatError(f"malformed {message.name} v{version}: {exc}") from exc
-    if stream.remaining():
+    if stream.tell() != stream.end:
         raise RecordFormatError(
-            f"{stream.remaining()} bytes after the end of {message.name} v{version}"
+            f"{stream.end - stream.tell()} bytes after the end of {message.name} v{version}"
         )
     return version, body

@@ -159,13 +159,13 @@ def decode_offset_key(key: bytes) -> tuple[str, str, int] | None:
     if record_version(key) not in OFFSET_COMMIT_KEY.valid:
         return None
     _, body = decode_record(OFFSET_COMMIT_KEY, key)
-    return body.group, body.topic, body.partition
+    return body["group"], body["topic"], body["partition"]
 
 
 def decode_offset_value(value: bytes) -> CommittedOffset:
     _, body = decode_record(OFFSET_COMMIT_VALUE, value)
     leader_epoch = body.get("leader_epoch", -1)  # v3+
-    return CommittedOffset(body.offset, leader_epoch, body.metadata, body.commit_timestamp)
+    return CommittedOffset(body["offset"], leader_epoch, body["metadata"], body["commit_timestamp"])
 
 
 def offsets_by_topic(
