@@ -170,6 +170,8 @@ class GroupService:
         self.poke()  # the timer task now has deadlines and expiry to watch
 
     def _replay(self, key: bytes, value: bytes | None) -> str:
+        """Hand one record to its owner; an unreadable one (malformed, or a non-UTF-8
+        id a client wrote before the offsets topic was the broker's) is skipped."""
         try:
             if self.offsets.replay(key, value):
                 return "offsets"
@@ -177,8 +179,7 @@ class GroupService:
                 return "classic groups"
             if self.consumer_groups.replay(key, value):
                 return "consumer groups"
-        except RecordFormatError as exc:  # a non-UTF-8 id too: bytes a client wrote before
-            # it was refused
+        except RecordFormatError as exc:
             log.warning("skipping an unreadable %s record: %s", OFFSETS_TOPIC_NAME, exc)
         return "other"
 
