@@ -7,10 +7,11 @@ KIP-848 records (`consumer_group_records`).
 
 - GroupMetadataKey version 2: int16 2, group (string).
 - GroupMetadataValue version 3 (written; versions 0-4 read, 4 flexible): int16
-  version, protocol type (string), generation (int32), protocol (nullable string), leader (nullable
-  string), current state timestamp (int64, v2+), members (int32 count) of: member id,
-  group instance id (nullable, v3+), client id, client host, rebalance timeout (int32,
-  v1+), session timeout (int32), subscription (bytes), assignment (bytes).
+  version, protocol type (string), generation (int32), protocol (nullable string),
+  leader (nullable string), current state timestamp (int64, v2+), members (int32
+  count) of: member id, group instance id (nullable, v3+), client id, client host,
+  rebalance timeout (int32, v1+), session timeout (int32), subscription (bytes),
+  assignment (bytes).
 
 Strings are int16-length UTF-8 (-1 for null), bytes int32-length: Kafka's non-flexible
 encoding of these versions. Declared in `weir.groupcoord.record_schemas`.
