@@ -22,8 +22,8 @@ import socket
 import struct
 import time
 
+from weir.format.record_batch import build_batch
 from weir.wire.protocol import ApiKey, encode_request
-from weir.wire.record_batch import build_batch
 
 
 def build_frames(args: argparse.Namespace) -> list[bytes]:

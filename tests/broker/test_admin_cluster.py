@@ -10,7 +10,7 @@ import pytest
 from weir.broker.broker import Broker
 from weir.broker.cluster import handle_describe_cluster
 from weir.broker.config import BrokerConfig, HostPort
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
 )

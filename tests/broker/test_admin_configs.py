@@ -26,8 +26,8 @@ from weir.broker.offsets_topic import (
     ensure_offsets_topic,
 )
 from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
+from weir.format.errors import ErrorCode
 from weir.log.config import TOPIC_CONFIGS
-from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
 )

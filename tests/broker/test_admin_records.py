@@ -15,11 +15,11 @@ from weir.broker.config import BrokerConfig
 from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME, ensure_offsets_topic
 from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import build_batch
 from weir.wire.protocol import (
     ApiKey,
 )
-from weir.wire.record_batch import build_batch
 
 from .handler_calls import call
 

@@ -25,12 +25,12 @@ from weir.broker.config import BrokerConfig
 from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME, ensure_offsets_topic
 from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import build_batch
 from weir.log.config import TOPIC_CONFIGS
-from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
 )
-from weir.wire.record_batch import build_batch
 
 from .handler_calls import call
 

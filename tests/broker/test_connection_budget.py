@@ -18,8 +18,8 @@ import trio.testing
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig, Limits
 from weir.broker.server import KafkaServer
+from weir.format.record_batch import build_batch
 from weir.wire.protocol import ApiKey, decode_response, encode_request
-from weir.wire.record_batch import build_batch
 
 KIB = 1024
 MIB = 1024 * KIB

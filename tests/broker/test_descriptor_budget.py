@@ -18,8 +18,8 @@ from weir.broker.config import BrokerConfig, Limits
 from weir.broker.descriptor_budget import BROKER_WORK_DESCRIPTORS, DescriptorBudget
 from weir.broker.group_service import attach_group_service
 from weir.controller.controller import ControllerError
+from weir.format.errors import ErrorCode
 from weir.log.descriptors import DESCRIPTORS_PER_PARTITION, shared_log_files
-from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
 )

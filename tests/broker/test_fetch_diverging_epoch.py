@@ -11,11 +11,11 @@ import pytest
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.fetch import handle_fetch
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import build_batch
 from weir.wire.protocol import (
     ApiKey,
 )
-from weir.wire.record_batch import build_batch
 
 from .handler_calls import call
 

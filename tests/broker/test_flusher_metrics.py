@@ -10,7 +10,7 @@ import trio
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.metrics import HistogramSample, Metrics
-from weir.wire.record_batch import build_batch
+from weir.format.record_batch import build_batch
 
 
 def test_a_histogram_renders_cumulative_buckets_sum_and_count() -> None:

@@ -14,8 +14,8 @@ from weir.broker.config import BrokerConfig
 from weir.broker.group_service import attach_group_service
 from weir.broker.groups import handle_find_coordinator, handle_offset_commit, handle_offset_fetch
 from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME
+from weir.format.errors import ErrorCode
 from weir.log.filesystem_sync import FilesystemWatch
-from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
 )

@@ -13,11 +13,11 @@ from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.produce import handle_produce
 from weir.broker.producer_ids import handle_init_producer_id
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import build_batch
 from weir.wire.protocol import (
     ApiKey,
 )
-from weir.wire.record_batch import build_batch
 
 from .handler_calls import call
 

@@ -20,16 +20,16 @@ from weir.broker.metadata import handle_metadata
 from weir.broker.offsets_topic import OFFSETS_TOPIC_CONFIGS, OFFSETS_TOPIC_NAME
 from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET, build_batch
 from weir.groupcoord.committed_offsets import (
     CommittedOffset,
     encode_offset_key,
     encode_offset_value,
 )
-from weir.wire.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
 )
-from weir.wire.record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET, build_batch
 
 from .handler_calls import call
 

@@ -15,12 +15,12 @@ import trio
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig, HostPort
 from weir.broker.server import KafkaServer
+from weir.format.record_batch import build_batch
 from weir.log.config import LogConfig
 from weir.log.flusher import GroupFlusher
 from weir.log.manager import LogManager
 from weir.log.partition_metadata import PartitionIdentity
 from weir.wire.protocol import ApiKey, decode_response, encode_request
-from weir.wire.record_batch import build_batch
 
 TOPIC_T = PartitionIdentity(uuid.uuid4(), "t")
 NOW_MS = 1_700_000_000_000

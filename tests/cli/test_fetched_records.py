@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from weir.cli.consume_command import end_of_whole_batches, fetched_records
-from weir.wire.record_batch import InvalidBatch, build_batch
+from weir.format.record_batch import InvalidBatch, build_batch
 
 
 def batch(base_offset: int, *values: bytes, control: bool = False, compression: int = 0) -> bytes:

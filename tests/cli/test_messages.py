@@ -5,7 +5,7 @@ import pytest
 from weir.cli.errors import CliError, describe_kafka_error, error_name
 from weir.cli.partitioner import partition_for_key
 from weir.cli.produce_command import PartitionChooser, read_lines, split_line
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 
 
 def test_unknown_topic_message() -> None:

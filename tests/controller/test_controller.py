@@ -9,7 +9,7 @@ from weir.controller.controller import (
     TopicDefaults,
 )
 from weir.controller.metadata import ClusterMetadata, EmbeddedMetadataStore
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 
 
 def make_controller(data_dir: Path) -> Controller:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord.classic_coordinator import ClassicGroupCoordinator
 from weir.groupcoord.classic_messages import (
     JoinGroupRequest,
@@ -23,7 +24,6 @@ from weir.groupcoord.classic_messages import (
 from weir.groupcoord.consumer_group_records import GroupRecord
 from weir.groupcoord.pending import Effects, Pending, Reply
 from weir.groupcoord.settings import GroupSettings
-from weir.wire.errors import ErrorCode
 
 T = TypeVar("T")
 

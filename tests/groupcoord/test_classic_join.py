@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord.classic_group import GroupState
 from weir.groupcoord.settings import GroupSettings
-from weir.wire.errors import ErrorCode
 
 from .classic_harness import (
     GROUP,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord import classic_records as rec
 from weir.groupcoord.classic_coordinator import ClassicGroupCoordinator
 from weir.groupcoord.classic_group import GroupState
@@ -21,7 +22,6 @@ from weir.groupcoord.committed_offsets import (
     encode_offset_key,
 )
 from weir.groupcoord.settings import GroupSettings
-from weir.wire.errors import ErrorCode
 
 from .classic_harness import GROUP, INITIAL_DELAY_MS, SESSION_TIMEOUT_MS, Harness
 

@@ -6,6 +6,7 @@ import struct
 
 import pytest
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord import classic_records as rec
 from weir.groupcoord import consumer_group_records as kip848
 from weir.groupcoord.classic_coordinator import ClassicGroupCoordinator, load
@@ -17,7 +18,6 @@ from weir.groupcoord.committed_offsets import (
     encode_offset_value,
 )
 from weir.groupcoord.placement import group_partition, java_string_hash
-from weir.wire.errors import ErrorCode
 
 from .classic_harness import GROUP, SESSION_TIMEOUT_MS, Harness
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord import classic_records as rec
 from weir.groupcoord.classic_group import GroupState
 from weir.groupcoord.classic_messages import LeavingMember, SyncGroupRequest
-from weir.wire.errors import ErrorCode
 
 from .classic_harness import GROUP, REBALANCE_TIMEOUT_MS, SESSION_TIMEOUT_MS, Harness
 

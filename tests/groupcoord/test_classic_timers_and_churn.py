@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord.classic_group import GroupState
 from weir.groupcoord.classic_messages import JoinGroupResult, LeavingMember, SyncGroupResult
 from weir.groupcoord.deadlines import DeadlineIndex
 from weir.groupcoord.pending import Pending
-from weir.wire.errors import ErrorCode
 
 from .classic_harness import GROUP, INITIAL_DELAY_MS, SESSION_TIMEOUT_MS, Harness
 

@@ -6,9 +6,9 @@ import struct
 
 import pytest
 
+from weir.format.versioned_records import RecordFormatError
 from weir.groupcoord.committed_offsets import (
     CommittedOffset,
-    OffsetRecordError,
     OffsetStore,
     decode_offset_key,
     decode_offset_value,
@@ -51,9 +51,9 @@ def test_other_record_types_are_left_to_their_owners() -> None:
 @pytest.mark.parametrize("cut", [1, 3, 9])
 def test_truncated_records_raise_offset_record_error(cut: int) -> None:
     key = encode_offset_key("group", "topic", 1)
-    with pytest.raises(OffsetRecordError):
+    with pytest.raises(RecordFormatError):
         decode_offset_key(key[:cut])
-    with pytest.raises(OffsetRecordError):
+    with pytest.raises(RecordFormatError):
         decode_offset_value(encode_offset_value(CommittedOffset(1))[:cut])
 
 

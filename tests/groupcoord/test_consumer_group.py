@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord import consumer_group_records as rec
 from weir.groupcoord.consumer_group import (
     ConsumerGroupCoordinator,
@@ -17,7 +18,6 @@ from weir.groupcoord.consumer_group import (
     TopicInfo,
 )
 from weir.groupcoord.settings import GroupSettings
-from weir.wire.errors import ErrorCode
 
 T1 = uuid.UUID(int=1)
 T2 = uuid.UUID(int=2)

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import trio
 
+from weir.format.record_batch import build_batch
 from weir.log.config import LogConfig
 from weir.log.flusher import GroupFlusher
 from weir.log.manager import LogManager
 from weir.log.partition import PartitionLog
 from weir.log.partition_metadata import PartitionIdentity
-from weir.wire.record_batch import build_batch
 
 NOW_MS = 1_700_000_000_000
 MakeBatch = Callable[..., bytes]

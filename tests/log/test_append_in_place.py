@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from weir.format.record_batch import iter_batch_headers
 from weir.log.partition import PartitionLog
-from weir.wire.record_batch import iter_batch_headers
 
 MakeBatch = Callable[..., bytes]
 OpenLog = Callable[..., PartitionLog]

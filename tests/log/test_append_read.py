@@ -8,16 +8,16 @@ from collections.abc import Callable
 import crc32c
 import pytest
 
-from weir.log.errors import LogError, OffsetOutOfRange
-from weir.log.flusher import GroupFlusher
-from weir.log.partition import PartitionLog
-from weir.wire.errors import ErrorCode
-from weir.wire.record_batch import (
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import (
     decode_records,
     iter_batch_headers,
     parse_batch_header,
     verify_crc,
 )
+from weir.log.errors import LogError, OffsetOutOfRange
+from weir.log.flusher import GroupFlusher
+from weir.log.partition import PartitionLog
 
 MakeBatch = Callable[..., bytes]
 OpenLog = Callable[..., PartitionLog]

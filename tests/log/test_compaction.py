@@ -12,6 +12,13 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from weir.format.record_batch import (
+    BatchHeader,
+    Record,
+    build_batch,
+    decode_records,
+    iter_batch_headers,
+)
 from weir.log.checkpoint import write_checkpoint
 from weir.log.compaction import (
     CLEANER_CHECKPOINT_FILE_NAME,
@@ -29,13 +36,6 @@ from weir.log.manager import LogManager
 from weir.log.partition import PartitionLog
 from weir.log.segment import LOG_SUFFIX, segment_file_name
 from weir.log.settings import LogSettings
-from weir.wire.record_batch import (
-    BatchHeader,
-    Record,
-    build_batch,
-    decode_records,
-    iter_batch_headers,
-)
 
 from .conftest import NOW_MS, new_partition
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import trio
 
+from weir.format.errors import ErrorCode
 from weir.log.config import LogConfig
 from weir.log.errors import LogClosed, LogError, LogTruncated
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import PartitionLog
-from weir.wire.errors import ErrorCode
 
 MakeBatch = Callable[..., bytes]
 

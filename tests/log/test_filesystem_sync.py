@@ -16,6 +16,7 @@ import trio
 
 from weir.broker.broker import build_flusher
 from weir.broker.config import BrokerConfig, ConfigError, load_config
+from weir.format.errors import ErrorCode
 from weir.log import filesystem_sync
 from weir.log.config import LogConfig
 from weir.log.errors import LogError
@@ -30,7 +31,6 @@ from weir.log.filesystem_sync import (
 )
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import PartitionLog
-from weir.wire.errors import ErrorCode
 
 MakeBatch = Callable[..., bytes]
 SAFE_HERE = kernel_release_at_least(platform.release(), (5, 8)) and load_syncfs() is not None

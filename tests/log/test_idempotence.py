@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 import pytest
 
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import iter_batch_headers
 from weir.log.errors import LogError
 from weir.log.partition import PartitionLog
 from weir.log.producer_snapshots import snapshot_offsets
-from weir.wire.errors import ErrorCode
-from weir.wire.record_batch import iter_batch_headers
 
 MakeBatch = Callable[..., bytes]
 OpenLog = Callable[..., PartitionLog]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from weir.format.record_batch import iter_batch_headers
 from weir.log.index import OFFSET_ENTRY_BYTES, TIME_ENTRY_BYTES
 from weir.log.partition import PartitionLog
 from weir.log.segment import Segment
-from weir.wire.record_batch import iter_batch_headers
 
 MakeBatch = Callable[..., bytes]
 OpenLog = Callable[..., PartitionLog]

@@ -11,10 +11,10 @@ import trio
 
 from weir.broker.broker import build_flusher
 from weir.broker.config import BrokerConfig, ConfigError, load_config
+from weir.format.record_batch import iter_batch_headers
 from weir.log.config import LogConfig
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import PAGE_CACHE_EVICT_BYTES_MIN, PartitionLog
-from weir.wire.record_batch import iter_batch_headers
 
 MakeBatch = Callable[..., bytes]
 WINDOW_BYTES = 256 * 1024

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import trio
 
+from weir.format.record_batch import iter_batch_headers
 from weir.log import descriptors
 from weir.log.config import LogConfig
 from weir.log.descriptors import DescriptorCache
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import PartitionLog
-from weir.wire.record_batch import iter_batch_headers
 
 MakeBatch = Callable[..., bytes]
 SMALL_SEGMENTS = {"segment.bytes": "1024"}

@@ -9,10 +9,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from weir.format.record_batch import build_batch, iter_batch_headers
 from weir.log.config import LogConfig
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import PartitionLog
-from weir.wire.record_batch import build_batch, iter_batch_headers
 
 NOW_MS = 1_700_000_000_000
 

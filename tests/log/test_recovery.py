@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import trio
 
+from weir.format.record_batch import iter_batch_headers
 from weir.log.config import LogConfig
 from weir.log.errors import LogDamaged
 from weir.log.flusher import GroupFlusher
@@ -19,7 +20,6 @@ from weir.log.partition import (
     PartitionLog,
 )
 from weir.log.segment import Segment
-from weir.wire.record_batch import iter_batch_headers
 
 MakeBatch = Callable[..., bytes]
 OpenLog = Callable[..., PartitionLog]

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from weir.format.record_batch import iter_batch_headers
 from weir.log.config import LogConfig
 from weir.log.errors import LogDamaged
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import PartitionLog
 from weir.log.repair import apply_repair, plan_repair
-from weir.wire.record_batch import iter_batch_headers
 
 MakeBatch = Callable[..., bytes]
 CONFIG = LogConfig.from_overrides({"segment.bytes": "2048"})

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
+from weir.format.record_batch import iter_batch_headers, parse_batch_header
 from weir.log.errors import OffsetOutOfRange
 from weir.log.partition import LOG_START_CHECKPOINT_FILE_NAME, PartitionLog
 from weir.log.segment import segment_file_name
-from weir.wire.record_batch import iter_batch_headers, parse_batch_header
 
 MakeBatch = Callable[..., bytes]
 OpenLog = Callable[..., PartitionLog]
@@ -217,7 +217,7 @@ def test_offset_for_timestamp_finds_first_record_at_or_after(
 def test_offset_for_timestamp_resolves_records_inside_a_batch(
     open_log: OpenLog, now_ms: int
 ) -> None:
-    from weir.wire.record_batch import build_batch
+    from weir.format.record_batch import build_batch
 
     log = open_log()
     records = [(None, b"v", [], now_ms + delta) for delta in (0, 30, 10, 50)]
@@ -228,7 +228,7 @@ def test_offset_for_timestamp_resolves_records_inside_a_batch(
 
 
 def test_max_timestamp_names_the_record_not_the_batch_end(open_log: OpenLog, now_ms: int) -> None:
-    from weir.wire.record_batch import build_batch
+    from weir.format.record_batch import build_batch
 
     log = open_log()
     log.append(build_batch([(None, b"v", [], now_ms)]), leader_epoch=0, now_ms=now_ms)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from weir.format.errors import ErrorCode
 from weir.txn.producer_state import (
     SEQUENCE_MAX,
     PendingBatch,
@@ -13,7 +14,6 @@ from weir.txn.producer_state import (
     SnapshotCorrupt,
     last_sequence_of,
 )
-from weir.wire.errors import ErrorCode
 
 NOW_MS = 1_700_000_000_000
 PID = 4000

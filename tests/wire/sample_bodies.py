@@ -9,8 +9,8 @@ from typing import Any
 
 from construct import Container
 
-from weir.wire import primitives as prim
-from weir.wire.schema import KArray, KNullableStruct, KStruct
+from weir.format import primitives as prim
+from weir.format.schema import KArray, KNullableStruct, KStruct
 
 _INT_RANGES = {
     "b": (-(2**7), 2**7 - 1),

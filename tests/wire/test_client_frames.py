@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from weir.wire.compression import Codec
+from weir.format.compression import Codec
+from weir.format.record_batch import decode_records, iter_batch_headers, verify_crc
 from weir.wire.protocol import ApiKey, decode_request, encode_request, parse_request_header
-from weir.wire.record_batch import decode_records, iter_batch_headers, verify_crc
 
 from . import client_frames as frames
 

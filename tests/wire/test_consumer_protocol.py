@@ -7,6 +7,7 @@ import struct
 
 import pytest
 
+from weir.format.primitives import DECODE_ELEMENTS_MAX, DecodeError, EncodeError
 from weir.wire.consumer_protocol import (
     ASSIGNMENT_VERSION_MAX,
     SUBSCRIPTION_VERSION_MAX,
@@ -19,7 +20,6 @@ from weir.wire.consumer_protocol import (
     encode_subscription,
     protocol_version,
 )
-from weir.wire.primitives import DECODE_ELEMENTS_MAX, DecodeError, EncodeError
 
 ORDERS_0_2 = TopicPartitions("orders", (0, 2))
 PAYMENTS_1 = TopicPartitions("payments", (1,))

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from weir.wire.primitives import FrameIO
+from weir.format.primitives import FrameIO
 from weir.wire.protocol import (
     APIS,
     SUPPORTED_VERSIONS,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from weir.wire.primitives import FrameIO
+from weir.format.primitives import FrameIO
 from weir.wire.protocol import APIS, SUPPORTED_VERSIONS, ApiKey
 
 from .sample_bodies import plain, sample_struct

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from weir.wire.primitives import FrameIO
+from weir.format.primitives import FrameIO
 from weir.wire.protocol import APIS, ApiKey
 
 from .sample_bodies import plain

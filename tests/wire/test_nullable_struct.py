@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from weir.wire.primitives import DecodeError, FrameIO
+from weir.format.primitives import DecodeError, FrameIO
 from weir.wire.protocol import APIS, ApiKey
 
 RESPONSE = APIS[ApiKey.CONSUMER_GROUP_HEARTBEAT].response

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from weir.wire.primitives import EncodeError
+from weir.format.primitives import EncodeError
 from weir.wire.produce_response import (
     PRODUCE_RESPONSE_VERSIONS,
     PartitionResult,

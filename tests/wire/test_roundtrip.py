@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from weir.wire.primitives import FrameIO
+from weir.format.primitives import FrameIO
+from weir.format.schema import Message
 from weir.wire.protocol import (
     APIS,
     SUPPORTED_VERSIONS,
@@ -16,7 +17,6 @@ from weir.wire.protocol import (
     encode_response,
     parse_request_header,
 )
-from weir.wire.schema import Message
 
 from .sample_bodies import plain, sample_struct
 

@@ -6,8 +6,8 @@ import timeit
 from collections.abc import Callable
 from typing import Any
 
+from weir.format.primitives import FrameIO
 from weir.wire.apis.fetch import FETCH_REQUEST
-from weir.wire.primitives import FrameIO
 from weir.wire.protocol import (
     ApiKey,
     decode_request,

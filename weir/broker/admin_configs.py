@@ -39,8 +39,8 @@ from weir.broker.broker_configs import (
 from weir.broker.context import RequestContext
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
+from weir.format.errors import ErrorCode
 from weir.log.config import TOPIC_CONFIGS, ConfigType, InvalidConfig, LogConfig
-from weir.wire.errors import ErrorCode
 
 
 class ResourceType(enum.IntEnum):

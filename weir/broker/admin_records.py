@@ -17,8 +17,8 @@ from typing import Any
 from weir.broker.broker import Broker
 from weir.broker.context import RequestContext
 from weir.controller.controller import is_internal_topic
+from weir.format.errors import ErrorCode
 from weir.log.errors import LogError
-from weir.wire.errors import ErrorCode
 
 HIGH_WATERMARK_OFFSET = -1
 INVALID_LOW_WATERMARK = -1

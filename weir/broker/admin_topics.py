@@ -22,7 +22,7 @@ from weir.broker.broker import Broker
 from weir.broker.context import RequestContext
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 
 ZERO_UUID = uuid.UUID(int=0)
 # Kafka reserves it for the KRaft metadata log.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from weir.broker.context import RequestContext
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 
 
 async def handle_api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from weir.broker.loop_lag import LAG_SECONDS_BUCKETS, EventLoopLag
 from weir.broker.metrics import GaugeSample, HistogramSample, Metrics
 from weir.controller.controller import Controller, ControllerError, TopicDefaults
 from weir.controller.metadata import EmbeddedMetadataStore, MetadataMissingError, TopicRecord
+from weir.format.errors import ErrorCode
 from weir.log.config import LogConfig
 from weir.log.descriptors import shared_log_files
 from weir.log.errors import LogDamaged
@@ -33,7 +34,6 @@ from weir.log.manager import LogManager, partition_directories
 from weir.log.partition import PartitionLog
 from weir.log.partition_metadata import PartitionIdentity, read_partition_metadata_or_none
 from weir.txn.producer_ids import ProducerIdAllocator
-from weir.wire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from weir.broker.group_service import GroupService

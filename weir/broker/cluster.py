@@ -14,7 +14,7 @@ import enum
 from typing import Any
 
 from weir.broker.context import RequestContext
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 
 AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from weir.broker.apis import HANDLERS, supported_api_versions
 from weir.broker.broker import Broker
 from weir.broker.context import Body, Deferred, EncodedResponse, RequestContext
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 from weir.wire.protocol import (
     ApiKey,
     DecodeError,

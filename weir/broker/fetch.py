@@ -20,8 +20,8 @@ import trio
 from weir.broker.broker import PartitionReplica
 from weir.broker.context import Deferred, RequestContext
 from weir.broker.in_flight_budget import CONNECTION_BUDGET, ConnectionBudget
+from weir.format.errors import ErrorCode
 from weir.log.errors import LogError, OffsetOutOfRange
-from weir.wire.errors import ErrorCode
 
 # A consumer fetch; followers (replica_id >= 0) arrive with replication.
 CONSUMER_REPLICA_ID = -1

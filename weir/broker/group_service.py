@@ -28,7 +28,6 @@ import trio
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.offsets_topic import (
     OFFSETS_TOPIC_NAME,
-    GroupRecord,
     adopt_offsets_topic,
     append_group_records_now,
     ensure_offsets_topic,
@@ -36,16 +35,16 @@ from weir.broker.offsets_topic import (
     wait_group_records,
 )
 from weir.controller.controller import is_internal_topic
+from weir.format.errors import ErrorCode
+from weir.format.versioned_records import RecordFormatError
 from weir.groupcoord.classic_coordinator import ClassicGroupCoordinator
-from weir.groupcoord.classic_records import RecordFormatError as ClassicRecordError
-from weir.groupcoord.committed_offsets import OffsetRecordError, OffsetStore
+from weir.groupcoord.committed_offsets import OffsetStore
 from weir.groupcoord.consumer_group import ConsumerGroupCoordinator, TopicInfo
-from weir.groupcoord.consumer_group_records import RecordFormatError
 from weir.groupcoord.pending import Effects, Pending
 from weir.groupcoord.placement import group_partition
+from weir.groupcoord.record_schemas import GroupRecord
 from weir.groupcoord.settings import GroupSettings
 from weir.log.errors import LogError
-from weir.wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +141,8 @@ class GroupService:
         self.poke()  # the timer task now has deadlines and expiry to watch
 
     def _replay(self, key: bytes, value: bytes | None) -> str:
+        """Hand one record to its owner; an unreadable one (malformed, or a non-UTF-8
+        id a client wrote before the offsets topic was the broker's) is skipped."""
         try:
             if self.offsets.replay(key, value):
                 return "offsets"
@@ -149,22 +150,19 @@ class GroupService:
                 return "classic groups"
             if self.consumer_groups.replay(key, value):
                 return "consumer groups"
-        except (
-            OffsetRecordError, ClassicRecordError, RecordFormatError,
-            UnicodeDecodeError,  # a non-UTF-8 id: bytes a client wrote before it was refused
-        ) as exc:  # fmt: skip
+        except RecordFormatError as exc:
             log.warning("skipping an unreadable %s record: %s", OFFSETS_TOPIC_NAME, exc)
         return "other"
 
     # -- writing ---------------------------------------------------------------
 
     def append(self, records: Sequence[GroupRecord], group_id: str | None = None) -> PendingWrite:
-        """Append `records` now (to the group's partition, or for records of many
-        groups to each one's partition). Raises LogError."""
+        """Append `records` now, each to its group's partition. `group_id`, when the
+        caller names the one group it acts for, must be every record's. Raises LogError."""
         by_partition: dict[int, list[GroupRecord]] = {}
-        for key, value in records:
-            partition = self.partition_for(group_id or _group_of(key))
-            by_partition.setdefault(partition, []).append((key, value))
+        for record in records:
+            assert group_id is None or record.group_id == group_id, (record, group_id)
+            by_partition.setdefault(self.partition_for(record.group_id), []).append(record)
         ends = {}
         for partition, chunk in by_partition.items():
             try:
@@ -277,13 +275,6 @@ class GroupService:
             error = exc.error_code
         if error != ErrorCode.NONE:
             log.error("timer records for %d groups not written: %s", len(records), error.name)
-
-
-def _group_of(key: bytes) -> str:
-    """The group id of a record key (every group-coordinator key starts with
-    int16 version/type, then the group id as an int16-length string)."""
-    length = int.from_bytes(key[2:4], "big", signed=True)
-    return key[4 : 4 + max(length, 0)].decode()
 
 
 def attach_group_service(broker: Broker) -> GroupService:

@@ -12,6 +12,7 @@ from typing import Any
 
 from weir.broker.context import Deferred, RequestContext
 from weir.broker.group_service import GroupService
+from weir.format.errors import ErrorCode
 from weir.groupcoord.classic_messages import (
     JoinGroupRequest,
     JoinGroupResult,
@@ -29,7 +30,6 @@ from weir.groupcoord.committed_offsets import (
 from weir.groupcoord.pending import Reply
 from weir.log.errors import LogError
 from weir.wire.apis.groups import COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION
-from weir.wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

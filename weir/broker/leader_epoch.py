@@ -6,7 +6,7 @@ from typing import Any
 
 from weir.broker.broker import PartitionReplica
 from weir.broker.context import RequestContext
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1

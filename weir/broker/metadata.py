@@ -13,7 +13,7 @@ from weir.broker.broker import Broker
 from weir.broker.context import RequestContext
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 
 AUTHORIZED_OPERATIONS_UNKNOWN = -2147483648
 ZERO_UUID = uuid.UUID(int=0)

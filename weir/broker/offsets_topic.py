@@ -19,14 +19,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from weir.broker.broker import Broker, PartitionReplica, wall_clock_ms
 from weir.controller.controller import OFFSETS_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
-from weir.log.settings import BATCH_INFLATE_BYTES_MAX
-from weir.wire.record_batch import (
+from weir.format.record_batch import (
     InvalidBatch,
     Record,
     build_batch,
     decode_records,
     iter_batch_headers,
 )
+from weir.log.settings import BATCH_INFLATE_BYTES_MAX
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ LOAD_READ_BYTES_MAX = 4 * 1024 * 1024
 # Records appended in one batch at most (a big group's offset commit is split).
 RECORDS_PER_BATCH_MAX = 10_000
 
-GroupRecord = tuple[bytes, bytes | None]  # (key, value); a None value is a tombstone
+KeyValue = tuple[bytes, bytes | None]  # a record's key and value; a None value is a tombstone
 
 
 def ensure_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord:
@@ -99,7 +99,7 @@ def offsets_replica(broker: Broker, partition: int) -> PartitionReplica:
     return replica
 
 
-def append_group_records_now(broker: Broker, partition: int, records: Sequence[GroupRecord]) -> int:
+def append_group_records_now(broker: Broker, partition: int, records: Sequence[KeyValue]) -> int:
     """Append `records` to the partition (not yet durable) and return the offset
     to wait for with `wait_group_records`. Raises weir.log.errors.LogError."""
     replica = offsets_replica(broker, partition)

@@ -20,17 +20,17 @@ import trio
 from weir.broker.broker import Broker, PartitionReplica
 from weir.broker.context import Deferred, EncodedResponse, RequestContext
 from weir.controller.controller import is_internal_topic
-from weir.log.compaction import compacts, require_keys
-from weir.log.errors import LogError
-from weir.wire.errors import ErrorCode
-from weir.wire.produce_response import PartitionResult, encode_produce_response
-from weir.wire.record_batch import (
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import (
     BatchHeader,
     Buffer,
     InvalidBatch,
     iter_batch_headers,
     verify_crc,
 )
+from weir.log.compaction import compacts, require_keys
+from weir.log.errors import LogError
+from weir.wire.produce_response import PartitionResult, encode_produce_response
 
 log = logging.getLogger(__name__)
 

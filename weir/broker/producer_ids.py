@@ -15,7 +15,7 @@ from typing import Any
 
 from weir.broker.context import RequestContext
 from weir.controller.controller import ControllerError
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

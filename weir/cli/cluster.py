@@ -16,7 +16,7 @@ from typing import Any
 
 from weir.cli.errors import CliError, kafka_error
 from weir.cli.kafka_client import Address, KafkaClient
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
 LEADER_WAIT_MS_MAX = 3_000

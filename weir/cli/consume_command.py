@@ -18,9 +18,8 @@ from weir.cli.cluster import NO_LEADER, Cluster, TopicMetadata
 from weir.cli.errors import CliError, describe_kafka_error, kafka_error
 from weir.cli.formatting import bytes_fields, render_json
 from weir.cli.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, list_offsets
-from weir.wire.errors import ErrorCode
-from weir.wire.protocol import ApiKey
-from weir.wire.record_batch import (
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import (
     BATCH_HEADER_SIZE,
     BatchHeader,
     InvalidBatch,
@@ -28,6 +27,7 @@ from weir.wire.record_batch import (
     decode_records,
     parse_batch_header,
 )
+from weir.wire.protocol import ApiKey
 
 FETCH_WAIT_MS_MAX = 500
 FETCH_BYTES_MAX = 8 * 1024 * 1024

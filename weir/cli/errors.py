@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 
 
 class CliError(Exception):

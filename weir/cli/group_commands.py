@@ -19,7 +19,7 @@ from weir.cli.errors import CliError, kafka_error
 from weir.cli.formatting import render_table
 from weir.cli.kafka_client import KafkaClient
 from weir.cli.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, list_offsets
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
 NO_OFFSET = -1

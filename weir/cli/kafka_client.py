@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from weir.cli.errors import BrokerConnectionError, BrokerProtocolError, CliError
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 from weir.wire.protocol import (
     SUPPORTED_VERSIONS,
     ApiKey,

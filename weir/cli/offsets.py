@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from weir.cli.cluster import NO_LEADER, Cluster, TopicMetadata
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
 LATEST_TIMESTAMP = -1

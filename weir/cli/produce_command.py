@@ -20,9 +20,9 @@ from weir.cli.cluster import Cluster, TopicMetadata
 from weir.cli.errors import CliError, describe_kafka_error
 from weir.cli.formatting import render_table
 from weir.cli.partitioner import partition_for_key
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import build_batch
 from weir.wire.protocol import ApiKey
-from weir.wire.record_batch import build_batch
 
 COMPRESSION_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}

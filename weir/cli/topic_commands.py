@@ -13,7 +13,7 @@ from weir.cli.cluster import Cluster, TopicMetadata, topic_id_text
 from weir.cli.errors import error_name, kafka_error
 from weir.cli.formatting import render_table
 from weir.cli.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, list_offsets
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
 DEFAULT_FROM_BROKER = -1

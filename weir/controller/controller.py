@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from weir.controller.metadata import ClusterMetadata, MetadataStore, TopicRecord
+from weir.format.errors import ErrorCode
 from weir.log.config import InvalidConfig, LogConfig
-from weir.wire.errors import ErrorCode
 
 TOPIC_NAME_LENGTH_MAX = 249
 TOPIC_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9._-]+$")

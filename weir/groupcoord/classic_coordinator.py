@@ -75,6 +75,7 @@ import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord import classic_records as rec
 from weir.groupcoord.classic_group import (
     CONSUMER_PROTOCOL_TYPE,
@@ -101,11 +102,10 @@ from weir.groupcoord.classic_messages import (
     SyncGroupResult,
 )
 from weir.groupcoord.committed_offsets import CommittedOffset, OffsetStore, TopicPartition
-from weir.groupcoord.consumer_group_records import GroupRecord
 from weir.groupcoord.deadlines import DeadlineIndex
 from weir.groupcoord.pending import Effects, Pending, Reply
+from weir.groupcoord.record_schemas import GroupRecord
 from weir.groupcoord.settings import GroupSettings
-from weir.wire.errors import ErrorCode
 
 T = TypeVar("T")
 

@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord.classic_messages import JoinGroupResult, SyncGroupResult
 from weir.groupcoord.pending import Pending
-from weir.wire.errors import ErrorCode
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 

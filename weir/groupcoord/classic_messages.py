@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1

@@ -9,8 +9,9 @@ Records (Kafka's group-coordinator message specs):
 - key: OffsetCommitKey version 1 (int16 1, group string, topic string,
   partition int32); versions 0 and 1 are read.
 - value: OffsetCommitValue version 3 (int16 3, offset int64, leader epoch int32,
-  metadata string, commit timestamp int64); versions 0-3 are read (1 adds an
-  expire timestamp, 3 the leader epoch). A null value (tombstone) deletes.
+  metadata string, commit timestamp int64); versions 0-4 are read (1 adds an
+  expire timestamp, 3 the leader epoch, 4 is flexible). A null value (tombstone)
+  deletes. Both are declared in `weir.groupcoord.record_schemas`.
 
 Expiry (`offsets.retention.minutes`, default 7 days): the offsets of a group that
 has no members expire once it has been empty, and the offset unchanged, for the
@@ -19,18 +20,14 @@ retention time. The caller says which groups are empty and since when.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from weir.format.versioned_records import decode_record, encode_record, record_version
+from weir.groupcoord.record_schemas import OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE, GroupRecord
+
 OFFSET_COMMIT_KEY_VERSION = 1
 OFFSET_COMMIT_VALUE_VERSION = 3
-
-GroupRecord = tuple[bytes, bytes | None]
-
-
-class OffsetRecordError(ValueError):
-    """A stored offset record that does not parse."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +69,7 @@ class OffsetStore:
         stored = self._groups.setdefault(group_id, {})
         for topic, partition, committed in offsets:
             stored[(topic, partition)] = committed
-            records.append(
-                (encode_offset_key(group_id, topic, partition), encode_offset_value(committed))
-            )
+            records.append(offset_record(group_id, topic, partition, committed))
         return records
 
     def delete(self, group_id: str, partitions: Iterable[TopicPartition]) -> list[GroupRecord]:
@@ -83,7 +78,7 @@ class OffsetStore:
         records: list[GroupRecord] = []
         for topic, partition in partitions:
             if stored.pop((topic, partition), None) is not None:
-                records.append((encode_offset_key(group_id, topic, partition), None))
+                records.append(offset_record(group_id, topic, partition, None))
         if not stored:
             self._groups.pop(group_id, None)
         return records
@@ -119,7 +114,7 @@ class OffsetStore:
     def replay(self, key: bytes, value: bytes | None) -> bool:
         """Apply one `__consumer_offsets` record; False when it is not an offset
         record (the caller hands it to the group coordinators). Raises
-        OffsetRecordError on an offset record that does not parse."""
+        RecordFormatError on an offset record that does not parse."""
         decoded = decode_offset_key(key)
         if decoded is None:
             return False
@@ -134,75 +129,41 @@ class OffsetStore:
 # -- record formats ------------------------------------------------------------
 
 
-def _string(text: str) -> bytes:
-    data = text.encode()
-    return struct.pack(">h", len(data)) + data
-
-
 def encode_offset_key(group_id: str, topic: str, partition: int) -> bytes:
-    return (
-        struct.pack(">h", OFFSET_COMMIT_KEY_VERSION)
-        + _string(group_id)
-        + _string(topic)
-        + struct.pack(">i", partition)
-    )
+    body = {"group": group_id, "topic": topic, "partition": partition}
+    return encode_record(OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY_VERSION, body)
 
 
 def encode_offset_value(committed: CommittedOffset) -> bytes:
-    return (
-        struct.pack(">hqi", OFFSET_COMMIT_VALUE_VERSION, committed.offset, committed.leader_epoch)
-        + _string(committed.metadata)
-        + struct.pack(">q", committed.commit_timestamp_ms)
-    )
+    body = {
+        "offset": committed.offset,
+        "leader_epoch": committed.leader_epoch,
+        "metadata": committed.metadata,
+        "commit_timestamp": committed.commit_timestamp_ms,
+    }
+    return encode_record(OFFSET_COMMIT_VALUE, OFFSET_COMMIT_VALUE_VERSION, body)
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._position = 0
-
-    def take(self, size: int) -> bytes:
-        if size < 0 or self._position + size > len(self._data):
-            raise OffsetRecordError("offset record is truncated")
-        chunk = self._data[self._position : self._position + size]
-        self._position += size
-        return chunk
-
-    def unpack(self, layout: str) -> tuple[int, ...]:
-        return struct.unpack(layout, self.take(struct.calcsize(layout)))
-
-    def string(self) -> str:
-        (length,) = self.unpack(">h")
-        try:
-            return self.take(length).decode()
-        except UnicodeDecodeError as exc:
-            raise OffsetRecordError("offset record string is not UTF-8") from exc
+def offset_record(
+    group_id: str, topic: str, partition: int, committed: CommittedOffset | None
+) -> GroupRecord:
+    """The record of a commit, or with None its tombstone."""
+    key = encode_offset_key(group_id, topic, partition)
+    return GroupRecord(group_id, key, None if committed is None else encode_offset_value(committed))
 
 
 def decode_offset_key(key: bytes) -> tuple[str, str, int] | None:
     """(group, topic, partition) of an OffsetCommitKey, None for other keys."""
-    if len(key) < 2:
-        raise OffsetRecordError("record key is shorter than its version")
-    (version,) = struct.unpack_from(">h", key)
-    if version not in (0, 1):
+    if record_version(key) not in OFFSET_COMMIT_KEY.valid:
         return None
-    reader = _Reader(key)
-    reader.take(2)
-    group_id, topic = reader.string(), reader.string()
-    (partition,) = reader.unpack(">i")
-    return group_id, topic, partition
+    _, body = decode_record(OFFSET_COMMIT_KEY, key)
+    return body["group"], body["topic"], body["partition"]
 
 
 def decode_offset_value(value: bytes) -> CommittedOffset:
-    reader = _Reader(value)
-    (version,) = reader.unpack(">h")
-    if not 0 <= version <= 3:
-        raise OffsetRecordError(f"unknown OffsetCommitValue version {version}")
-    (offset,) = reader.unpack(">q")
-    leader_epoch = reader.unpack(">i")[0] if version >= 3 else -1
-    metadata = reader.string()
-    (commit_timestamp_ms,) = reader.unpack(">q")
-    return CommittedOffset(offset, leader_epoch, metadata, commit_timestamp_ms)
+    _, body = decode_record(OFFSET_COMMIT_VALUE, value)
+    leader_epoch = body.get("leader_epoch", -1)  # v3+
+    return CommittedOffset(body["offset"], leader_epoch, body["metadata"], body["commit_timestamp"])
 
 
 def offsets_by_topic(

@@ -38,11 +38,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from weir.format.errors import ErrorCode
 from weir.groupcoord import consumer_group_records as rec
 from weir.groupcoord.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, Assignor, MemberSpec
-from weir.groupcoord.consumer_group_records import GroupRecord
+from weir.groupcoord.record_schemas import GroupRecord
 from weir.groupcoord.settings import GroupSettings
-from weir.wire.errors import ErrorCode
 
 SUBSCRIBED_TOPICS_PER_MEMBER_MAX = 10_000
 
@@ -913,7 +913,7 @@ class ConsumerGroupCoordinator:
                 for name, (topic_id, count) in rec.decode_partition_metadata(value).items()
             }
         elif record_type == rec.TARGET_ASSIGNMENT_METADATA:
-            group.assignment_epoch = rec.decode_epoch(value)
+            group.assignment_epoch = rec.decode_target_assignment_epoch(value)
         elif record_type == rec.TARGET_ASSIGNMENT_MEMBER:
             group.target[rest[0]] = rec.decode_target_assignment_member(value)
         elif record_type == rec.MEMBER_METADATA:

@@ -10,17 +10,40 @@ Record types (Kafka's group-coordinator JSON `validVersions` of each key):
 6 ConsumerGroupTargetAssignmentMetadata, 7 ConsumerGroupTargetAssignmentMember,
 8 ConsumerGroupCurrentMemberAssignment.
 
-Decoding is here too, so that a loader can replay what was written.
+Declared in `weir.groupcoord.record_schemas`; decoding is here too, so that a loader
+can replay what was written. Malformed bytes raise `RecordFormatError`.
 """
 
 from __future__ import annotations
 
-import struct
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-GroupRecord = tuple[bytes, bytes | None]  # (key, value); a None value is a tombstone
+from weir.format.schema import Message
+from weir.format.versioned_records import (
+    RecordFormatError,
+    decode_record,
+    encode_record,
+    record_version,
+)
+from weir.groupcoord import record_schemas as schemas
+from weir.groupcoord.record_schemas import GroupRecord
+
+__all__ = [
+    "CONSUMER_GROUP_RECORD_TYPES",
+    "CURRENT_MEMBER_ASSIGNMENT",
+    "GROUP_METADATA",
+    "MEMBER_METADATA",
+    "PARTITION_METADATA",
+    "TARGET_ASSIGNMENT_MEMBER",
+    "TARGET_ASSIGNMENT_METADATA",
+    "CurrentAssignment",
+    "GroupRecord",
+    "MemberMetadata",
+    "RecordFormatError",
+]
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -31,9 +54,17 @@ CURRENT_MEMBER_ASSIGNMENT = 8
 CONSUMER_GROUP_RECORD_TYPES = frozenset(range(3, 9))
 
 VALUE_VERSION = 0
-_INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
-_INT8 = struct.Struct(">b")
+
+# The key declaration of each record type.
+_KEYS: dict[int, Message] = {
+    GROUP_METADATA: schemas.CONSUMER_GROUP_METADATA_KEY,
+    PARTITION_METADATA: schemas.CONSUMER_GROUP_PARTITION_METADATA_KEY,
+    MEMBER_METADATA: schemas.CONSUMER_GROUP_MEMBER_METADATA_KEY,
+    TARGET_ASSIGNMENT_METADATA: schemas.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+    TARGET_ASSIGNMENT_MEMBER: schemas.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+    CURRENT_MEMBER_ASSIGNMENT: schemas.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+}
+_MEMBER_KEYED = frozenset({MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT})
 
 Partitions = Mapping[uuid.UUID, frozenset[int]]
 
@@ -41,78 +72,55 @@ Partitions = Mapping[uuid.UUID, frozenset[int]]
 # ---- encoding --------------------------------------------------------------------------
 
 
-def _key(record_type: int, *fields: str) -> bytes:
-    out = bytearray(_INT16.pack(record_type))
-    for text in fields:
-        data = text.encode()
-        out += _INT16.pack(len(data))
-        out += data
-    return bytes(out)
+def _key(record_type: int, group_id: str, member_id: str | None = None) -> bytes:
+    body = {"group_id": group_id, "member_id": member_id}
+    return encode_record(_KEYS[record_type], record_type, body)
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+def _record(
+    record_type: int,
+    group_id: str,
+    member_id: str | None,
+    value: Message | None,
+    body: Mapping[str, Any],
+) -> GroupRecord:
+    """The record (key, value) of `record_type`; a None `value` declaration: a tombstone."""
+    data = None if value is None else encode_record(value, VALUE_VERSION, body)
+    return GroupRecord(group_id, _key(record_type, group_id, member_id), data)
 
 
-def _compact_string(text: str | None) -> bytes:
-    if text is None:
-        return _uvarint(0)
-    data = text.encode()
-    return _uvarint(len(data) + 1) + data
-
-
-def _compact_len(count: int) -> bytes:
-    return _uvarint(count + 1)
-
-
-_NO_TAGS = _uvarint(0)
-
-
-def _topic_partitions(partitions: Partitions) -> bytes:
-    out = bytearray(_compact_len(len(partitions)))
-    for topic_id in sorted(partitions):
-        out += topic_id.bytes
-        ps = sorted(partitions[topic_id])
-        out += _compact_len(len(ps))
-        for p in ps:
-            out += _INT32.pack(p)
-        out += _NO_TAGS
-    return bytes(out)
+def _topic_partitions(partitions: Partitions) -> list[dict[str, Any]]:
+    return [
+        {"topic_id": topic_id, "partitions": sorted(partitions[topic_id])}
+        for topic_id in sorted(partitions)
+    ]
 
 
 def group_epoch_record(group_id: str, epoch: int) -> GroupRecord:
-    value = _INT16.pack(VALUE_VERSION) + _INT32.pack(epoch) + _NO_TAGS
-    return _key(GROUP_METADATA, group_id), value
+    value = schemas.CONSUMER_GROUP_METADATA_VALUE
+    return _record(GROUP_METADATA, group_id, None, value, {"epoch": epoch})
 
 
 def group_tombstone(group_id: str) -> GroupRecord:
-    return _key(GROUP_METADATA, group_id), None
+    return _record(GROUP_METADATA, group_id, None, None, {})
 
 
 def partition_metadata_record(
     group_id: str, topics: Mapping[str, tuple[uuid.UUID, int]]
 ) -> GroupRecord:
-    out = bytearray(_INT16.pack(VALUE_VERSION))
-    out += _compact_len(len(topics))
-    for name in sorted(topics):
-        topic_id, count = topics[name]
-        out += topic_id.bytes + _compact_string(name) + _INT32.pack(count)
-        out += _compact_len(0)  # PartitionMetadata: racks are not tracked
-        out += _NO_TAGS
-    out += _NO_TAGS
-    return _key(PARTITION_METADATA, group_id), bytes(out)
+    body = {
+        "topics": [
+            # PartitionRacks stays empty: racks are not tracked.
+            {"topic_id": topics[name][0], "topic_name": name, "num_partitions": topics[name][1]}
+            for name in sorted(topics)
+        ]
+    }
+    value = schemas.CONSUMER_GROUP_PARTITION_METADATA_VALUE
+    return _record(PARTITION_METADATA, group_id, None, value, body)
 
 
 def partition_metadata_tombstone(group_id: str) -> GroupRecord:
-    return _key(PARTITION_METADATA, group_id), None
+    return _record(PARTITION_METADATA, group_id, None, None, {})
 
 
 @dataclass(frozen=True)
@@ -128,41 +136,43 @@ class MemberMetadata:
 
 
 def member_metadata_record(group_id: str, member_id: str, m: MemberMetadata) -> GroupRecord:
-    out = bytearray(_INT16.pack(VALUE_VERSION))
-    out += _compact_string(m.instance_id) + _compact_string(m.rack_id)
-    out += _compact_string(m.client_id) + _compact_string(m.client_host)
-    out += _compact_len(len(m.subscribed_topic_names))
-    for name in m.subscribed_topic_names:
-        out += _compact_string(name)
-    out += _compact_string(m.subscribed_topic_regex)
-    out += _INT32.pack(m.rebalance_timeout_ms)
-    out += _compact_string(m.server_assignor)
-    out += _NO_TAGS
-    return _key(MEMBER_METADATA, group_id, member_id), bytes(out)
+    body = {
+        "instance_id": m.instance_id,
+        "rack_id": m.rack_id,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "subscribed_topic_names": list(m.subscribed_topic_names),
+        "subscribed_topic_regex": m.subscribed_topic_regex,
+        "rebalance_timeout_ms": m.rebalance_timeout_ms,
+        "server_assignor": m.server_assignor,
+    }
+    value = schemas.CONSUMER_GROUP_MEMBER_METADATA_VALUE
+    return _record(MEMBER_METADATA, group_id, member_id, value, body)
 
 
 def member_metadata_tombstone(group_id: str, member_id: str) -> GroupRecord:
-    return _key(MEMBER_METADATA, group_id, member_id), None
+    return _record(MEMBER_METADATA, group_id, member_id, None, {})
 
 
 def target_assignment_epoch_record(group_id: str, epoch: int) -> GroupRecord:
-    value = _INT16.pack(VALUE_VERSION) + _INT32.pack(epoch) + _NO_TAGS
-    return _key(TARGET_ASSIGNMENT_METADATA, group_id), value
+    value = schemas.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE
+    return _record(TARGET_ASSIGNMENT_METADATA, group_id, None, value, {"assignment_epoch": epoch})
 
 
 def target_assignment_epoch_tombstone(group_id: str) -> GroupRecord:
-    return _key(TARGET_ASSIGNMENT_METADATA, group_id), None
+    return _record(TARGET_ASSIGNMENT_METADATA, group_id, None, None, {})
 
 
 def target_assignment_member_record(
     group_id: str, member_id: str, partitions: Partitions
 ) -> GroupRecord:
-    value = _INT16.pack(VALUE_VERSION) + _topic_partitions(partitions) + _NO_TAGS
-    return _key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), value
+    value = schemas.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE
+    body = {"topic_partitions": _topic_partitions(partitions)}
+    return _record(TARGET_ASSIGNMENT_MEMBER, group_id, member_id, value, body)
 
 
 def target_assignment_member_tombstone(group_id: str, member_id: str) -> GroupRecord:
-    return _key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), None
+    return _record(TARGET_ASSIGNMENT_MEMBER, group_id, member_id, None, {})
 
 
 @dataclass(frozen=True)
@@ -175,157 +185,85 @@ class CurrentAssignment:
 
 
 def current_assignment_record(group_id: str, member_id: str, c: CurrentAssignment) -> GroupRecord:
-    out = bytearray(_INT16.pack(VALUE_VERSION))
-    out += _INT32.pack(c.member_epoch) + _INT32.pack(c.previous_member_epoch)
-    out += _INT8.pack(c.state)
-    out += _topic_partitions(c.assigned) + _topic_partitions(c.pending_revocation)
-    out += _NO_TAGS
-    return _key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id), bytes(out)
+    body = {
+        "member_epoch": c.member_epoch,
+        "previous_member_epoch": c.previous_member_epoch,
+        "state": c.state,
+        "assigned_partitions": _topic_partitions(c.assigned),
+        "partitions_pending_revocation": _topic_partitions(c.pending_revocation),
+    }
+    value = schemas.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE
+    return _record(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id, value, body)
 
 
 def current_assignment_tombstone(group_id: str, member_id: str) -> GroupRecord:
-    return _key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id), None
+    return _record(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id, None, {})
 
 
 # ---- decoding --------------------------------------------------------------------------
 
 
-class RecordFormatError(ValueError):
-    """A consumer-group record that does not parse."""
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise RecordFormatError("truncated record")
-        chunk = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return chunk
-
-    def int8(self) -> int:
-        return int(_INT8.unpack(self.take(1))[0])
-
-    def int16(self) -> int:
-        return int(_INT16.unpack(self.take(2))[0])
-
-    def int32(self) -> int:
-        return int(_INT32.unpack(self.take(4))[0])
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self.take(1)[0]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise RecordFormatError("varint too long")
-
-    def string(self) -> str:
-        return self.take(self.int16()).decode()
-
-    def compact_string(self) -> str | None:
-        n = self.uvarint()
-        return None if n == 0 else self.take(n - 1).decode()
-
-    def compact_count(self) -> int:
-        n = self.uvarint() - 1
-        if n < 0 or n > len(self.data) - self.pos:
-            raise RecordFormatError("bad array length")
-        return n
-
-    def read_uuid(self) -> uuid.UUID:
-        return uuid.UUID(bytes=self.take(16))
-
-    def skip_tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
-
-    def topic_partitions(self) -> dict[uuid.UUID, frozenset[int]]:
-        result: dict[uuid.UUID, frozenset[int]] = {}
-        for _ in range(self.compact_count()):
-            topic_id = self.read_uuid()
-            result[topic_id] = frozenset(self.int32() for _ in range(self.compact_count()))
-            self.skip_tags()
-        return result
-
-
 def decode_key(key: bytes) -> tuple[int, tuple[str, ...]] | None:
     """(record type, key strings) of a consumer-group key, or None for other record types."""
-    r = _Reader(key)
-    record_type = r.int16()
-    if record_type not in CONSUMER_GROUP_RECORD_TYPES:
+    record_type = record_version(key)
+    message = _KEYS.get(record_type)
+    if message is None:
         return None
-    group_keyed = (GROUP_METADATA, PARTITION_METADATA, TARGET_ASSIGNMENT_METADATA)
-    count = 1 if record_type in group_keyed else 2
-    return record_type, tuple(r.string() for _ in range(count))
+    _, body = decode_record(message, key)
+    if record_type in _MEMBER_KEYED:
+        return record_type, (body.group_id, body.member_id)
+    return record_type, (body.group_id,)
 
 
 def decode_epoch(value: bytes) -> int:
-    r = _Reader(value)
-    r.int16()
-    return r.int32()
+    """The group epoch of a ConsumerGroupMetadataValue."""
+    _, body = decode_record(schemas.CONSUMER_GROUP_METADATA_VALUE, value)
+    epoch: int = body.epoch
+    return epoch
+
+
+def decode_target_assignment_epoch(value: bytes) -> int:
+    """The assignment epoch of a ConsumerGroupTargetAssignmentMetadataValue."""
+    _, body = decode_record(schemas.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE, value)
+    epoch: int = body.assignment_epoch
+    return epoch
 
 
 def decode_partition_metadata(value: bytes) -> dict[str, tuple[uuid.UUID, int]]:
-    r = _Reader(value)
-    r.int16()
-    topics: dict[str, tuple[uuid.UUID, int]] = {}
-    for _ in range(r.compact_count()):
-        topic_id = r.read_uuid()
-        name = r.compact_string() or ""
-        count = r.int32()
-        for _ in range(r.compact_count()):
-            r.int32()
-            for _ in range(r.compact_count()):
-                r.compact_string()
-            r.skip_tags()
-        r.skip_tags()
-        topics[name] = (topic_id, count)
-    return topics
+    _, body = decode_record(schemas.CONSUMER_GROUP_PARTITION_METADATA_VALUE, value)
+    return {t.topic_name: (t.topic_id, t.num_partitions) for t in body.topics}
 
 
 def decode_member_metadata(value: bytes) -> MemberMetadata:
-    r = _Reader(value)
-    r.int16()
-    instance_id = r.compact_string()
-    rack_id = r.compact_string()
-    client_id = r.compact_string() or ""
-    client_host = r.compact_string() or ""
-    names: Sequence[str] = tuple(r.compact_string() or "" for _ in range(r.compact_count()))
-    regex = r.compact_string()
-    rebalance_timeout_ms = r.int32()
-    server_assignor = r.compact_string()
+    _, body = decode_record(schemas.CONSUMER_GROUP_MEMBER_METADATA_VALUE, value)
+    names: Sequence[str] = body.subscribed_topic_names
     return MemberMetadata(
-        instance_id,
-        rack_id,
-        client_id,
-        client_host,
+        body.instance_id,
+        body.rack_id,
+        body.client_id,
+        body.client_host,
         tuple(names),
-        regex,
-        rebalance_timeout_ms,
-        server_assignor,
+        body.subscribed_topic_regex,
+        body.rebalance_timeout_ms,
+        body.server_assignor,
     )
 
 
+def _partitions(topics: Sequence[Any]) -> dict[uuid.UUID, frozenset[int]]:
+    return {t.topic_id: frozenset(t.partitions) for t in topics}
+
+
 def decode_target_assignment_member(value: bytes) -> dict[uuid.UUID, frozenset[int]]:
-    r = _Reader(value)
-    r.int16()
-    return r.topic_partitions()
+    _, body = decode_record(schemas.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE, value)
+    return _partitions(body.topic_partitions)
 
 
 def decode_current_assignment(value: bytes) -> CurrentAssignment:
-    r = _Reader(value)
-    r.int16()
-    epoch = r.int32()
-    previous = r.int32()
-    state = r.int8()
-    assigned = r.topic_partitions()
-    pending = r.topic_partitions()
-    return CurrentAssignment(epoch, previous, state, assigned, pending)
+    _, body = decode_record(schemas.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, value)
+    return CurrentAssignment(
+        body.member_epoch,
+        body.previous_member_epoch,
+        body.state,
+        _partitions(body.assigned_partitions),
+        _partitions(body.partitions_pending_revocation),
+    )

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from weir.groupcoord.consumer_group_records import GroupRecord
+from weir.groupcoord.record_schemas import GroupRecord
 
 T = TypeVar("T")
 

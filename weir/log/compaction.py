@@ -22,7 +22,7 @@ A pass keeps, for every key, only its latest record; offsets never change.
   batches are kept byte for byte (there is no transaction coordinator yet to
   say which were aborted). A batch that needs decompressing beyond
   `BATCH_INFLATE_BYTES_MAX` is kept as it is and its keys are not mapped.
-- Rewritten batches (`weir.wire.record_batch.rebuild_batch`) keep their base
+- Rewritten batches (`weir.format.record_batch.rebuild_batch`) keep their base
   offset, last offset delta, leader epoch, producer id/epoch/sequence and
   codec; each record keeps its offset and timestamp. A batch losing every
   record disappears: v2 batches here always hold a record, and no offset needs
@@ -93,14 +93,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
-from weir.log.config import INT64_MAX
-from weir.log.descriptors import SEGMENT_FILES_COUNT, DescriptorCache
-from weir.log.errors import LogError
-from weir.log.segment import SEGMENT_SUFFIXES, AppendedBatch, Segment, segment_file_name
-from weir.log.settings import BATCH_INFLATE_BYTES_MAX
-from weir.wire.errors import ErrorCode
-from weir.wire.record_batch import (
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import (
     BATCH_HEADER_SIZE,
     BatchHeader,
     InvalidBatch,
@@ -110,6 +104,12 @@ from weir.wire.record_batch import (
     rebuild_batch,
     verify_crc,
 )
+from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
+from weir.log.config import INT64_MAX
+from weir.log.descriptors import SEGMENT_FILES_COUNT, DescriptorCache
+from weir.log.errors import LogError
+from weir.log.segment import SEGMENT_SUFFIXES, AppendedBatch, Segment, segment_file_name
+from weir.log.settings import BATCH_INFLATE_BYTES_MAX
 
 if TYPE_CHECKING:
     from weir.log.partition import PartitionLog

@@ -53,6 +53,19 @@ from pathlib import Path
 
 import trio
 
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import (
+    BATCH_HEADER_SIZE,
+    TIMESTAMP_LOG_APPEND_TIME,
+    BatchHeader,
+    InvalidBatch,
+    decode_records,
+    parse_batch_header,
+    patch_base_offset,
+    patch_leader_epoch,
+    set_log_append_time,
+    verify_crc,
+)
 from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
 from weir.log.compaction import finish_interrupted_compaction, read_cleaned_offset
 from weir.log.config import LogConfig
@@ -87,19 +100,6 @@ from weir.txn.producer_state import (
     ProducerBatch,
     ProducerStateError,
     ProducerStateTable,
-)
-from weir.wire.errors import ErrorCode
-from weir.wire.record_batch import (
-    BATCH_HEADER_SIZE,
-    TIMESTAMP_LOG_APPEND_TIME,
-    BatchHeader,
-    InvalidBatch,
-    decode_records,
-    parse_batch_header,
-    patch_base_offset,
-    patch_leader_epoch,
-    set_log_append_time,
-    verify_crc,
 )
 
 # The active segment's synced bytes are evicted from the page cache in steps this large.

@@ -19,6 +19,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from weir.format.record_batch import (
+    BATCH_HEADER_SIZE,
+    BatchHeader,
+    InvalidBatch,
+    iter_batch_headers,
+    parse_batch_header,
+    verify_crc,
+)
 from weir.log.descriptors import DescriptorCache, SyncedFile, shared_log_files
 from weir.log.errors import LogCorrupt
 from weir.log.index import (
@@ -27,14 +35,6 @@ from weir.log.index import (
     TIME_ENTRY_BYTES,
     OffsetIndex,
     TimeIndex,
-)
-from weir.wire.record_batch import (
-    BATCH_HEADER_SIZE,
-    BatchHeader,
-    InvalidBatch,
-    iter_batch_headers,
-    parse_batch_header,
-    verify_crc,
 )
 
 LOG_SUFFIX = ".log"

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import crc32c
 
-from weir.wire.errors import ErrorCode
+from weir.format.errors import ErrorCode
 
 NO_PRODUCER_ID = -1
 SEQUENCE_MAX = 2**31 - 1

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from weir.wire.primitives import DecodeError, EncodeError, FrameIO, read_exact
-from weir.wire.schema import BYTES, INT32, STRING, Array, Field, Message, Struct
+from weir.format.primitives import DecodeError, EncodeError, FrameIO, read_exact
+from weir.format.schema import BYTES, INT32, STRING, Array, Field, Message, Struct
 
 __all__ = [
     "ASSIGNMENT_VERSION_MAX",

@@ -16,7 +16,7 @@ import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from weir.wire.primitives import EncodeError
+from weir.format.primitives import EncodeError
 
 PRODUCE_RESPONSE_VERSIONS = (3, 9)
 FIRST_FLEXIBLE_VERSION = 9

@@ -21,6 +21,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from weir.format.primitives import (
+    ChunkWriter,
+    DecodeError,
+    EncodeError,
+    FrameIO,
+    read_uvarint,
+    write_nullable_string,
+)
+from weir.format.schema import Api
 from weir.wire.api_keys import ApiKey
 from weir.wire.apis.api_versions import API_VERSIONS
 from weir.wire.apis.cluster import DESCRIBE_CLUSTER
@@ -46,15 +55,6 @@ from weir.wire.apis.produce import PRODUCE
 from weir.wire.apis.records import DELETE_RECORDS
 from weir.wire.apis.topics import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 from weir.wire.apis.transactions import INIT_PRODUCER_ID
-from weir.wire.primitives import (
-    ChunkWriter,
-    DecodeError,
-    EncodeError,
-    FrameIO,
-    read_uvarint,
-    write_nullable_string,
-)
-from weir.wire.schema import Api
 
 __all__ = [
     "APIS",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from weir.format.schema import BOOL, INT16, INT32, INT64, STRING, Api, Array, Field, Message, Struct
 from weir.wire.api_keys import ApiKey
-from weir.wire.schema import BOOL, INT16, INT32, INT64, STRING, Api, Array, Field, Message, Struct
 
 API_VERSIONS_REQUEST = Message(
     "ApiVersionsRequest",

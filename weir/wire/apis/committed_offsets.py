@@ -6,8 +6,8 @@ top-level layout); v9 (KIP-848) adds the member id and epoch.
 
 from __future__ import annotations
 
+from weir.format.schema import BOOL, INT16, INT32, INT64, STRING, Api, Array, Field, Message, Struct
 from weir.wire.api_keys import ApiKey
-from weir.wire.schema import BOOL, INT16, INT32, INT64, STRING, Api, Array, Field, Message, Struct
 
 OFFSET_COMMIT_REQUEST = Message(
     "OffsetCommitRequest",

@@ -3,8 +3,8 @@ IncrementalAlterConfigs (44) v0-v1."""
 
 from __future__ import annotations
 
+from weir.format.schema import BOOL, INT8, INT16, INT32, STRING, Api, Array, Field, Message, Struct
 from weir.wire.api_keys import ApiKey
-from weir.wire.schema import BOOL, INT8, INT16, INT32, STRING, Api, Array, Field, Message, Struct
 
 DESCRIBE_CONFIGS_REQUEST = Message(
     "DescribeConfigsRequest",

@@ -7,8 +7,8 @@ Transcribed from Kafka's message specs. In the heartbeat request a null field me
 
 from __future__ import annotations
 
+from weir.format.schema import BOOL, INT16, INT32, STRING, UUID, Api, Array, Field, Message, Struct
 from weir.wire.api_keys import ApiKey
-from weir.wire.schema import BOOL, INT16, INT32, STRING, UUID, Api, Array, Field, Message, Struct
 
 AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from weir.wire.api_keys import ApiKey
-from weir.wire.schema import (
+from weir.format.schema import (
     INT8,
     INT16,
     INT32,
@@ -17,6 +16,7 @@ from weir.wire.schema import (
     Message,
     Struct,
 )
+from weir.wire.api_keys import ApiKey
 
 _FETCH_PARTITION = Struct(
     Field("partition", INT32),

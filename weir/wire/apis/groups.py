@@ -8,8 +8,7 @@ protocol is decoded by whoever needs it.
 
 from __future__ import annotations
 
-from weir.wire.api_keys import ApiKey
-from weir.wire.schema import (
+from weir.format.schema import (
     BOOL,
     BYTES,
     INT8,
@@ -22,6 +21,7 @@ from weir.wire.schema import (
     Message,
     Struct,
 )
+from weir.wire.api_keys import ApiKey
 
 COORDINATOR_KEY_TYPE_GROUP = 0
 COORDINATOR_KEY_TYPE_TRANSACTION = 1

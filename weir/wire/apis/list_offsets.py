@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from weir.format.schema import INT8, INT16, INT32, INT64, STRING, Api, Array, Field, Message, Struct
 from weir.wire.api_keys import ApiKey
-from weir.wire.schema import INT8, INT16, INT32, INT64, STRING, Api, Array, Field, Message, Struct
 
 LIST_OFFSETS_REQUEST = Message(
     "ListOffsetsRequest",

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from weir.wire.api_keys import ApiKey
-from weir.wire.schema import (
+from weir.format.schema import (
     INT16,
     INT32,
     INT64,
@@ -15,6 +14,7 @@ from weir.wire.schema import (
     Message,
     Struct,
 )
+from weir.wire.api_keys import ApiKey
 
 PRODUCE_REQUEST = Message(
     "ProduceRequest",

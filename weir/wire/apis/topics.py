@@ -3,8 +3,7 @@ CreatePartitions (37) v0-v3."""
 
 from __future__ import annotations
 
-from weir.wire.api_keys import ApiKey
-from weir.wire.schema import (
+from weir.format.schema import (
     BOOL,
     INT8,
     INT16,
@@ -17,6 +16,7 @@ from weir.wire.schema import (
     Message,
     Struct,
 )
+from weir.wire.api_keys import ApiKey
 
 CREATE_TOPICS_REQUEST = Message(
     "CreateTopicsRequest",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from weir.format.schema import INT16, INT32, INT64, STRING, Api, Field, Message
 from weir.wire.api_keys import ApiKey
-from weir.wire.schema import INT16, INT32, INT64, STRING, Api, Field, Message
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

@@ -11,7 +11,7 @@ import zlib
 import pytest
 import snappy
 
-from weir.wire.compression import (
+from weir.format.compression import (
     Codec,
     CompressionError,
     CorruptDataError,

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 import crc32c
 
-from weir.wire.compression import CompressionError, OutputLimitError, compress, decompress
-from weir.wire.errors import ErrorCode
+from weir.format.compression import CompressionError, OutputLimitError, compress, decompress
+from weir.format.errors import ErrorCode
 
 __all__ = [
     "BATCH_HEADER_SIZE",

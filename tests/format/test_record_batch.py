@@ -8,9 +8,9 @@ import struct
 
 import pytest
 
-from weir.wire.compression import Codec
-from weir.wire.errors import ErrorCode
-from weir.wire.record_batch import (
+from weir.format.compression import Codec
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import (
     BATCH_HEADER_SIZE,
     InvalidBatch,
     RecordInput,

@@ -45,8 +45,8 @@ from typing import Any
 
 from construct import Construct, Container, SizeofError
 
-from weir.wire import primitives as prim
-from weir.wire.primitives import DecodeError, EncodeError, FrameIO, KafkaType, Sink
+from weir.format import primitives as prim
+from weir.format.primitives import DecodeError, EncodeError, FrameIO, KafkaType, Sink
 
 __all__ = [
     "BOOL",
@@ -412,7 +412,7 @@ class KArray(KafkaType):
     def _emitparse(self, code: Any) -> str:
         name = f"parse_array_{code.allocateId()}"
         reader = self._read_count.__name__
-        code.append(f"from weir.wire.primitives import {reader}, read_exact")
+        code.append(f"from weir.format.primitives import {reader}, read_exact")
         if isinstance(self.element, prim.FixedType):
             fmt = self.element.format_char
             size = self.element.size_bytes_min
@@ -431,7 +431,7 @@ class KArray(KafkaType):
     def _emitbuild(self, code: Any) -> str:
         name = f"build_array_{code.allocateId()}"
         writer = self._write_count.__name__
-        code.append(f"from weir.wire.primitives import {writer}")
+        code.append(f"from weir.format.primitives import {writer}")
         lines = [
             "if items is None:",
             f"    {writer}(io, {-1 if self.nullable else 0})",
@@ -552,7 +552,7 @@ class KStruct(KafkaType):
 
     def _emit_parse_tags(self, code: Any) -> str:
         name = f"parse_tags_{code.allocateId()}"
-        code.append("from weir.wire.primitives import read_uvarint, check_remaining, DecodeError")
+        code.append("from weir.format.primitives import read_uvarint, check_remaining, DecodeError")
         lines = [
             "if not tag_count:",
             "    raise DecodeError('truncated tagged fields')",
@@ -594,7 +594,7 @@ class KStruct(KafkaType):
     def _emit_build_tags(self, code: Any) -> str:
         if not self.tagged:
             return "io.write(b'\\x00')"
-        code.append("from weir.wire.schema import write_tag_buffer")
+        code.append("from weir.format.schema import write_tag_buffer")
         code.append("from io import BytesIO")
         lines = ["present = []"]
         for f in self.tagged:
@@ -648,7 +648,7 @@ class KNullableStruct(KafkaType):
 
     def _emitparse(self, code: Any) -> str:
         name = f"parse_nullable_struct_{code.allocateId()}"
-        code.append("from weir.wire.primitives import DecodeError")
+        code.append("from weir.format.primitives import DecodeError")
         lines = [
             "marker = io.read(1)",
             "if len(marker) != 1:",

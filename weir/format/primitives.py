@@ -8,7 +8,7 @@ call the same module-level functions, so there is one implementation of each rul
 
 Errors: malformed input raises `DecodeError`; a value that cannot be encoded raises
 `EncodeError`. (Short reads inside struct unpacking surface as `struct.error`; the
-entry points in `weir.wire.schema` turn every parse failure into `DecodeError`.)
+entry points in `weir.format.schema` turn every parse failure into `DecodeError`.)
 """
 
 from __future__ import annotations
@@ -523,11 +523,11 @@ class FunctionType(KafkaType):
         raise SizeofError(path=path)
 
     def _emitparse(self, code: Any) -> str:
-        code.append(f"from weir.wire.primitives import {self.reader.__name__}")
+        code.append(f"from weir.format.primitives import {self.reader.__name__}")
         return f"{self.reader.__name__}(io)"
 
     def _emitbuild(self, code: Any) -> str:
-        code.append(f"from weir.wire.primitives import {self.writer.__name__}")
+        code.append(f"from weir.format.primitives import {self.writer.__name__}")
         return f"{self.writer.__name__}(io, obj)"
 
 
