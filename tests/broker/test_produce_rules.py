@@ -45,7 +45,7 @@ async def produce(broker: Broker, topic: str) -> Any:
         ],
     }
     response = await call(broker, handle_produce, ApiKey.PRODUCE, 9, body)
-    return response["responses"][0]["partition_responses"][0]
+    return response.responses[0].partition_responses[0]
 
 
 async def test_clients_cannot_append_to_an_internal_topic(broker: Broker) -> None:
@@ -126,4 +126,4 @@ async def produce_records_raw(broker: Broker, topic: str, batch: bytes) -> Any:
         "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
     }
     response = await call(broker, handle_produce, ApiKey.PRODUCE, 9, body)
-    return response["responses"][0]["partition_responses"][0]
+    return response.responses[0].partition_responses[0]

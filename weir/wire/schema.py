@@ -49,7 +49,7 @@ import struct
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from construct import Construct, Container, SizeofError
 
@@ -78,6 +78,7 @@ __all__ = [
     "Scalar",
     "Struct",
     "VersionRange",
+    "strict_value",
 ]
 
 log = logging.getLogger(__name__)
@@ -218,6 +219,8 @@ class Message:
         self._classes = dict(classes)
         self._constructs.clear()
         self._compiled.clear()
+        for path, value_type in classes.items():
+            _BOUND_AT[value_type] = (self, path)
 
     @property
     def value_type(self) -> type | None:
@@ -343,6 +346,37 @@ def _literal(value: Any, code: Any) -> str:
     if isinstance(value, list) and not value:
         return "[]"
     raise TypeError(f"no literal for default {value!r}")
+
+
+ValueT = TypeVar("ValueT")
+
+# Each generated class -> the message and field path it was bound at.
+_BOUND_AT: dict[type, tuple[Message, tuple[str, ...]]] = {}
+
+
+def strict_value(value_type: type[ValueT], body: Mapping[str, object]) -> ValueT:
+    """`body` as the generated class `value_type`, converted like `Message.value_of`:
+    a key that no version has raises TypeError. For layers that cannot import the
+    generated classes (the pure group coordinators answer with mappings)."""
+    bound = _BOUND_AT.get(value_type)
+    if bound is None:
+        raise TypeError(f"{value_type.__name__} is not a generated message class")
+    message, path = bound
+    value = _convert_struct(
+        _struct_at(message.root, path), message._classes, path, body, value_type.__name__
+    )
+    assert isinstance(value, value_type)
+    return value
+
+
+def _struct_at(root: Struct, path: tuple[str, ...]) -> Struct:
+    struct_type = root
+    for name in path:
+        declared = next(f for f in struct_type.fields if f.name == name)
+        field_type = declared.type.element if isinstance(declared.type, Array) else declared.type
+        assert isinstance(field_type, Struct)
+        struct_type = field_type
+    return struct_type
 
 
 def _convert_struct(
