@@ -264,6 +264,12 @@ class Message:
             self._compiled[version] = cached
         return cached
 
+    def as_container(self, value: object, version: int) -> Any:
+        """A decoded value as a construct Container holding only the fields of
+        `version` (key and attribute access), for tools that read responses
+        generically (the `weir` CLI)."""
+        return _as_container(self.construct_for(version), value)
+
     def parse(self, stream: FrameIO, version: int, *, compiled: bool = True) -> Any:
         """Parse one message from `stream`; raise DecodeError on any malformed input."""
         construct = self.compiled_for(version) if compiled else self.construct_for(version)
@@ -349,6 +355,24 @@ def _literal(value: Any, code: Any) -> str:
 
 
 ValueT = TypeVar("ValueT")
+
+
+def _as_container(construct: KafkaType, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(construct, KNullableStruct):
+        return _as_container(construct.inner, value)
+    if isinstance(construct, KStruct):
+        fields = (*construct.fields, *construct.tagged)
+        if isinstance(value, Mapping):
+            return Container({f.name: _as_container(f.construct, value[f.name]) for f in fields})
+        return Container(
+            {f.name: _as_container(f.construct, getattr(value, f.name)) for f in fields}
+        )
+    if isinstance(construct, KArray):
+        return [_as_container(construct.element, item) for item in value]
+    return value
+
 
 # Each generated class -> the message and field path it was bound at.
 _BOUND_AT: dict[type, tuple[Message, tuple[str, ...]]] = {}
