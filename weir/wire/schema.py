@@ -24,9 +24,11 @@ inlines array loops, and shares the primitives' readers, so both paths obey the
 same bounds: every count and length is checked against the bytes remaining in the
 frame before anything is allocated.
 
-Decoding: `Message.parse(stream, version)` returns a construct `Container` holding
-the fields that exist in that version (known tagged fields get their default when
-absent; unknown tags are skipped). Any malformed input raises `DecodeError`.
+Decoding: `Message.parse(stream, version)` returns the message's generated class
+(a construct `Container` when unbound) with the fields that exist in that version
+read from the stream and every other field at its default (known tagged fields get
+their default when absent; unknown tags are skipped). Any malformed input raises
+`DecodeError`.
 
 Typed values: `weir/wire/codegen.py` generates one dataclass per message and nested
 struct (`weir/wire/messages/`), and `Message.bind` attaches them: a bound message
