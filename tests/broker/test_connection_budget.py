@@ -104,7 +104,7 @@ async def receive_fetch(stream: trio.abc.ReceiveStream) -> tuple[int, int]:
     (size,) = struct.unpack(">i", await receive_exactly(stream, 4))
     frame = await receive_exactly(stream, size)
     correlation_id, body = decode_response(ApiKey.FETCH, FETCH_VERSION, memoryview(frame))
-    records = body["responses"][0]["partitions"][0]["records"]
+    records = body.responses[0].partitions[0].records
     return correlation_id, len(records or b"")
 
 

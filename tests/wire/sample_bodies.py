@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import struct
 import uuid
@@ -68,7 +69,10 @@ def _sample_variable(kafka_name: str, rng: random.Random) -> Any:
 
 
 def plain(value: Any) -> Any:
-    """Containers -> dicts, memoryviews -> bytes, recursively: for comparisons."""
+    """Generated classes and Containers -> dicts, memoryviews -> bytes, recursively:
+    for comparisons."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Container | dict):
         return {key: plain(item) for key, item in value.items() if not key.startswith("_")}
     if isinstance(value, list):

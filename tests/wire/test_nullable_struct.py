@@ -16,7 +16,7 @@ def encode(body: dict[str, object], compiled: bool) -> bytes:
     stream = FrameIO(b"")
     stream.seek(0)
     construct = RESPONSE.compiled_for(1) if compiled else RESPONSE.construct_for(1)
-    construct.build_stream(body, stream)
+    construct.build_stream(RESPONSE.value_of(body), stream)
     return stream.getvalue()
 
 

@@ -81,8 +81,8 @@ def test_a_typical_response_decodes_with_the_schema(version: int) -> None:
     frame = encode_produce_response(version, 42, [("orders", results)])
     correlation_id, body = decode_response(ApiKey.PRODUCE, version, memoryview(frame)[4:])
     assert correlation_id == 42
-    decoded = body["responses"][0]["partition_responses"]
-    assert [(p["index"], p["base_offset"]) for p in decoded] == [(i, 1000 * i) for i in range(8)]
+    decoded = body.responses[0].partition_responses
+    assert [(p.index, p.base_offset) for p in decoded] == [(i, 1000 * i) for i in range(8)]
 
 
 @pytest.mark.parametrize("version", [2, 10])

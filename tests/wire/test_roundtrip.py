@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from weir.format.primitives import FrameIO
+from weir.format.primitives import EncodeError, FrameIO
 from weir.format.schema import Message
 from weir.wire.protocol import (
     APIS,
@@ -45,7 +45,7 @@ def test_every_version_round_trips_non_default_values(case: tuple[int, int], see
         body = sample_struct(message.construct_for(version), rng)
         encoded = message.build(body, version)
         decoded = message.parse(FrameIO(encoded), version)
-        assert plain(decoded) == plain(body)
+        assert plain(decoded) == plain(message.value_of(body))
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
@@ -54,6 +54,7 @@ def test_compiled_and_interpreted_constructs_agree(case: tuple[int, int]) -> Non
     for message in _messages(api_key):
         body = sample_struct(message.construct_for(version), random.Random(message.name))
         compiled_bytes = message.build(body, version, compiled=True)
+        assert message.build(message.value_of(body), version) == compiled_bytes
         assert message.build(body, version, compiled=False) == compiled_bytes
         compiled_result = message.parse(FrameIO(compiled_bytes), version, compiled=True)
         interpreted_result = message.parse(FrameIO(compiled_bytes), version, compiled=False)
@@ -72,14 +73,14 @@ def test_framed_request_and_response_round_trip(case: tuple[int, int]) -> None:
     header = parse_request_header(view)
     assert (header.api_key, header.api_version) == (api_key, version)
     assert (header.correlation_id, header.client_id) == (1234, "client-é")
-    assert plain(decode_request(header, view)) == plain(request_body)
+    assert plain(decode_request(header, view)) == plain(api.request.value_of(request_body))
 
     response_body = sample_struct(api.response.construct_for(version), rng)
     frame = encode_response(api_key, version, -7, response_body)
     assert int.from_bytes(frame[:4], "big") == len(frame) - 4
     correlation_id, decoded = decode_response(api_key, version, memoryview(frame)[4:])
     assert correlation_id == -7
-    assert plain(decoded) == plain(response_body)
+    assert plain(decoded) == plain(api.response.value_of(response_body))
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
@@ -112,17 +113,26 @@ def test_none_for_a_non_nullable_field_means_its_default() -> None:
     assert decoded.controller_id == -1
 
 
-def test_keys_absent_from_the_version_are_ignored() -> None:
+def test_keys_absent_from_the_version_are_not_sent() -> None:
     produce = APIS[0].response
-    body = {"responses": [], "throttle_time_ms": 5, "no_such_field": 1}
+    endpoint = {"node_id": 1, "host": "h", "port": 1}  # node_endpoints: v10+ only
+    body = {"responses": [], "throttle_time_ms": 5, "node_endpoints": [endpoint]}
+    assert produce.build(body, 3) == produce.build({"throttle_time_ms": 5}, 3)
     decoded = produce.parse(FrameIO(produce.build(body, 3)), 3)
-    assert plain(decoded) == {"responses": [], "throttle_time_ms": 5}
+    assert (decoded.responses, decoded.throttle_time_ms, decoded.node_endpoints) == ([], 5, [])
 
 
-def test_decoded_fields_are_the_versions_fields_only() -> None:
+def test_a_key_no_version_has_is_an_encode_error() -> None:
+    produce = APIS[0].response
+    partition = {"index": 0, "eror_code": 36}
+    with pytest.raises(EncodeError, match="eror_code"):
+        produce.build({"responses": [{"name": "t", "partition_responses": [partition]}]}, 9)
+
+
+def test_fields_absent_in_the_version_keep_their_defaults() -> None:
     fetch = APIS[1].request
-    v4 = fetch.parse(FrameIO(fetch.build({}, 4)), 4)
-    assert "session_id" not in v4 and "rack_id" not in v4
+    v4 = fetch.parse(FrameIO(fetch.build({"session_id": 7, "rack_id": "r"}, 4)), 4)
+    assert v4.session_id == 0 and v4.rack_id == "" and v4.cluster_id is None
     v12 = fetch.parse(FrameIO(fetch.build({}, 12)), 12)
     assert v12.session_epoch == -1 and v12.rack_id == "" and v12.cluster_id is None
 

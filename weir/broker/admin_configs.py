@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from weir.broker.broker import Broker
 from weir.broker.broker_configs import (
@@ -41,6 +41,27 @@ from weir.controller.controller import ControllerError, is_internal_topic, valid
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
 from weir.log.config import TOPIC_CONFIGS, ConfigType, InvalidConfig, LogConfig
+from weir.wire.messages.configs import (
+    AlterConfigsRequest,
+    AlterConfigsRequestResource,
+    AlterConfigsResponse,
+    AlterConfigsResponseResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsRequestResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResponseConfig,
+    DescribeConfigsResponseResult,
+    DescribeConfigsResponseSynonym,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestResource,
+    IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsResponseResponse,
+)
+
+AlterResource = AlterConfigsRequestResource | IncrementalAlterConfigsRequestResource
+ResourceT = TypeVar(
+    "ResourceT", AlterConfigsRequestResource, IncrementalAlterConfigsRequestResource
+)
 
 
 class ResourceType(enum.IntEnum):
@@ -96,7 +117,7 @@ def topic_config_entries(
     keys: Collection[str] | None = None,
     include_synonyms: bool = False,
     include_documentation: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[DescribeConfigsResponseConfig]:
     """Every catalog topic config (or those in `keys`) with its effective value.
 
     The source is DYNAMIC_TOPIC_CONFIG for the topic's overrides, DEFAULT_CONFIG
@@ -107,7 +128,7 @@ def topic_config_entries(
         if keys and name not in keys:
             continue
         value = definition.format(config.value(name))
-        synonyms: list[dict[str, Any]] = []
+        synonyms: list[DescribeConfigsResponseSynonym] = []
         if name in record.configs:
             synonyms.append(_synonym(name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
         broker_default = broker_synonym_of(name)
@@ -115,19 +136,19 @@ def topic_config_entries(
             synonyms.append(
                 _synonym(broker_default.name, broker_default.value, broker_default.source)
             )
-        source = synonyms[0]["source"] if synonyms else ConfigSource.DEFAULT_CONFIG
+        source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
         entries.append(
-            {
-                "name": name,
-                "value": value,
-                "read_only": False,
-                "is_default": source == ConfigSource.DEFAULT_CONFIG,
-                "config_source": source,
-                "is_sensitive": False,
-                "synonyms": synonyms if include_synonyms else [],
-                "config_type": CONFIG_TYPE_CODES[definition.type],
-                "documentation": definition.doc if include_documentation else None,
-            }
+            DescribeConfigsResponseConfig(
+                name=name,
+                value=value,
+                read_only=False,
+                is_default=source == ConfigSource.DEFAULT_CONFIG,
+                config_source=source,
+                is_sensitive=False,
+                synonyms=synonyms if include_synonyms else [],
+                config_type=CONFIG_TYPE_CODES[definition.type],
+                documentation=definition.doc if include_documentation else None,
+            )
         )
     return entries
 
@@ -138,55 +159,57 @@ def broker_entries(
     keys: Collection[str] | None = None,
     include_synonyms: bool = False,
     include_documentation: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[DescribeConfigsResponseConfig]:
     entries = []
     for entry in broker_config_entries(broker.config):
         if keys and entry.name not in keys:
             continue
         entries.append(
-            {
-                "name": entry.name,
-                "value": None if entry.is_sensitive else entry.value,
-                "read_only": entry.read_only,
-                "is_default": entry.source == ConfigSource.DEFAULT_CONFIG,
-                "config_source": entry.source,
-                "is_sensitive": entry.is_sensitive,
-                "synonyms": (
+            DescribeConfigsResponseConfig(
+                name=entry.name,
+                value=None if entry.is_sensitive else entry.value,
+                read_only=entry.read_only,
+                is_default=entry.source == ConfigSource.DEFAULT_CONFIG,
+                config_source=entry.source,
+                is_sensitive=entry.is_sensitive,
+                synonyms=(
                     [_synonym(*synonym) for synonym in entry.synonyms()] if include_synonyms else []
                 ),
-                "config_type": entry.config_type,
-                "documentation": entry.doc if include_documentation else None,
-            }
+                config_type=entry.config_type,
+                documentation=entry.doc if include_documentation else None,
+            )
         )
     return entries
 
 
-def _synonym(name: str, value: str | None, source: ConfigSource) -> dict[str, Any]:
-    return {"name": name, "value": value, "source": source}
+def _synonym(name: str, value: str | None, source: ConfigSource) -> DescribeConfigsResponseSynonym:
+    return DescribeConfigsResponseSynonym(name=name, value=value, source=source)
 
 
-async def handle_describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    include_synonyms = bool(request.get("include_synonyms", False))
-    include_documentation = bool(request.get("include_documentation", False))
+async def handle_describe_configs(
+    ctx: RequestContext, request: DescribeConfigsRequest
+) -> DescribeConfigsResponse:
+    include_synonyms = request.include_synonyms  # False in versions without it
+    include_documentation = request.include_documentation
     results = []
     for resource in request.resources:
-        keys = resource.get("configuration_keys")
+        keys = resource.configuration_keys
         try:
             configs = _describe(ctx.broker, resource, keys, include_synonyms, include_documentation)
         except ResourceError as exc:
             results.append(_describe_result(resource, exc.error_code, exc.message, []))
         else:
             results.append(_describe_result(resource, ErrorCode.NONE, None, configs))
-    return {"throttle_time_ms": 0, "results": results}
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
 
 def _describe(
     broker: Broker,
-    resource: Any,
+    resource: DescribeConfigsRequestResource,
     keys: Collection[str] | None,
     include_synonyms: bool,
     include_documentation: bool,
-) -> list[dict[str, Any]]:
+) -> list[DescribeConfigsResponseConfig]:
     resource_type = resource.resource_type
     name = resource.resource_name
     if resource_type == ResourceType.TOPIC:
@@ -212,36 +235,52 @@ def _describe(
 
 
 def _describe_result(
-    resource: Any, error: ErrorCode, message: str | None, configs: list[dict[str, Any]]
-) -> dict[str, Any]:
-    return {
-        "error_code": error,
-        "error_message": message,
-        "resource_type": resource.resource_type,
-        "resource_name": resource.resource_name,
-        "configs": configs,
-    }
+    resource: DescribeConfigsRequestResource,
+    error: ErrorCode,
+    message: str | None,
+    configs: list[DescribeConfigsResponseConfig],
+) -> DescribeConfigsResponseResult:
+    return DescribeConfigsResponseResult(
+        error_code=error,
+        error_message=message,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        configs=configs,
+    )
 
 
 # -- altering --------------------------------------------------------------------------
 
 
-async def handle_alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_alter_configs(
+    ctx: RequestContext, request: AlterConfigsRequest
+) -> AlterConfigsResponse:
     """Legacy AlterConfigs: the given configs replace the resource's whole override set."""
-    validate_only = bool(request.get("validate_only", False))
 
-    def changes_of(resource: Any) -> list[ConfigChange]:
+    def changes_of(resource: AlterConfigsRequestResource) -> list[ConfigChange]:
         return [ConfigChange(c.name, c.value) for c in resource.configs]
 
-    responses = _alter_all(ctx.broker, request.resources, changes_of, validate_only, replace=True)
-    return {"throttle_time_ms": 0, "responses": responses}
+    outcomes = _alter_all(
+        ctx.broker, request.resources, changes_of, request.validate_only, replace=True
+    )
+    responses = [
+        AlterConfigsResponseResponse(
+            error_code=error,
+            error_message=message,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+        )
+        for resource, error, message in outcomes
+    ]
+    return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
 
 
-async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_incremental_alter_configs(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
     """SET, DELETE, APPEND and SUBTRACT (the last two for list configs) per config."""
-    validate_only = bool(request.get("validate_only", False))
 
-    def changes_of(resource: Any) -> list[ConfigChange]:
+    def changes_of(resource: IncrementalAlterConfigsRequestResource) -> list[ConfigChange]:
         changes = []
         for config in resource.configs:
             try:
@@ -254,21 +293,33 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) ->
             changes.append(ConfigChange(config.name, config.value, operation))
         return changes
 
-    responses = _alter_all(ctx.broker, request.resources, changes_of, validate_only, replace=False)
-    return {"throttle_time_ms": 0, "responses": responses}
+    outcomes = _alter_all(
+        ctx.broker, request.resources, changes_of, request.validate_only, replace=False
+    )
+    responses = [
+        IncrementalAlterConfigsResponseResponse(
+            error_code=error,
+            error_message=message,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+        )
+        for resource, error, message in outcomes
+    ]
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
 
 
 def _alter_all(
     broker: Broker,
-    resources: Iterable[Any],
-    changes_of: Callable[[Any], list[ConfigChange]],
+    resources: Iterable[ResourceT],
+    changes_of: Callable[[ResourceT], list[ConfigChange]],
     validate_only: bool,
     *,
     replace: bool,
-) -> list[dict[str, Any]]:
+) -> list[tuple[ResourceT, ErrorCode, str | None]]:
+    """Each resource with its outcome: (resource, error code, error message)."""
     resources = list(resources)
     named = Counter((r.resource_type, r.resource_name) for r in resources)
-    responses = []
+    responses: list[tuple[ResourceT, ErrorCode, str | None]] = []
     for resource in resources:
         try:
             if named[(resource.resource_type, resource.resource_name)] > 1:
@@ -278,15 +329,15 @@ def _alter_all(
             changes = changes_of(resource)
             _alter(broker, resource, changes, validate_only, replace=replace)
         except ResourceError as exc:
-            responses.append(_alter_response(resource, exc.error_code, exc.message))
+            responses.append((resource, exc.error_code, exc.message))
         else:
-            responses.append(_alter_response(resource, ErrorCode.NONE, None))
+            responses.append((resource, ErrorCode.NONE, None))
     return responses
 
 
 def _alter(
     broker: Broker,
-    resource: Any,
+    resource: AlterResource,
     changes: list[ConfigChange],
     validate_only: bool,
     *,
@@ -383,15 +434,6 @@ def apply_config_changes(
 
 def _list_items(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
-
-
-def _alter_response(resource: Any, error: ErrorCode, message: str | None) -> dict[str, Any]:
-    return {
-        "error_code": error,
-        "error_message": message,
-        "resource_type": resource.resource_type,
-        "resource_name": resource.resource_name,
-    }
 
 
 # -- resources -------------------------------------------------------------------------

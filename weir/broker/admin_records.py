@@ -12,19 +12,25 @@ as Kafka does.
 
 from __future__ import annotations
 
-from typing import Any
-
 from weir.broker.broker import Broker
 from weir.broker.context import RequestContext
 from weir.controller.controller import is_internal_topic
 from weir.format.errors import ErrorCode
 from weir.log.errors import LogError
+from weir.wire.messages.records import (
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsResponsePartition,
+    DeleteRecordsResponseTopic,
+)
 
 HIGH_WATERMARK_OFFSET = -1
 INVALID_LOW_WATERMARK = -1
 
 
-async def handle_delete_records(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_delete_records(
+    ctx: RequestContext, request: DeleteRecordsRequest
+) -> DeleteRecordsResponse:
     broker = ctx.broker
     topics = []
     for topic in request.topics:
@@ -32,11 +38,13 @@ async def handle_delete_records(ctx: RequestContext, request: Any) -> dict[str, 
             _delete_before(broker, topic.name, p.partition_index, p.offset)
             for p in topic.partitions
         ]
-        topics.append({"name": topic.name, "partitions": partitions})
-    return {"throttle_time_ms": 0, "topics": topics}
+        topics.append(DeleteRecordsResponseTopic(name=topic.name, partitions=partitions))
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
 
 
-def _delete_before(broker: Broker, topic: str, index: int, offset: int) -> dict[str, Any]:
+def _delete_before(
+    broker: Broker, topic: str, index: int, offset: int
+) -> DeleteRecordsResponsePartition:
     if is_internal_topic(topic):
         return _result(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
     replica = broker.lookup(topic, index)
@@ -59,5 +67,7 @@ def _delete_before(broker: Broker, topic: str, index: int, offset: int) -> dict[
 
 def _result(
     index: int, error: ErrorCode, low_watermark: int = INVALID_LOW_WATERMARK
-) -> dict[str, Any]:
-    return {"partition_index": index, "low_watermark": low_watermark, "error_code": error}
+) -> DeleteRecordsResponsePartition:
+    return DeleteRecordsResponsePartition(
+        partition_index=index, low_watermark=low_watermark, error_code=error
+    )

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import Any
+from collections.abc import Hashable
+from typing import TypeVar
 
 from weir.broker.admin_configs import topic_config_entries
 from weir.broker.broker import Broker
@@ -23,6 +24,21 @@ from weir.broker.context import RequestContext
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
+from weir.wire.messages.topics import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestTopic,
+    CreatePartitionsResponse,
+    CreatePartitionsResponseResult,
+    CreateTopicsRequest,
+    CreateTopicsRequestAssignment,
+    CreateTopicsRequestTopic,
+    CreateTopicsResponse,
+    CreateTopicsResponseConfig,
+    CreateTopicsResponseTopic,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DeleteTopicsResponseResponse,
+)
 
 ZERO_UUID = uuid.UUID(int=0)
 # Kafka reserves it for the KRaft metadata log.
@@ -43,12 +59,14 @@ def _request_error(exc: ControllerError) -> TopicRequestError:
 # -- CreateTopics ----------------------------------------------------------------------
 
 
-async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_create_topics(
+    ctx: RequestContext, request: CreateTopicsRequest
+) -> CreateTopicsResponse:
     broker = ctx.broker
-    validate_only = bool(request.get("validate_only", False))
+    validate_only = request.validate_only  # False before v1
     topics = list(request.topics)
     counts = Counter(topic.name for topic in topics)
-    results: list[dict[str, Any]] = []
+    results: list[CreateTopicsResponseTopic] = []
     reported_duplicates: set[str] = set()
     for topic in topics:
         name = topic.name
@@ -68,10 +86,10 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, A
             results.append(_create_error(name, exc.error_code, exc.message))
             continue
         results.append(_created(record, validate_only))
-    return {"throttle_time_ms": 0, "topics": results}
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
-def _plan_topic(broker: Broker, topic: Any) -> TopicRecord:
+def _plan_topic(broker: Broker, topic: CreateTopicsRequestTopic) -> TopicRecord:
     controller = broker.controller
     name = topic.name
     if name == CLUSTER_METADATA_TOPIC_NAME or is_internal_topic(name):
@@ -129,7 +147,9 @@ def _plan_topic(broker: Broker, topic: Any) -> TopicRecord:
     return record
 
 
-def _manual_assignments(broker: Broker, assignments: Any) -> list[list[int]]:
+def _manual_assignments(
+    broker: Broker, assignments: list[CreateTopicsRequestAssignment]
+) -> list[list[int]]:
     """The replica lists by partition index; checks Kafka's rules for their shape."""
     by_index: dict[int, list[int]] = {}
     for assignment in assignments or ():
@@ -199,54 +219,56 @@ def _create(broker: Broker, record: TopicRecord) -> None:
         ) from None
 
 
-def _created(record: TopicRecord, validate_only: bool) -> dict[str, Any]:
+def _created(record: TopicRecord, validate_only: bool) -> CreateTopicsResponseTopic:
     configs = [
-        {
-            "name": entry["name"],
-            "value": entry["value"],
-            "read_only": entry["read_only"],
-            "config_source": entry["config_source"],
-            "is_sensitive": entry["is_sensitive"],
-        }
+        CreateTopicsResponseConfig(
+            name=entry.name,
+            value=entry.value,
+            read_only=entry.read_only,
+            config_source=entry.config_source,
+            is_sensitive=entry.is_sensitive,
+        )
         for entry in topic_config_entries(record)
     ]
-    return {
-        "name": record.name,
+    return CreateTopicsResponseTopic(
+        name=record.name,
         # A validated topic does not exist, so it has no id yet.
-        "topic_id": ZERO_UUID if validate_only else record.topic_id,
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
-        "num_partitions": record.partition_count,
-        "replication_factor": record.replication_factor,
-        "configs": configs,
-    }
+        topic_id=ZERO_UUID if validate_only else record.topic_id,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        num_partitions=record.partition_count,
+        replication_factor=record.replication_factor,
+        configs=configs,
+    )
 
 
-def _create_error(name: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
-    return {
-        "name": name,
-        "topic_id": ZERO_UUID,
-        "error_code": error,
-        "error_message": message,
-        "num_partitions": -1,
-        "replication_factor": -1,
-        "configs": [],
-    }
+def _create_error(name: str, error: ErrorCode, message: str | None) -> CreateTopicsResponseTopic:
+    return CreateTopicsResponseTopic(
+        name=name,
+        topic_id=ZERO_UUID,
+        error_code=error,
+        error_message=message,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=[],
+    )
 
 
 # -- DeleteTopics ----------------------------------------------------------------------
 
 
-async def handle_delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_delete_topics(
+    ctx: RequestContext, request: DeleteTopicsRequest
+) -> DeleteTopicsResponse:
     """By name (v1–v5 `topic_names`, v6 `topics[].name`) or by id (v6)."""
     broker = ctx.broker
-    responses: list[dict[str, Any]] = []
+    responses: list[DeleteTopicsResponseResponse] = []
     names: list[str] = []
     ids: list[uuid.UUID] = []
     if ctx.api_version >= 6:
         for topic in request.topics:
-            name = topic.get("name")
-            topic_id = topic.get("topic_id") or ZERO_UUID
+            name = topic.name
+            topic_id = topic.topic_id
             if name is None and topic_id == ZERO_UUID:
                 responses.append(
                     _deleted(None, ZERO_UUID, ErrorCode.INVALID_REQUEST,
@@ -306,10 +328,10 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> dict[str, A
             targets[record.topic_id] = record
     for record in targets.values():
         responses.append(_delete(broker, record))
-    return {"throttle_time_ms": 0, "responses": responses}
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=responses)
 
 
-def _delete(broker: Broker, record: TopicRecord) -> dict[str, Any]:
+def _delete(broker: Broker, record: TopicRecord) -> DeleteTopicsResponseResponse:
     if record.is_internal or is_internal_topic(record.name):
         return _deleted(
             record.name, record.topic_id, ErrorCode.INVALID_REQUEST,
@@ -329,23 +351,30 @@ def _delete(broker: Broker, record: TopicRecord) -> dict[str, Any]:
 
 def _deleted(
     name: str | None, topic_id: uuid.UUID, error: ErrorCode, message: str | None
-) -> dict[str, Any]:
-    return {"name": name, "topic_id": topic_id, "error_code": error, "error_message": message}
+) -> DeleteTopicsResponseResponse:
+    return DeleteTopicsResponseResponse(
+        name=name, topic_id=topic_id, error_code=error, error_message=message
+    )
 
 
-def _unique(items: list[Any]) -> list[Any]:
+ItemT = TypeVar("ItemT", bound=Hashable)
+
+
+def _unique(items: list[ItemT]) -> list[ItemT]:
     return list(dict.fromkeys(items))
 
 
 # -- CreatePartitions ------------------------------------------------------------------
 
 
-async def handle_create_partitions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_create_partitions(
+    ctx: RequestContext, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse:
     broker = ctx.broker
-    validate_only = bool(request.get("validate_only", False))
+    validate_only = request.validate_only
     topics = list(request.topics)
     counts = Counter(topic.name for topic in topics)
-    results: list[dict[str, Any]] = []
+    results: list[CreatePartitionsResponseResult] = []
     reported_duplicates: set[str] = set()
     for topic in topics:
         name = topic.name
@@ -364,10 +393,12 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> dict[st
             results.append(_partitions_result(name, exc.error_code, exc.message))
         else:
             results.append(_partitions_result(name, ErrorCode.NONE, None))
-    return {"throttle_time_ms": 0, "results": results}
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
 
 
-def _increase_partitions(broker: Broker, topic: Any, validate_only: bool) -> None:
+def _increase_partitions(
+    broker: Broker, topic: CreatePartitionsRequestTopic, validate_only: bool
+) -> None:
     name = topic.name
     count = topic.count
     if is_internal_topic(name):
@@ -392,7 +423,7 @@ def _increase_partitions(broker: Broker, topic: Any, validate_only: bool) -> Non
             ErrorCode.INVALID_PARTITIONS, f"Topic already has {record.partition_count} partitions."
         )
     assignments: list[list[int]] = []
-    if topic.get("assignments") is not None:
+    if topic.assignments is not None:
         assignments = [list(a.broker_ids) for a in topic.assignments]
         added = count - record.partition_count
         if len(assignments) != added:
@@ -423,5 +454,7 @@ def _increase_partitions(broker: Broker, topic: Any, validate_only: bool) -> Non
         ) from None
 
 
-def _partitions_result(name: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
-    return {"name": name, "error_code": error, "error_message": message}
+def _partitions_result(
+    name: str, error: ErrorCode, message: str | None
+) -> CreatePartitionsResponseResult:
+    return CreatePartitionsResponseResult(name=name, error_code=error, error_message=message)

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from weir.broker.context import RequestContext
 from weir.format.errors import ErrorCode
+from weir.wire.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 
-async def handle_api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_api_versions(
+    ctx: RequestContext, request: ApiVersionsRequest
+) -> ApiVersionsResponse:
     from weir.broker.apis import supported_api_versions  # the registry imports this module
 
-    return {
-        "error_code": ErrorCode.NONE,
-        "api_keys": supported_api_versions(),
-        "throttle_time_ms": 0,
-        "supported_features": [],
-        "finalized_features_epoch": -1,
-        "finalized_features": [],
-        "zk_migration_ready": False,
-    }
+    return ApiVersionsResponse(
+        error_code=ErrorCode.NONE,
+        api_keys=supported_api_versions(),
+        throttle_time_ms=0,
+        finalized_features_epoch=-1,
+        zk_migration_ready=False,
+    )

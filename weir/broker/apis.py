@@ -21,9 +21,13 @@ import weir.broker.metadata as metadata
 import weir.broker.produce as produce
 import weir.broker.producer_ids as producer_ids
 from weir.broker.context import Handler
+from weir.wire.messages.api_versions import ApiVersionsResponseApiKey
 from weir.wire.protocol import SUPPORTED_VERSIONS, ApiKey
 
-HANDLERS: dict[int, Handler] = {
+# The one place the handler types are erased: each entry is a Handler[XRequest,
+# XResponse] for its key's generated classes; dispatch decodes the request as that
+# key's class and encodes whatever the handler returns as that key's response.
+HANDLERS: dict[int, Handler[Any, Any]] = {
     ApiKey.API_VERSIONS: api_versions.handle_api_versions,
     ApiKey.METADATA: metadata.handle_metadata,
     ApiKey.PRODUCE: produce.handle_produce,
@@ -55,12 +59,12 @@ HANDLERS: dict[int, Handler] = {
 }
 
 
-def supported_api_versions() -> list[dict[str, Any]]:
+def supported_api_versions() -> list[ApiVersionsResponseApiKey]:
     return [
-        {
-            "api_key": int(key),
-            "min_version": SUPPORTED_VERSIONS[key][0],
-            "max_version": SUPPORTED_VERSIONS[key][1],
-        }
+        ApiVersionsResponseApiKey(
+            api_key=int(key),
+            min_version=SUPPORTED_VERSIONS[key][0],
+            max_version=SUPPORTED_VERSIONS[key][1],
+        )
         for key in sorted(HANDLERS)
     ]

@@ -11,10 +11,14 @@ Authorized operations are never computed (no authorizer): the schema's
 from __future__ import annotations
 
 import enum
-from typing import Any
 
 from weir.broker.context import RequestContext
 from weir.format.errors import ErrorCode
+from weir.wire.messages.cluster import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeClusterResponseBroker,
+)
 
 AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 
@@ -25,9 +29,11 @@ class EndpointType(enum.IntEnum):
     CONTROLLER = 2
 
 
-async def handle_describe_cluster(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_describe_cluster(
+    ctx: RequestContext, request: DescribeClusterRequest
+) -> DescribeClusterResponse:
     version = ctx.api_version
-    requested = request.get("endpoint_type", EndpointType.BROKER)
+    requested = request.endpoint_type  # v0 has none: it decodes as BROKER
     if requested not in (EndpointType.BROKER, EndpointType.CONTROLLER):
         error = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE if version >= 1 else ErrorCode.INVALID_REQUEST
         return _refusal(error, f"Unsupported endpoint type {requested}")
@@ -41,29 +47,31 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> dict[str
     broker = ctx.broker
     node_id = broker.config.node_id
     advertised = broker.config.advertised
-    return {
-        "throttle_time_ms": 0,
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
-        "endpoint_type": EndpointType.BROKER,
-        "cluster_id": broker.controller.cluster_id,
-        "controller_id": node_id,
-        "brokers": [
-            {"broker_id": node_id, "host": advertised.host, "port": advertised.port, "rack": None}
+    return DescribeClusterResponse(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        endpoint_type=EndpointType.BROKER,
+        cluster_id=broker.controller.cluster_id,
+        controller_id=node_id,
+        brokers=[
+            DescribeClusterResponseBroker(
+                broker_id=node_id, host=advertised.host, port=advertised.port, rack=None
+            )
         ],
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
-    }
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN,
+    )
 
 
-def _refusal(error: ErrorCode, message: str) -> dict[str, Any]:
+def _refusal(error: ErrorCode, message: str) -> DescribeClusterResponse:
     """Kafka answers a refused endpoint type with the code and message alone."""
-    return {
-        "throttle_time_ms": 0,
-        "error_code": error,
-        "error_message": message,
-        "endpoint_type": EndpointType.BROKER,
-        "cluster_id": "",
-        "controller_id": -1,
-        "brokers": [],
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
-    }
+    return DescribeClusterResponse(
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        endpoint_type=EndpointType.BROKER,
+        cluster_id="",
+        controller_id=-1,
+        brokers=[],
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN,
+    )

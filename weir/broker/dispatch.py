@@ -10,6 +10,7 @@ from weir.broker.apis import HANDLERS, supported_api_versions
 from weir.broker.broker import Broker
 from weir.broker.context import Body, Deferred, EncodedResponse, RequestContext
 from weir.format.errors import ErrorCode
+from weir.wire.messages.api_versions import ApiVersionsResponse
 from weir.wire.protocol import (
     ApiKey,
     DecodeError,
@@ -85,7 +86,9 @@ async def _handle(broker: Broker, header: RequestHeader, frame: memoryview) -> R
     return _encode(header, answer)
 
 
-async def _finish(broker: Broker, header: RequestHeader, deferred: Deferred) -> RequestOutcome:
+async def _finish(
+    broker: Broker, header: RequestHeader, deferred: Deferred[object]
+) -> RequestOutcome:
     try:
         body = await deferred.finish()
     except Exception:
@@ -95,7 +98,7 @@ async def _finish(broker: Broker, header: RequestHeader, deferred: Deferred) -> 
     return _encode(header, body)
 
 
-def _encode(header: RequestHeader, body: Body) -> RequestOutcome:
+def _encode(header: RequestHeader, body: Body[object]) -> RequestOutcome:
     if body is None:
         return NO_RESPONSE
     if isinstance(body, EncodedResponse):
@@ -110,8 +113,7 @@ def _encode(header: RequestHeader, body: Body) -> RequestOutcome:
 
 def _unsupported_api_versions(header: RequestHeader) -> RequestOutcome:
     """KIP-511: answer an unknown ApiVersions version with a v0 response."""
-    body = {
-        "error_code": ErrorCode.UNSUPPORTED_VERSION,
-        "api_keys": supported_api_versions(),
-    }
+    body = ApiVersionsResponse(
+        error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=supported_api_versions()
+    )
     return RequestOutcome(encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, body))

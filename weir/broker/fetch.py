@@ -13,7 +13,6 @@ can take it whole; otherwise that partition is left out of this response.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import trio
 
@@ -22,6 +21,14 @@ from weir.broker.context import Deferred, RequestContext
 from weir.broker.in_flight_budget import CONNECTION_BUDGET, ConnectionBudget
 from weir.format.errors import ErrorCode
 from weir.log.errors import LogError, OffsetOutOfRange
+from weir.wire.messages.fetch import (
+    FetchRequest,
+    FetchRequestPartition,
+    FetchResponse,
+    FetchResponseDivergingEpoch,
+    FetchResponsePartition,
+    FetchResponseResponse,
+)
 
 # A consumer fetch; followers (replica_id >= 0) arrive with replication.
 CONSUMER_REPLICA_ID = -1
@@ -33,29 +40,26 @@ FINAL_SESSION_EPOCH = -1
 class FetchPlan:
     """The partitions of one request, resolved once and read on every attempt."""
 
-    topics: list[tuple[str, list[tuple[Any, PartitionReplica | ErrorCode]]]]
+    topics: list[tuple[str, list[tuple[FetchRequestPartition, PartitionReplica | ErrorCode]]]]
     response_bytes_max: int
     waiters: list[trio.Event] = field(default_factory=list)
 
 
-async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+async def handle_fetch(
+    ctx: RequestContext, request: FetchRequest
+) -> FetchResponse | Deferred[FetchResponse]:
     broker = ctx.broker
     limits = broker.config.limits
     session_error = _check_session(request)
     if session_error != ErrorCode.NONE:
-        return {
-            "throttle_time_ms": 0,
-            "error_code": session_error,
-            "session_id": 0,
-            "responses": [],
-        }
+        return FetchResponse(throttle_time_ms=0, error_code=session_error, session_id=0)
     plan = FetchPlan(
         topics=[
             (t.topic, [(p, broker.lookup(t.topic, p.partition)) for p in t.partitions])
             for t in request.topics
         ],
         response_bytes_max=min(
-            max(request.get("max_bytes", limits.fetch_response_bytes_max), 0),
+            max(request.max_bytes, 0),
             limits.fetch_response_bytes_max,
         ),
     )
@@ -66,7 +70,7 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any] | De
     if total_bytes >= min_bytes or has_error or wait_s <= 0:
         return _fetch_response(responses)
 
-    async def finish() -> dict[str, Any]:
+    async def finish() -> FetchResponse:
         # Records may have arrived while earlier responses were being sent.
         while True:
             responses, total_bytes, has_error = _read_all(plan)
@@ -77,24 +81,24 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> dict[str, Any] | De
     return Deferred(finish)
 
 
-def _fetch_response(responses: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": ErrorCode.NONE,
-        "session_id": INVALID_SESSION_ID,
-        "responses": responses,
-    }
+def _fetch_response(responses: list[FetchResponseResponse]) -> FetchResponse:
+    return FetchResponse(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        session_id=INVALID_SESSION_ID,
+        responses=responses,
+    )
 
 
-def _check_session(request: Any) -> ErrorCode:
-    """No incremental fetch sessions (KIP-227): every fetch is a full, sessionless one."""
-    session_id = request.get("session_id", INVALID_SESSION_ID)
-    if session_id != INVALID_SESSION_ID:
+def _check_session(request: FetchRequest) -> ErrorCode:
+    """No incremental fetch sessions (KIP-227): every fetch is a full, sessionless one.
+    Before v7 a request has no session id: it decodes as INVALID_SESSION_ID (0)."""
+    if request.session_id != INVALID_SESSION_ID:
         return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     return ErrorCode.NONE
 
 
-def _read_all(plan: FetchPlan) -> tuple[list[dict[str, Any]], int, bool]:
+def _read_all(plan: FetchPlan) -> tuple[list[FetchResponseResponse], int, bool]:
     """Every partition's response. The caller charges the response as soon as
     this returns (no checkpoint in between), so the budget's answer holds."""
     budget = CONNECTION_BUDGET.get()
@@ -110,12 +114,12 @@ def _read_all(plan: FetchPlan) -> tuple[list[dict[str, Any]], int, bool]:
             first = total_bytes == 0 and _may_exceed(budget, bytes_left)
             response, size = _read_partition(request_part, replica, bytes_left, first)
             if size > bytes_left and budget is not None and not budget.fits(size):
-                response["records"], size = b"", 0  # KIP-74's batch, but no room for it now
-            has_error = has_error or response["error_code"] != ErrorCode.NONE
+                response.records, size = b"", 0  # KIP-74's batch, but no room for it now
+            has_error = has_error or response.error_code != ErrorCode.NONE
             bytes_left -= size
             total_bytes += size
             partition_responses.append(response)
-        responses.append({"topic": topic, "partitions": partition_responses})
+        responses.append(FetchResponseResponse(topic=topic, partitions=partition_responses))
     return responses, total_bytes, has_error
 
 
@@ -126,17 +130,20 @@ def _may_exceed(budget: ConnectionBudget | None, bytes_left: int) -> bool:
 
 
 def _read_partition(
-    request_part: Any, replica: PartitionReplica | ErrorCode, bytes_left: int, first: bool
-) -> tuple[dict[str, Any], int]:
+    request_part: FetchRequestPartition,
+    replica: PartitionReplica | ErrorCode,
+    bytes_left: int,
+    first: bool,
+) -> tuple[FetchResponsePartition, int]:
     index = request_part.partition
     if isinstance(replica, ErrorCode):
         return _partition_error(index, replica), 0
-    epoch_error = replica.check_leader_epoch(request_part.get("current_leader_epoch", -1))
+    epoch_error = replica.check_leader_epoch(request_part.current_leader_epoch)
     if epoch_error != ErrorCode.NONE:
         return _partition_error(index, epoch_error, replica), 0
     high_watermark = replica.high_watermark
     fetch_offset = request_part.fetch_offset
-    diverging = _diverging_epoch(replica, request_part.get("last_fetched_epoch", -1), fetch_offset)
+    diverging = _diverging_epoch(replica, request_part.last_fetched_epoch, fetch_offset)
     if diverging is not None:
         return _diverging_response(index, replica, diverging), 0
     records: bytes | memoryview = b""
@@ -157,16 +164,16 @@ def _read_partition(
         # KIP-74: only the first non-empty partition may exceed the byte limits.
         if not first and len(records) > bytes_max:
             records = b""
-    return {
-        "partition_index": index,
-        "error_code": ErrorCode.NONE,
-        "high_watermark": high_watermark,
-        "last_stable_offset": high_watermark,
-        "log_start_offset": log_start_offset,
-        "aborted_transactions": [],
-        "preferred_read_replica": -1,
-        "records": records,
-    }, len(records)
+    return FetchResponsePartition(
+        partition_index=index,
+        error_code=ErrorCode.NONE,
+        high_watermark=high_watermark,
+        last_stable_offset=high_watermark,
+        log_start_offset=log_start_offset,
+        aborted_transactions=[],
+        preferred_read_replica=-1,
+        records=records,
+    ), len(records)
 
 
 def _diverging_epoch(
@@ -185,27 +192,29 @@ def _diverging_epoch(
 
 def _diverging_response(
     index: int, replica: PartitionReplica, diverging: tuple[int, int]
-) -> dict[str, Any]:
+) -> FetchResponsePartition:
     response = _partition_error(index, ErrorCode.NONE, replica)
-    response["aborted_transactions"] = []
-    response["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
+    response.aborted_transactions = []
+    response.diverging_epoch = FetchResponseDivergingEpoch(
+        epoch=diverging[0], end_offset=diverging[1]
+    )
     return response
 
 
 def _partition_error(
     index: int, error: ErrorCode, replica: PartitionReplica | None = None
-) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "error_code": error,
-        "high_watermark": replica.high_watermark if replica else -1,
-        "last_stable_offset": replica.high_watermark if replica else -1,
-        "log_start_offset": replica.log.log_start_offset if replica else -1,
-        "aborted_transactions": None,
-        "preferred_read_replica": -1,
+) -> FetchResponsePartition:
+    return FetchResponsePartition(
+        partition_index=index,
+        error_code=error,
+        high_watermark=replica.high_watermark if replica else -1,
+        last_stable_offset=replica.high_watermark if replica else -1,
+        log_start_offset=replica.log.log_start_offset if replica else -1,
+        aborted_transactions=None,
+        preferred_read_replica=-1,
         # Empty, not null: librdkafka rejects a null record set even beside an error.
-        "records": b"",
-    }
+        records=b"",
+    )
 
 
 async def _wait_for_data(plan: FetchPlan, deadline: float) -> None:

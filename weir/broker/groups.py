@@ -8,11 +8,13 @@ answer until the records are durable (weir.broker.group_service).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
 from weir.broker.context import Deferred, RequestContext
 from weir.broker.group_service import GroupService
 from weir.format.errors import ErrorCode
+from weir.format.schema import strict_value
 from weir.groupcoord.classic_messages import (
     JoinGroupRequest,
     JoinGroupResult,
@@ -30,6 +32,54 @@ from weir.groupcoord.committed_offsets import (
 from weir.groupcoord.pending import Reply
 from weir.log.errors import LogError
 from weir.wire.apis.groups import COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION
+from weir.wire.messages.committed_offsets import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponseGroupTopic,
+    OffsetFetchResponseGroupTopicPartition,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponseTopic,
+)
+from weir.wire.messages.consumer_groups import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupDescribeResponseGroup,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from weir.wire.messages.groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DeleteGroupsResponseResult,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    DescribeGroupsResponseGroup,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListGroupsResponseGroup,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+    SyncGroupResponse,
+)
+from weir.wire.messages.groups import JoinGroupRequest as JoinGroupWireRequest
+from weir.wire.messages.groups import SyncGroupRequest as SyncGroupWireRequest
 
 log = logging.getLogger(__name__)
 
@@ -45,23 +95,25 @@ def _service(ctx: RequestContext) -> GroupService:
 # -- FindCoordinator -----------------------------------------------------------------
 
 
-async def handle_find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_find_coordinator(
+    ctx: RequestContext, request: FindCoordinatorRequest
+) -> FindCoordinatorResponse:
     keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
-    answers = [_find(ctx, key, request.get("key_type", COORDINATOR_KEY_TYPE_GROUP)) for key in keys]
+    answers = [_find(ctx, key, request.key_type) for key in keys]  # v0: GROUP
     if ctx.api_version >= 4:
-        return {"throttle_time_ms": 0, "coordinators": answers}
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=answers)
     only = answers[0]
-    return {
-        "throttle_time_ms": 0,
-        "error_code": only["error_code"],
-        "error_message": only["error_message"],
-        "node_id": only["node_id"],
-        "host": only["host"],
-        "port": only["port"],
-    }
+    return FindCoordinatorResponse(
+        throttle_time_ms=0,
+        error_code=only.error_code,
+        error_message=only.error_message,
+        node_id=only.node_id,
+        host=only.host,
+        port=only.port,
+    )
 
 
-def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+def _find(ctx: RequestContext, key: str, key_type: int) -> FindCoordinatorResponseCoordinator:
     error, message = ErrorCode.NONE, None
     if key_type == COORDINATOR_KEY_TYPE_TRANSACTION:
         error, message = (
@@ -83,20 +135,22 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
             message = "the group's offsets partition failed a write; restart the broker"
     advertised = ctx.broker.config.advertised
     found = error == ErrorCode.NONE
-    return {
-        "key": key,
-        "node_id": ctx.broker.config.node_id if found else -1,
-        "host": advertised.host if found else "",
-        "port": advertised.port if found else -1,
-        "error_code": error,
-        "error_message": message,
-    }
+    return FindCoordinatorResponseCoordinator(
+        key=key,
+        node_id=ctx.broker.config.node_id if found else -1,
+        host=advertised.host if found else "",
+        port=advertised.port if found else -1,
+        error_code=error,
+        error_message=message,
+    )
 
 
 # -- OffsetCommit --------------------------------------------------------------------
 
 
-async def handle_offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+async def handle_offset_commit(
+    ctx: RequestContext, request: OffsetCommitRequest
+) -> OffsetCommitResponse | Deferred[OffsetCommitResponse]:
     """Partitions of unknown topics are refused here; the rest go to the group's
     coordinator: KIP-848 for consumer groups, classic for every other group."""
     service = _service(ctx)
@@ -108,7 +162,7 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> dict[str, A
     if not service.available(group_id):
         return _commit_response(request, lambda topic, partition: ErrorCode.NOT_COORDINATOR)
     errors: dict[tuple[str, int], ErrorCode] = {}
-    valid: list[tuple[str, Any]] = []
+    valid: list[tuple[str, OffsetCommitRequestPartition]] = []
     for topic in request.topics:
         for part in topic.partitions:
             error = _check_partition(ctx, topic.name, part)
@@ -122,14 +176,14 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> dict[str, A
 
 def _commit_consumer_group(
     service: GroupService,
-    request: Any,
-    valid: list[tuple[str, Any]],
+    request: OffsetCommitRequest,
+    valid: list[tuple[str, OffsetCommitRequestPartition]],
     errors: dict[tuple[str, int], ErrorCode],
     now_ms: int,
-) -> dict[str, Any] | Deferred:
+) -> OffsetCommitResponse | Deferred[OffsetCommitResponse]:
     group_id = request.group_id
     group_error = service.consumer_groups.validate_offset_commit(
-        group_id, request.get("member_id", ""), request.get("generation_id_or_member_epoch", -1)
+        group_id, request.member_id, request.generation_id_or_member_epoch
     )
     if group_error != ErrorCode.NONE:
         return _commit_response(request, lambda topic, partition: group_error)
@@ -139,7 +193,7 @@ def _commit_consumer_group(
             part.partition_index,
             CommittedOffset(
                 part.committed_offset,
-                part.get("committed_leader_epoch", -1),
+                part.committed_leader_epoch,
                 part.committed_metadata or "",
                 now_ms,
             ),
@@ -154,7 +208,7 @@ def _commit_consumer_group(
         append_error = exc.error_code
         return _commit_response(request, lambda topic, partition: append_error)
 
-    async def finish() -> dict[str, Any]:
+    async def finish() -> OffsetCommitResponse:
         durable_error = await pending.durable()
         return _commit_response(
             request, lambda topic, partition: errors[(topic, partition)] or durable_error
@@ -165,11 +219,11 @@ def _commit_consumer_group(
 
 def _commit_classic(
     service: GroupService,
-    request: Any,
-    valid: list[tuple[str, Any]],
+    request: OffsetCommitRequest,
+    valid: list[tuple[str, OffsetCommitRequestPartition]],
     errors: dict[tuple[str, int], ErrorCode],
     now_ms: int,
-) -> Deferred:
+) -> Deferred[OffsetCommitResponse]:
     commit = ClassicCommit(
         group_id=request.group_id,
         offsets=[
@@ -177,18 +231,18 @@ def _commit_classic(
                 name,
                 part.partition_index,
                 part.committed_offset,
-                part.get("committed_leader_epoch", -1),
+                part.committed_leader_epoch,
                 part.committed_metadata,
             )
             for name, part in valid
         ],
-        generation_id=request.get("generation_id_or_member_epoch", -1),
-        member_id=request.get("member_id", ""),
-        group_instance_id=request.get("group_instance_id"),
+        generation_id=request.generation_id_or_member_epoch,
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id,
     )
     reply = service.classic.commit_offsets(commit, now_ms)
 
-    async def finish() -> dict[str, Any]:
+    async def finish() -> OffsetCommitResponse:
         durable_error = await service.settle(reply.records, reply.completed, request.group_id)
         await service.wait_for(reply.pending)
         for failed in reply.pending.result:
@@ -200,7 +254,9 @@ def _commit_classic(
     return Deferred(finish)
 
 
-def _check_partition(ctx: RequestContext, topic: str, part: Any) -> ErrorCode:
+def _check_partition(
+    ctx: RequestContext, topic: str, part: OffsetCommitRequestPartition
+) -> ErrorCode:
     record = ctx.broker.controller.topic(topic)
     if record is None or not 0 <= part.partition_index < record.partition_count:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -210,101 +266,128 @@ def _check_partition(ctx: RequestContext, topic: str, part: Any) -> ErrorCode:
     return ErrorCode.NONE
 
 
-def _commit_response(request: Any, error_of: Any) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {
-                "name": topic.name,
-                "partitions": [
-                    {
-                        "partition_index": part.partition_index,
-                        "error_code": error_of(topic.name, part.partition_index),
-                    }
+def _commit_response(
+    request: OffsetCommitRequest, error_of: Callable[[str, int], ErrorCode]
+) -> OffsetCommitResponse:
+    return OffsetCommitResponse(
+        throttle_time_ms=0,
+        topics=[
+            OffsetCommitResponseTopic(
+                name=topic.name,
+                partitions=[
+                    OffsetCommitResponsePartition(
+                        partition_index=part.partition_index,
+                        error_code=error_of(topic.name, part.partition_index),
+                    )
                     for part in topic.partitions
                 ],
-            }
+            )
             for topic in request.topics
         ],
-    }
+    )
 
 
 # -- OffsetFetch ---------------------------------------------------------------------
 
 
-async def handle_offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_offset_fetch(
+    ctx: RequestContext, request: OffsetFetchRequest
+) -> OffsetFetchResponse:
     service = _service(ctx)
     service.ensure_ready(ctx.now_ms())
     if ctx.api_version >= 8:
-        return {
-            "throttle_time_ms": 0,
-            "groups": [_fetch_group(service, group) for group in request.groups],
-        }
-    single = _fetch_group(service, request)
-    return {
-        "throttle_time_ms": 0,
-        "topics": single["topics"],
-        "error_code": single["error_code"],
-    }
+        return OffsetFetchResponse(
+            throttle_time_ms=0, groups=[_fetch_group(service, group) for group in request.groups]
+        )
+    error, topics = _fetch_offsets(service, request)
+    return OffsetFetchResponse(
+        throttle_time_ms=0,
+        topics=[
+            OffsetFetchResponseTopic(
+                name=name,
+                partitions=[
+                    OffsetFetchResponsePartition(
+                        partition_index=partition,
+                        committed_offset=committed.offset if committed else NO_OFFSET,
+                        committed_leader_epoch=committed.leader_epoch if committed else -1,
+                        metadata=committed.metadata if committed else "",
+                        error_code=ErrorCode.NONE,
+                    )
+                    for partition, committed in partitions
+                ],
+            )
+            for name, partitions in topics
+        ],
+        error_code=error,
+    )
 
 
-def _fetch_group(service: GroupService, group: Any) -> dict[str, Any]:
+def _fetch_group(service: GroupService, group: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+    error, topics = _fetch_offsets(service, group)
+    return OffsetFetchResponseGroup(
+        group_id=group.group_id,
+        topics=[
+            OffsetFetchResponseGroupTopic(
+                name=name,
+                partitions=[
+                    OffsetFetchResponseGroupTopicPartition(
+                        partition_index=partition,
+                        committed_offset=committed.offset if committed else NO_OFFSET,
+                        committed_leader_epoch=committed.leader_epoch if committed else -1,
+                        metadata=committed.metadata if committed else "",
+                        error_code=ErrorCode.NONE,
+                    )
+                    for partition, committed in partitions
+                ],
+            )
+            for name, partitions in topics
+        ],
+        error_code=error,
+    )
+
+
+FetchedTopics = list[tuple[str, list[tuple[int, CommittedOffset | None]]]]
+
+
+def _fetch_offsets(
+    service: GroupService, group: OffsetFetchRequest | OffsetFetchRequestGroup
+) -> tuple[ErrorCode, FetchedTopics]:
+    """One group's committed offsets by topic (None: nothing committed), or an error.
+    Before v8 the request itself names the one group (without member fields)."""
     group_id = group.group_id
+    member_id = group.member_id if isinstance(group, OffsetFetchRequestGroup) else None
     error = ErrorCode.NONE
     if not group_id:
         error = ErrorCode.INVALID_GROUP_ID
     elif not service.available(group_id):
         error = ErrorCode.NOT_COORDINATOR
-    elif service.consumer_groups.has_group(group_id) and group.get("member_id") is not None:
+    elif service.consumer_groups.has_group(group_id) and member_id is not None:
+        assert isinstance(group, OffsetFetchRequestGroup)
         error = service.consumer_groups.validate_offset_fetch(
-            group_id, group.get("member_id"), group.get("member_epoch", -1)
+            group_id, member_id, group.member_epoch
         )
     if error != ErrorCode.NONE:
-        return {"group_id": group_id, "topics": [], "error_code": error}
+        return error, []
     stored = service.offsets.group_offsets(group_id)
     if group.topics is None:  # every committed offset of the group
-        topics = [
-            {"name": name, "partitions": [_fetched(p, c) for p, c in partitions]}
-            for name, partitions in offsets_by_topic(stored)
+        return ErrorCode.NONE, [
+            (name, [(p, c) for p, c in partitions]) for name, partitions in offsets_by_topic(stored)
         ]
-    else:
-        topics = [
-            {
-                "name": topic.name,
-                "partitions": [
-                    _fetched(index, stored.get((topic.name, index)))
-                    for index in topic.partition_indexes
-                ],
-            }
-            for topic in group.topics
-        ]
-    return {"group_id": group_id, "topics": topics, "error_code": ErrorCode.NONE}
-
-
-def _fetched(partition: int, committed: CommittedOffset | None) -> dict[str, Any]:
-    if committed is None:
-        return {
-            "partition_index": partition,
-            "committed_offset": NO_OFFSET,
-            "committed_leader_epoch": -1,
-            "metadata": "",
-            "error_code": ErrorCode.NONE,
-        }
-    return {
-        "partition_index": partition,
-        "committed_offset": committed.offset,
-        "committed_leader_epoch": committed.leader_epoch,
-        "metadata": committed.metadata,
-        "error_code": ErrorCode.NONE,
-    }
+    return ErrorCode.NONE, [
+        (
+            topic.name,
+            [(index, stored.get((topic.name, index))) for index in topic.partition_indexes],
+        )
+        for topic in group.topics
+    ]
 
 
 # -- KIP-848: ConsumerGroupHeartbeat and ConsumerGroupDescribe -------------------------
 
 
 async def handle_consumer_group_heartbeat(
-    ctx: RequestContext, request: Any
-) -> dict[str, Any] | Deferred:
+    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+) -> ConsumerGroupHeartbeatResponse | Deferred[ConsumerGroupHeartbeatResponse]:
     service = _service(ctx)
     now_ms = ctx.now_ms()
     service.ensure_ready(now_ms)
@@ -321,7 +404,7 @@ async def handle_consumer_group_heartbeat(
         rack_id=request.rack_id,
         rebalance_timeout_ms=request.rebalance_timeout_ms,
         subscribed_topic_names=request.subscribed_topic_names,
-        subscribed_topic_regex=request.get("subscribed_topic_regex"),
+        subscribed_topic_regex=request.subscribed_topic_regex,
         server_assignor=request.server_assignor,
         topic_partitions=None
         if owned is None
@@ -329,7 +412,7 @@ async def handle_consumer_group_heartbeat(
         client_id=ctx.header.client_id or "",
         api_version=ctx.api_version,
     )
-    response = result.response()
+    response = strict_value(ConsumerGroupHeartbeatResponse, result.response())
     service.poke()  # member deadlines moved
     if not result.records:
         return response
@@ -339,32 +422,35 @@ async def handle_consumer_group_heartbeat(
         log.error("consumer group %s: records not appended: %s", request.group_id, exc)
         return _heartbeat_failure(ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
-    async def finish() -> dict[str, Any]:
+    async def finish() -> ConsumerGroupHeartbeatResponse:
         error = await pending.durable()
         return response if error == ErrorCode.NONE else _heartbeat_failure(error)
 
     return Deferred(finish)
 
 
-def _heartbeat_failure(error: ErrorCode) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": error,
-        "error_message": "the group coordinator could not store the group's state",
-        "member_id": None,
-        "member_epoch": -1,
-        "heartbeat_interval_ms": 0,
-        "assignment": None,
-    }
+def _heartbeat_failure(error: ErrorCode) -> ConsumerGroupHeartbeatResponse:
+    return ConsumerGroupHeartbeatResponse(
+        throttle_time_ms=0,
+        error_code=error,
+        error_message="the group coordinator could not store the group's state",
+        member_id=None,
+        member_epoch=-1,
+        heartbeat_interval_ms=0,
+        assignment=None,
+    )
 
 
-async def handle_consumer_group_describe(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_consumer_group_describe(
+    ctx: RequestContext, request: ConsumerGroupDescribeRequest
+) -> ConsumerGroupDescribeResponse:
     service = _service(ctx)
     service.ensure_ready(ctx.now_ms())
-    return {
-        "throttle_time_ms": 0,
-        "groups": service.consumer_groups.describe(request.group_ids, service.topic_name),
-    }
+    described = service.consumer_groups.describe(request.group_ids, service.topic_name)
+    return ConsumerGroupDescribeResponse(
+        throttle_time_ms=0,
+        groups=[strict_value(ConsumerGroupDescribeResponseGroup, group) for group in described],
+    )
 
 
 # -- Classic groups: JoinGroup, SyncGroup, Heartbeat, LeaveGroup ------------------------
@@ -375,13 +461,20 @@ def _classic_conflict(service: GroupService, group_id: str) -> bool:
     return service.consumer_groups.has_group(group_id)
 
 
+ResultT = TypeVar("ResultT")
+ResponseT = TypeVar("ResponseT")
+
+
 def _defer_classic(
-    service: GroupService, reply: Reply[Any], group_id: str, respond: Any
-) -> Deferred:
+    service: GroupService,
+    reply: Reply[ResultT],
+    group_id: str,
+    respond: Callable[[ResultT | None, ErrorCode], ResponseT],
+) -> Deferred[ResponseT]:
     """The classic coordinator's protocol: records durable, then wake others, then
     answer once this request's own handle is done."""
 
-    async def finish() -> dict[str, Any]:
+    async def finish() -> ResponseT:
         error = await service.settle(reply.records, reply.completed, group_id)
         if error != ErrorCode.NONE:
             return respond(None, error)
@@ -394,18 +487,20 @@ def _defer_classic(
     return Deferred(finish)
 
 
-async def handle_join_group(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+async def handle_join_group(
+    ctx: RequestContext, request: JoinGroupWireRequest
+) -> JoinGroupResponse | Deferred[JoinGroupResponse]:
     service = _service(ctx)
     now_ms = ctx.now_ms()
     service.ensure_ready(now_ms)
     version = ctx.api_version
 
-    def respond(result: JoinGroupResult | None, error: ErrorCode) -> dict[str, Any]:
+    def respond(result: JoinGroupResult | None, error: ErrorCode) -> JoinGroupResponse:
         if result is None:
             result = JoinGroupResult(error, member_id=request.member_id)
-        body = result.response(version)
-        body["throttle_time_ms"] = 0
-        return body
+        response = strict_value(JoinGroupResponse, result.response(version))
+        response.throttle_time_ms = 0
+        return response
 
     if not service.available(request.group_id):
         return respond(None, ErrorCode.NOT_COORDINATOR)
@@ -423,27 +518,27 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> dict[str, Any]
         protocol_type=request.protocol_type,
         protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
         session_timeout_ms=session_timeout_ms,
-        rebalance_timeout_ms=request.get("rebalance_timeout_ms", -1)
-        if version >= 1
-        else session_timeout_ms,
-        group_instance_id=request.get("group_instance_id"),
+        rebalance_timeout_ms=request.rebalance_timeout_ms if version >= 1 else session_timeout_ms,
+        group_instance_id=request.group_instance_id,
         require_known_member_id=version >= 4,
         client_id=ctx.header.client_id or "",
-        reason=request.get("reason"),
+        reason=request.reason,
     )
     reply = service.classic.join_group(join, now_ms)
     return _defer_classic(service, reply, request.group_id, respond)
 
 
-async def handle_sync_group(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+async def handle_sync_group(
+    ctx: RequestContext, request: SyncGroupWireRequest
+) -> SyncGroupResponse | Deferred[SyncGroupResponse]:
     service = _service(ctx)
     now_ms = ctx.now_ms()
     service.ensure_ready(now_ms)
 
-    def respond(result: SyncGroupResult | None, error: ErrorCode) -> dict[str, Any]:
-        body = (result or SyncGroupResult(error)).response()
-        body["throttle_time_ms"] = 0
-        return body
+    def respond(result: SyncGroupResult | None, error: ErrorCode) -> SyncGroupResponse:
+        response = strict_value(SyncGroupResponse, (result or SyncGroupResult(error)).response())
+        response.throttle_time_ms = 0
+        return response
 
     if not service.available(request.group_id):
         return respond(None, ErrorCode.NOT_COORDINATOR)
@@ -457,48 +552,50 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]
         generation_id=request.generation_id,
         member_id=request.member_id,
         assignments=[(a.member_id, bytes(a.assignment)) for a in request.assignments],
-        group_instance_id=request.get("group_instance_id"),
-        protocol_type=request.get("protocol_type"),
-        protocol_name=request.get("protocol_name"),
+        group_instance_id=request.group_instance_id,
+        protocol_type=request.protocol_type,
+        protocol_name=request.protocol_name,
     )
     reply = service.classic.sync_group(sync, now_ms)
     return _defer_classic(service, reply, request.group_id, respond)
 
 
-async def handle_heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
     service = _service(ctx)
     now_ms = ctx.now_ms()
     service.ensure_ready(now_ms)
     if not service.available(request.group_id):
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_COORDINATOR}
+        return HeartbeatResponse(throttle_time_ms=0, error_code=ErrorCode.NOT_COORDINATOR)
     error = service.classic.heartbeat(
         request.group_id,
         request.generation_id,
         request.member_id,
-        request.get("group_instance_id"),
+        request.group_instance_id,
         now_ms,
     )
     service.poke()
-    return {"throttle_time_ms": 0, "error_code": error}
+    return HeartbeatResponse(throttle_time_ms=0, error_code=error)
 
 
-async def handle_leave_group(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+async def handle_leave_group(
+    ctx: RequestContext, request: LeaveGroupRequest
+) -> LeaveGroupResponse | Deferred[LeaveGroupResponse]:
     service = _service(ctx)
     now_ms = ctx.now_ms()
     service.ensure_ready(now_ms)
     version = ctx.api_version
     if version >= 3:
         leaving = [
-            LeavingMember(m.member_id, m.get("group_instance_id"), m.get("reason"))
-            for m in request.members
+            LeavingMember(m.member_id, m.group_instance_id, m.reason) for m in request.members
         ]
     else:
         leaving = [LeavingMember(request.member_id)]
 
-    def respond(result: LeaveGroupResult | None, error: ErrorCode) -> dict[str, Any]:
-        body = (result or LeaveGroupResult(error)).response(version)
-        body["throttle_time_ms"] = 0
-        return body
+    def respond(result: LeaveGroupResult | None, error: ErrorCode) -> LeaveGroupResponse:
+        left = result or LeaveGroupResult(error)
+        response = strict_value(LeaveGroupResponse, left.response(version))
+        response.throttle_time_ms = 0
+        return response
 
     if not service.available(request.group_id):
         return respond(None, ErrorCode.NOT_COORDINATOR)
@@ -514,7 +611,7 @@ GROUP_TYPE_CONSUMER = "consumer"
 
 def group_listings(
     service: GroupService, states: list[str] | None, types: list[str] | None
-) -> list[dict[str, Any]]:
+) -> list[ListGroupsResponseGroup]:
     """Every group of both coordinators, filtered by state and type (case-insensitive)."""
     wanted_states = {s.lower() for s in states} if states else None
     wanted_types = {t.lower() for t in types} if types else None
@@ -527,21 +624,24 @@ def group_listings(
         for group_id, group in service.consumer_groups.groups.items()
     ]
     return [
-        {"group_id": g, "protocol_type": p, "group_state": s, "group_type": t}
+        ListGroupsResponseGroup(group_id=g, protocol_type=p, group_state=s, group_type=t)
         for g, p, s, t in sorted(listed)
         if (wanted_states is None or s.lower() in wanted_states)
         and (wanted_types is None or t in wanted_types)
     ]
 
 
-async def handle_list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     service = _service(ctx)
     service.ensure_ready(ctx.now_ms())
-    groups = group_listings(service, request.get("states_filter"), request.get("types_filter"))
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "groups": groups}
+    # Versions without the filters decode them as empty lists: no filter, as absent.
+    groups = group_listings(service, request.states_filter, request.types_filter)
+    return ListGroupsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=groups)
 
 
-async def handle_describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_describe_groups(
+    ctx: RequestContext, request: DescribeGroupsRequest
+) -> DescribeGroupsResponse:
     service = _service(ctx)
     service.ensure_ready(ctx.now_ms())
     described = []
@@ -549,21 +649,24 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> dict[str,
         if service.consumer_groups.has_group(group_id):
             state = service.consumer_groups.group_state(group_id).value
             described.append(
-                {
-                    "error_code": ErrorCode.NONE,
-                    "group_id": group_id,
-                    "group_state": state,
-                    "protocol_type": GROUP_TYPE_CONSUMER,
-                    "protocol_data": "",
-                    "members": [],
-                }
+                DescribeGroupsResponseGroup(
+                    error_code=ErrorCode.NONE,
+                    group_id=group_id,
+                    group_state=state,
+                    protocol_type=GROUP_TYPE_CONSUMER,
+                    protocol_data="",
+                    members=[],
+                )
             )
         else:
-            described.append(service.classic.describe_group(group_id).response())
-    return {"throttle_time_ms": 0, "groups": described}
+            classic = service.classic.describe_group(group_id).response()
+            described.append(strict_value(DescribeGroupsResponseGroup, classic))
+    return DescribeGroupsResponse(throttle_time_ms=0, groups=described)
 
 
-async def handle_delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+async def handle_delete_groups(
+    ctx: RequestContext, request: DeleteGroupsRequest
+) -> DeleteGroupsResponse | Deferred[DeleteGroupsResponse]:
     service = _service(ctx)
     now_ms = ctx.now_ms()
     service.ensure_ready(now_ms)
@@ -581,45 +684,49 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> dict[str, A
     reply = service.classic.delete_groups(classic_ids, now_ms)
     records += reply.records
 
-    async def finish() -> dict[str, Any]:
+    async def finish() -> DeleteGroupsResponse:
         durable_error = await service.settle(records, reply.completed)
         await service.wait_for(reply.pending)
         results.update(dict(reply.pending.result))
-        return {
-            "throttle_time_ms": 0,
-            "results": [
-                {"group_id": g, "error_code": results.get(g, ErrorCode.NONE) or durable_error}
+        return DeleteGroupsResponse(
+            throttle_time_ms=0,
+            results=[
+                DeleteGroupsResponseResult(
+                    group_id=g, error_code=results.get(g, ErrorCode.NONE) or durable_error
+                )
                 for g in request.groups_names
             ],
-        }
+        )
 
     return Deferred(finish)
 
 
-async def handle_offset_delete(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
+async def handle_offset_delete(
+    ctx: RequestContext, request: OffsetDeleteRequest
+) -> OffsetDeleteResponse | Deferred[OffsetDeleteResponse]:
     service = _service(ctx)
     now_ms = ctx.now_ms()
     service.ensure_ready(now_ms)
     partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
 
-    def respond(error: ErrorCode, errors: dict[tuple[str, int], ErrorCode]) -> dict[str, Any]:
-        return {
-            "error_code": error,
-            "throttle_time_ms": 0,
-            "topics": [
-                {
-                    "name": t.name,
-                    "partitions": [
-                        {
-                            "partition_index": p.partition_index,
-                            "error_code": errors.get((t.name, p.partition_index), ErrorCode.NONE),
-                        }
+    def respond(error: ErrorCode, errors: dict[tuple[str, int], ErrorCode]) -> OffsetDeleteResponse:
+        return OffsetDeleteResponse(
+            error_code=error,
+            throttle_time_ms=0,
+            topics=[
+                OffsetDeleteResponseTopic(
+                    name=t.name,
+                    partitions=[
+                        OffsetDeleteResponsePartition(
+                            partition_index=p.partition_index,
+                            error_code=errors.get((t.name, p.partition_index), ErrorCode.NONE),
+                        )
                         for p in t.partitions
                     ],
-                }
+                )
                 for t in request.topics
             ],
-        }
+        )
 
     if service.consumer_groups.has_group(request.group_id):
         if service.has_members(request.group_id):
@@ -630,7 +737,7 @@ async def handle_offset_delete(ctx: RequestContext, request: Any) -> dict[str, A
         reply = service.classic.delete_offsets(request.group_id, partitions, now_ms)
         reply_records, completed, pending = reply.records, reply.completed, reply.pending
 
-    async def finish() -> dict[str, Any]:
+    async def finish() -> OffsetDeleteResponse:
         durable_error = await service.settle(reply_records, completed, request.group_id)
         if pending is None:
             return respond(durable_error, {})

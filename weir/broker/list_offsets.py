@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from weir.broker.broker import PartitionReplica
 from weir.broker.context import RequestContext
 from weir.format.errors import ErrorCode
+from weir.wire.messages.list_offsets import (
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsResponse,
+    ListOffsetsResponsePartition,
+    ListOffsetsResponseTopic,
+)
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -15,7 +20,9 @@ MAX_TIMESTAMP_VERSION_MIN = 7
 NO_TIMESTAMP = -1
 
 
-async def handle_list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_list_offsets(
+    ctx: RequestContext, request: ListOffsetsRequest
+) -> ListOffsetsResponse:
     broker = ctx.broker
     topics = []
     for topic in request.topics:
@@ -23,17 +30,17 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> dict[str, An
             _list_partition(broker.lookup(topic.name, p.partition_index), p, ctx.api_version)
             for p in topic.partitions
         ]
-        topics.append({"name": topic.name, "partitions": partitions})
-    return {"throttle_time_ms": 0, "topics": topics}
+        topics.append(ListOffsetsResponseTopic(name=topic.name, partitions=partitions))
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
 
 def _list_partition(
-    replica: PartitionReplica | ErrorCode, request_part: Any, version: int
-) -> dict[str, Any]:
+    replica: PartitionReplica | ErrorCode, request_part: ListOffsetsRequestPartition, version: int
+) -> ListOffsetsResponsePartition:
     index = request_part.partition_index
     if isinstance(replica, ErrorCode):
         return _result(index, replica)
-    epoch_error = replica.check_leader_epoch(request_part.get("current_leader_epoch", -1))
+    epoch_error = replica.check_leader_epoch(request_part.current_leader_epoch)
     if epoch_error != ErrorCode.NONE:
         return _result(index, epoch_error)
     timestamp = request_part.timestamp
@@ -56,11 +63,11 @@ def _list_partition(
 
 def _result(
     index: int, error: ErrorCode, timestamp: int = NO_TIMESTAMP, offset: int = -1, epoch: int = -1
-) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "error_code": error,
-        "timestamp": timestamp,
-        "offset": offset,
-        "leader_epoch": epoch,
-    }
+) -> ListOffsetsResponsePartition:
+    return ListOffsetsResponsePartition(
+        partition_index=index,
+        error_code=error,
+        timestamp=timestamp,
+        offset=offset,
+        leader_epoch=epoch,
+    )

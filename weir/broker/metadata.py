@@ -7,54 +7,58 @@ an existing one is reported internal by its name, as Kafka does."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from weir.broker.broker import Broker
 from weir.broker.context import RequestContext
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
+from weir.wire.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
 
 AUTHORIZED_OPERATIONS_UNKNOWN = -2147483648
 ZERO_UUID = uuid.UUID(int=0)
 
 
-async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     version = ctx.api_version
-    allow_auto_create = (
-        bool(request.get("allow_auto_topic_creation", True)) if version >= 4 else True
-    )
+    allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
     requested = request.topics
     if requested is None or (version == 0 and len(requested) == 0):
         topics = [_describe_topic(broker, record) for record in broker.controller.topics()]
     else:
         topics = [_lookup_topic(broker, t, allow_auto_create) for t in requested]
     advertised = broker.config.advertised
-    return {
-        "throttle_time_ms": 0,
-        "brokers": [
-            {
-                "node_id": broker.config.node_id,
-                "host": advertised.host,
-                "port": advertised.port,
-                "rack": None,
-            }
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[
+            MetadataResponseBroker(
+                node_id=broker.config.node_id, host=advertised.host, port=advertised.port, rack=None
+            )
         ],
-        "cluster_id": broker.controller.cluster_id,
-        "controller_id": broker.config.node_id,
-        "topics": topics,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
-    }
+        cluster_id=broker.controller.cluster_id,
+        controller_id=broker.config.node_id,
+        topics=topics,
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN,
+    )
 
 
-def _lookup_topic(broker: Broker, requested: Any, allow_auto_create: bool) -> dict[str, Any]:
-    name = requested.get("name")
-    topic_id = requested.get("topic_id")
+def _lookup_topic(
+    broker: Broker, requested: MetadataRequestTopic, allow_auto_create: bool
+) -> MetadataResponseTopic:
+    name = requested.name
+    topic_id = requested.topic_id  # the zero UUID before v10
     if name is None:
-        record = broker.controller.topic_by_id(topic_id) if topic_id else None
+        record = broker.controller.topic_by_id(topic_id) if topic_id != ZERO_UUID else None
         if record is None:
-            return _topic_error(None, topic_id or ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_ID)
+            return _topic_error(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
         return _describe_topic(broker, record)
     record = broker.controller.topic(name)
     if record is not None:
@@ -73,41 +77,43 @@ def _lookup_topic(broker: Broker, requested: Any, allow_auto_create: bool) -> di
     return _topic_error(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
-def _topic_error(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> dict[str, Any]:
-    return {
-        "error_code": error,
-        "name": name,
-        "topic_id": topic_id,
-        "is_internal": False,
-        "partitions": [],
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
-    }
+def _topic_error(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> MetadataResponseTopic:
+    return MetadataResponseTopic(
+        error_code=error,
+        name=name,
+        topic_id=topic_id,
+        is_internal=False,
+        partitions=[],
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN,
+    )
 
 
-def _describe_topic(broker: Broker, record: TopicRecord) -> dict[str, Any]:
-    return {
-        "error_code": ErrorCode.NONE,
-        "name": record.name,
-        "topic_id": record.topic_id,
-        "is_internal": record.is_internal or is_internal_topic(record.name),
-        "partitions": [
+def _describe_topic(broker: Broker, record: TopicRecord) -> MetadataResponseTopic:
+    return MetadataResponseTopic(
+        error_code=ErrorCode.NONE,
+        name=record.name,
+        topic_id=record.topic_id,
+        is_internal=record.is_internal or is_internal_topic(record.name),
+        partitions=[
             _describe_partition(broker, record, index) for index in range(record.partition_count)
         ],
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
-    }
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN,
+    )
 
 
-def _describe_partition(broker: Broker, record: TopicRecord, index: int) -> dict[str, Any]:
+def _describe_partition(
+    broker: Broker, record: TopicRecord, index: int
+) -> MetadataResponsePartition:
     """A partition whose log is damaged (offline) has no leader, as on Kafka
     when a partition's only replica is in a failed log directory."""
     node_id = broker.config.node_id
     offline = (record.name, index) in broker.offline_partitions
-    return {
-        "error_code": ErrorCode.LEADER_NOT_AVAILABLE if offline else ErrorCode.NONE,
-        "partition_index": index,
-        "leader_id": -1 if offline else node_id,
-        "leader_epoch": record.leader_epochs[index],
-        "replica_nodes": [node_id],
-        "isr_nodes": [] if offline else [node_id],
-        "offline_replicas": [node_id] if offline else [],
-    }
+    return MetadataResponsePartition(
+        error_code=ErrorCode.LEADER_NOT_AVAILABLE if offline else ErrorCode.NONE,
+        partition_index=index,
+        leader_id=-1 if offline else node_id,
+        leader_epoch=record.leader_epochs[index],
+        replica_nodes=[node_id],
+        isr_nodes=[] if offline else [node_id],
+        offline_replicas=[node_id] if offline else [],
+    )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 import trio
 
@@ -30,6 +29,11 @@ from weir.format.record_batch import (
 )
 from weir.log.compaction import compacts, require_keys
 from weir.log.errors import LogError
+from weir.wire.messages.produce import (
+    ProduceRequest,
+    ProduceRequestPartitionData,
+    ProduceResponse,
+)
 from weir.wire.produce_response import PartitionResult, encode_produce_response
 
 log = logging.getLogger(__name__)
@@ -52,13 +56,13 @@ class PartitionOutcome:
     next_offset: int = 0
 
 
-async def handle_produce(ctx: RequestContext, request: Any) -> Deferred:
+async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[ProduceResponse]:
     """Appends now, on the reader; the Deferred waits for durability and answers."""
     broker = ctx.broker
     acks = request.acks
     results: list[tuple[str, list[PartitionOutcome]]] = []
     now_ms = ctx.now_ms()
-    transactional_id = request.get("transactional_id")
+    transactional_id = request.transactional_id
     for topic in request.topic_data:
         outcomes = [
             _append(broker, topic.name, part, acks, transactional_id, now_ms)
@@ -93,7 +97,7 @@ def _mark_timed_out(appended: list[PartitionOutcome]) -> None:
 def _append(
     broker: Broker,
     topic: str,
-    partition: Any,
+    partition: ProduceRequestPartitionData,
     acks: int,
     transactional_id: str | None,
     now_ms: int,

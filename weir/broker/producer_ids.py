@@ -11,16 +11,18 @@ client (a retriable one would make them retry forever).
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from weir.broker.context import RequestContext
 from weir.controller.controller import ControllerError
 from weir.format.errors import ErrorCode
+from weir.wire.messages.transactions import InitProducerIdRequest, InitProducerIdResponse
 
 log = logging.getLogger(__name__)
 
 
-async def handle_init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_init_producer_id(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse:
     transactional_id = request.transactional_id
     if transactional_id is not None:
         log.warning("refused InitProducerId for transactional id %r: transactions are "
@@ -35,10 +37,9 @@ async def handle_init_producer_id(ctx: RequestContext, request: Any) -> dict[str
     return _response(ErrorCode.NONE, producer_id, 0)
 
 
-def _response(error: ErrorCode, producer_id: int = -1, producer_epoch: int = -1) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": error,
-        "producer_id": producer_id,
-        "producer_epoch": producer_epoch,
-    }
+def _response(
+    error: ErrorCode, producer_id: int = -1, producer_epoch: int = -1
+) -> InitProducerIdResponse:
+    return InitProducerIdResponse(
+        throttle_time_ms=0, error_code=error, producer_id=producer_id, producer_epoch=producer_epoch
+    )

@@ -20,6 +20,7 @@ from typing import Any
 from weir.cli.errors import BrokerConnectionError, BrokerProtocolError, CliError
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import (
+    APIS,
     SUPPORTED_VERSIONS,
     ApiKey,
     DecodeError,
@@ -332,12 +333,14 @@ class KafkaClient:
 
     def _decode(self, api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
         try:
-            return decode_response(api_key, version, memoryview(frame))
+            correlation_id, body = decode_response(api_key, version, memoryview(frame))
         except DecodeError as exc:
             raise BrokerProtocolError(
                 f"broker at {self.address} sent a malformed {api_name(api_key)} "
                 f"v{version} response: {exc}"
             ) from None
+        # The commands read responses as mappings of the version's own fields.
+        return correlation_id, APIS[api_key].response.as_container(body, version)
 
     def _require_socket(self) -> socket.socket:
         if self._sock is None:

@@ -24,13 +24,23 @@ inlines array loops, and shares the primitives' readers, so both paths obey the
 same bounds: every count and length is checked against the bytes remaining in the
 frame before anything is allocated.
 
-Decoding: `Message.parse(stream, version)` returns a construct `Container` holding
-the fields that exist in that version (known tagged fields get their default when
-absent; unknown tags are skipped). Any malformed input raises `DecodeError`.
+Decoding: `Message.parse(stream, version)` returns the message's generated class
+(a construct `Container` when unbound) with the fields that exist in that version
+read from the stream and every other field at its default (known tagged fields get
+their default when absent; unknown tags are skipped). Any malformed input raises
+`DecodeError`.
 
-Encoding: `Message.build_into(stream, body, version)` takes any mapping; absent keys
-(and None for non-nullable fields) get the declared default, keys that do not exist
-in the version are ignored. Tagged fields equal to their default are not sent.
+Typed values: `weir/wire/codegen.py` generates one dataclass per message and nested
+struct (`weir/wire/messages/`), and `Message.bind` attaches them: a bound message
+parses into its classes and builds from their attributes. A field that no version
+has cannot be constructed (TypeError); one absent in a version keeps its default.
+Unbound messages (the embedded consumer protocol) parse into construct Containers.
+
+Encoding: `Message.build_into(stream, body, version)` takes the generated class, or
+a mapping converted strictly by `Message.value_of` (a key no version has raises
+EncodeError; absent keys take the declared default). None for a non-nullable field
+means its default; fields that do not exist in the version are not sent. Tagged
+fields equal to their default are not sent.
 """
 
 from __future__ import annotations
@@ -39,9 +49,9 @@ import io
 import logging
 import struct
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from construct import Construct, Container, SizeofError
 
@@ -70,6 +80,7 @@ __all__ = [
     "Scalar",
     "Struct",
     "VersionRange",
+    "strict_value",
 ]
 
 log = logging.getLogger(__name__)
@@ -200,8 +211,29 @@ class Message:
         self.valid = VersionRange.parse(valid)
         self.flexible = VersionRange.parse(flexible)
         self.root = Struct(*fields)
+        self._classes: dict[tuple[str, ...], type] = {}
         self._constructs: dict[int, KStruct] = {}
         self._compiled: dict[int, Construct] = {}
+
+    def bind(self, classes: Mapping[tuple[str, ...], type]) -> None:
+        """Parse into, and build from, these generated classes (by field path; `()` is
+        the message itself). Called by the generated modules in `weir.wire.messages`."""
+        self._classes = dict(classes)
+        self._constructs.clear()
+        self._compiled.clear()
+        for path, value_type in classes.items():
+            _BOUND_AT[value_type] = (self, path)
+
+    @property
+    def value_type(self) -> type | None:
+        """The generated class of this message, once bound."""
+        return self._classes.get(())
+
+    def value_of(self, body: object) -> Any:
+        """`body` as this message's generated class: an instance is returned as is; a
+        mapping is converted strictly (nested mappings too): a key that no version of
+        the message has raises TypeError, an absent key takes the declared default."""
+        return _convert_struct(self.root, self._classes, (), body, self.name)
 
     def __repr__(self) -> str:
         return f"<Message {self.name}>"
@@ -215,7 +247,9 @@ class Message:
         if cached is None:
             if version not in self.valid:
                 raise ValueError(f"{self.name} has no version {version}")
-            cached = _resolve_struct(self.root, version, self.is_flexible(version))
+            cached = _resolve_struct(
+                self.root, version, self.is_flexible(version), self._classes, ()
+            )
             self._constructs[version] = cached
         return cached
 
@@ -232,6 +266,12 @@ class Message:
             self._compiled[version] = cached
         return cached
 
+    def as_container(self, value: object, version: int) -> Any:
+        """A decoded value as a construct Container holding only the fields of
+        `version` (key and attribute access), for tools that read responses
+        generically (the `weir` CLI)."""
+        return _as_container(self.construct_for(version), value)
+
     def parse(self, stream: FrameIO, version: int, *, compiled: bool = True) -> Any:
         """Parse one message from `stream`; raise DecodeError on any malformed input."""
         construct = self.compiled_for(version) if compiled else self.construct_for(version)
@@ -242,11 +282,15 @@ class Message:
         except Exception as exc:
             raise DecodeError(f"malformed {self.name} v{version}: {exc!r}") from exc
 
-    def build_into(
-        self, stream: Sink, body: Mapping[str, Any], version: int, *, compiled: bool = True
-    ) -> None:
+    def build_into(self, stream: Sink, body: Any, version: int, *, compiled: bool = True) -> None:
         """Append the encoding of `body` to `stream`; raise EncodeError on bad values."""
         construct = self.compiled_for(version) if compiled else self.construct_for(version)
+        value_type = self.value_type
+        if value_type is not None and not isinstance(body, value_type):
+            try:
+                body = self.value_of(body)
+            except TypeError as exc:
+                raise EncodeError(f"cannot encode {self.name} v{version}: {exc}") from exc
         try:
             construct._build(body, stream, None, self.name)
         except EncodeError:
@@ -254,7 +298,7 @@ class Message:
         except Exception as exc:
             raise EncodeError(f"cannot encode {self.name} v{version}: {exc!r}") from exc
 
-    def build(self, body: Mapping[str, Any], version: int, *, compiled: bool = True) -> bytes:
+    def build(self, body: Any, version: int, *, compiled: bool = True) -> bytes:
         stream = io.BytesIO()
         self.build_into(stream, body, version, compiled=compiled)
         return stream.getvalue()
@@ -312,7 +356,105 @@ def _literal(value: Any, code: Any) -> str:
     raise TypeError(f"no literal for default {value!r}")
 
 
-def _resolve_struct(struct_type: Struct, version: int, flexible: bool) -> KStruct:
+ValueT = TypeVar("ValueT")
+
+
+def _as_container(construct: KafkaType, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(construct, KNullableStruct):
+        return _as_container(construct.inner, value)
+    if isinstance(construct, KStruct):
+        fields = (*construct.fields, *construct.tagged)
+        if isinstance(value, Mapping):
+            return Container({f.name: _as_container(f.construct, value[f.name]) for f in fields})
+        return Container(
+            {f.name: _as_container(f.construct, getattr(value, f.name)) for f in fields}
+        )
+    if isinstance(construct, KArray):
+        return [_as_container(construct.element, item) for item in value]
+    return value
+
+
+# Each generated class -> the message and field path it was bound at.
+_BOUND_AT: dict[type, tuple[Message, tuple[str, ...]]] = {}
+
+
+def strict_value(value_type: type[ValueT], body: Mapping[str, object]) -> ValueT:
+    """`body` as the generated class `value_type`, converted like `Message.value_of`:
+    a key that no version has raises TypeError. For layers that cannot import the
+    generated classes (the pure group coordinators answer with mappings)."""
+    bound = _BOUND_AT.get(value_type)
+    if bound is None:
+        raise TypeError(f"{value_type.__name__} is not a generated message class")
+    message, path = bound
+    value = _convert_struct(
+        _struct_at(message.root, path), message._classes, path, body, value_type.__name__
+    )
+    assert isinstance(value, value_type)
+    return value
+
+
+def _struct_at(root: Struct, path: tuple[str, ...]) -> Struct:
+    struct_type = root
+    for name in path:
+        declared = next(f for f in struct_type.fields if f.name == name)
+        field_type = declared.type.element if isinstance(declared.type, Array) else declared.type
+        assert isinstance(field_type, Struct)
+        struct_type = field_type
+    return struct_type
+
+
+def _convert_struct(
+    struct_type: Struct,
+    classes: Mapping[tuple[str, ...], type],
+    path: tuple[str, ...],
+    body: object,
+    where: str,
+) -> Any:
+    value_type = classes.get(path)
+    if value_type is None:
+        raise TypeError(f"{where} has no generated class (import weir.wire.messages)")
+    if isinstance(body, value_type):
+        return body
+    if not isinstance(body, Mapping):
+        raise TypeError(f"{where}: expected {value_type.__name__} or a mapping, got {body!r}")
+    declared = {f.name: f.type for f in struct_type.fields}
+    values: dict[str, Any] = {}
+    for key, value in body.items():
+        field_type = declared.get(key)
+        if field_type is None:
+            raise TypeError(f"{value_type.__name__} has no field {key!r}")
+        values[key] = _convert_value(field_type, classes, (*path, key), value, f"{where}.{key}")
+    return value_type(**values)
+
+
+def _convert_value(
+    field_type: FieldType,
+    classes: Mapping[tuple[str, ...], type],
+    path: tuple[str, ...],
+    value: object,
+    where: str,
+) -> Any:
+    if value is None:
+        return None
+    if isinstance(field_type, Struct):
+        return _convert_struct(field_type, classes, path, value, where)
+    if isinstance(field_type, Array) and isinstance(field_type.element, Struct):
+        if not isinstance(value, Sequence):
+            raise TypeError(f"{where}: expected a list, got {value!r}")
+        element = field_type.element
+        return [_convert_value(element, classes, path, item, where) for item in value]
+    return value
+
+
+def _resolve_struct(
+    struct_type: Struct,
+    version: int,
+    flexible: bool,
+    classes: Mapping[tuple[str, ...], type],
+    path: tuple[str, ...],
+) -> KStruct:
     fields: list[ResolvedField] = []
     tagged: list[ResolvedField] = []
     for declared in struct_type.fields:
@@ -323,15 +465,24 @@ def _resolve_struct(struct_type: Struct, version: int, flexible: bool) -> KStruc
         )
         if is_tagged and not flexible:
             raise ValueError(f"tagged field {declared.name} in a non-flexible version")
-        resolved = _resolve_field(declared, version, flexible, is_tagged)
+        resolved = _resolve_field(
+            declared, version, flexible, is_tagged, classes, (*path, declared.name)
+        )
         (tagged if is_tagged else fields).append(resolved)
     tagged.sort(key=lambda f: f.tag or 0)
-    return KStruct(fields, tagged, flexible)
+    return KStruct(fields, tagged, flexible, classes.get(path))
 
 
-def _resolve_field(declared: Field, version: int, flexible: bool, tagged: bool) -> ResolvedField:
+def _resolve_field(
+    declared: Field,
+    version: int,
+    flexible: bool,
+    tagged: bool,
+    classes: Mapping[tuple[str, ...], type],
+    path: tuple[str, ...],
+) -> ResolvedField:
     nullable = version in VersionRange.parse(declared.nullable)
-    construct = _resolve_type(declared.type, version, flexible, nullable)
+    construct = _resolve_type(declared.type, version, flexible, nullable, classes, path)
     default = declared.default
     if default is _MISSING and not isinstance(construct, KStruct):
         default = [] if isinstance(construct, KArray) else _scalar_zero(construct, nullable)
@@ -347,13 +498,20 @@ def _scalar_zero(construct: KafkaType, nullable: bool) -> Any:
     return zero
 
 
-def _resolve_type(field_type: FieldType, version: int, flexible: bool, nullable: bool) -> KafkaType:
+def _resolve_type(
+    field_type: FieldType,
+    version: int,
+    flexible: bool,
+    nullable: bool,
+    classes: Mapping[tuple[str, ...], type],
+    path: tuple[str, ...],
+) -> KafkaType:
     if isinstance(field_type, Scalar):
         return _resolve_scalar(field_type, flexible, nullable)
     if isinstance(field_type, Struct):
-        struct_type = _resolve_struct(field_type, version, flexible)
+        struct_type = _resolve_struct(field_type, version, flexible, classes, path)
         return KNullableStruct(struct_type) if nullable else struct_type
-    element = _resolve_type(field_type.element, version, flexible, False)
+    element = _resolve_type(field_type.element, version, flexible, False, classes, path)
     return KArray(element, compact=flexible, nullable=nullable)
 
 
@@ -405,7 +563,7 @@ class KArray(KafkaType):
         self._write_count(stream, len(obj))
         for item in obj:
             if item is None and isinstance(self.element, KStruct):
-                item = {}
+                item = self.element.zero()
             self.element._build(item, stream, context, path)
         return obj
 
@@ -444,35 +602,43 @@ class KArray(KafkaType):
         else:
             lines.append("for obj in items:")
             if isinstance(self.element, KStruct):
-                lines += ["    if obj is None:", "        obj = {}"]
+                empty = self.element.emit_empty(code)
+                lines += ["    if obj is None:", f"        obj = {empty}"]
             lines.append(f"    {self.element._compilebuild(code)}")
         _append_function(code, f"def {name}(items, io, this):", lines)
         return f"{name}(obj, io, this)"
 
 
 class KStruct(KafkaType):
-    """A Kafka struct: fields in order, then (when flexible) a tagged-field buffer."""
+    """A Kafka struct: fields in order, then (when flexible) a tagged-field buffer.
+
+    Bound to a generated class (`value_type`), it parses into instances of it and
+    builds from their attributes; unbound (messages outside the API registry), it
+    parses into a Container and builds from any mapping."""
 
     kafka_name = "struct"
 
     def __init__(
-        self, fields: Sequence[ResolvedField], tagged: Sequence[ResolvedField], flexible: bool
+        self,
+        fields: Sequence[ResolvedField],
+        tagged: Sequence[ResolvedField],
+        flexible: bool,
+        value_type: type | None = None,
     ) -> None:
         super().__init__()
         self.fields = tuple(fields)
         self.tagged = tuple(tagged)
         self.flexible = flexible
+        self.value_type = value_type
         self.tags = {f.tag: f for f in self.tagged}
         self.size_bytes_min = sum(f.construct.size_bytes_min for f in self.fields) + int(flexible)
         self._tag_default_bytes = {f.tag: _encode_value(f, f.make_default()) for f in self.tagged}
 
     def zero(self) -> Any:
-        result = Container()
-        for f in self.fields:
-            result[f.name] = f.make_default()
-        for f in self.tagged:
-            result[f.name] = f.make_default()
-        return result
+        values = {f.name: f.make_default() for f in (*self.fields, *self.tagged)}
+        if self.value_type is not None:
+            return self.value_type(**values)
+        return Container(values)
 
     def _sizeof(self, context: Any, path: str) -> int:
         raise SizeofError(path=path)
@@ -480,16 +646,16 @@ class KStruct(KafkaType):
     # Interpreted path ------------------------------------------------------------
 
     def _parse(self, stream: FrameIO, context: Any, path: str) -> Any:
-        result = Container()
-        for f in self.fields:
-            result[f.name] = f.construct._parse(stream, context, path)
+        values = {f.name: f.construct._parse(stream, context, path) for f in self.fields}
         if self.flexible:
             for f in self.tagged:
-                result[f.name] = f.make_default()
+                values[f.name] = f.make_default()
+        result = Container(values) if self.value_type is None else self.value_type(**values)
+        if self.flexible:
             self._parse_tags(stream, result, context, path)
         return result
 
-    def _parse_tags(self, stream: FrameIO, result: Container, context: Any, path: str) -> None:
+    def _parse_tags(self, stream: FrameIO, result: Any, context: Any, path: str) -> None:
         count = prim.read_uvarint(stream)
         prim.check_remaining(stream, 2 * count, f"{count} tagged fields")
         for _ in range(count):
@@ -501,21 +667,33 @@ class KStruct(KafkaType):
             if known is None:
                 stream.seek(end)
                 continue
-            result[known.name] = known.construct._parse(stream, context, path)
+            value = known.construct._parse(stream, context, path)
+            if self.value_type is None:
+                result[known.name] = value
+            else:
+                setattr(result, known.name, value)
             if stream.tell() != end:
                 raise DecodeError(f"tagged field {tag} does not fill its {size} bytes")
 
     def _build(self, obj: Any, stream: Sink, context: Any, path: str) -> Any:
+        if self.value_type is not None and not isinstance(obj, self.value_type):
+            raise EncodeError(f"expected {self.value_type.__name__}, got {type(obj).__name__}")
         for f in self.fields:
-            f.construct._build(_field_value(obj, f), stream, context, path)
+            f.construct._build(self._field_value(obj, f), stream, context, path)
         if self.flexible:
             self._build_tags(obj, stream)
         return obj
 
-    def _build_tags(self, obj: Mapping[str, Any], stream: Sink) -> None:
+    def _field_value(self, obj: Any, f: ResolvedField) -> Any:
+        if self.value_type is None:
+            return _field_value(obj, f)
+        value = getattr(obj, f.name)
+        return f.make_default() if value is None and not f.nullable else value
+
+    def _build_tags(self, obj: Any, stream: Sink) -> None:
         present: list[tuple[int, bytes]] = []
         for f in self.tagged:
-            value = obj.get(f.name)
+            value = obj.get(f.name) if self.value_type is None else getattr(obj, f.name)
             if value is None or f.tag is None:
                 continue
             data = _encode_value(f, value)
@@ -525,24 +703,49 @@ class KStruct(KafkaType):
 
     # Compiled path ---------------------------------------------------------------
 
+    def _emit_class(self, code: Any) -> str:
+        assert self.value_type is not None
+        name = self.value_type.__name__
+        code.append(f"from {self.value_type.__module__} import {name}")
+        return name
+
+    def _access(self, name: str) -> str:
+        """The expression, in a build function, that reads field `name` of `objdict`."""
+        return f"get({name!r})" if self.value_type is None else f"objdict.{name}"
+
     def emit_zero(self, code: Any) -> str:
         name = f"zero_struct_{code.allocateId()}"
         items = ", ".join(
             f"{f.name!r}: {f.default_source(code)}" for f in (*self.fields, *self.tagged)
         )
+        constructor = "Container" if self.value_type is None else self._emit_class(code)
         code.append(f"""
             def {name}():
-                return Container({{{items}}})
+                return {constructor}(**{{{items}}})
         """)
         return f"{name}()"
 
+    def emit_empty(self, code: Any) -> str:
+        """An expression for a struct standing in for a null element: `{}` or a
+        default instance of the generated class."""
+        return "{}" if self.value_type is None else f"{self._emit_class(code)}()"
+
     def _emitparse(self, code: Any) -> str:
         name = f"parse_struct_{code.allocateId()}"
-        lines = ["result = Container()"]
+        if self.value_type is None:
+            lines = ["result = Container()"]
+            target = "result[{!r}]".format
+        else:
+            lines = []
+            target = "v_{}".format
         for group in _group_fixed(self.fields):
-            lines.append(_emit_parse_group(group, code))
+            lines.append(_emit_parse_group(group, code, target))
         if self.flexible:
-            lines += [f"result[{f.name!r}] = {f.default_source(code)}" for f in self.tagged]
+            lines += [f"{target(f.name)} = {f.default_source(code)}" for f in self.tagged]
+        if self.value_type is not None:
+            arguments = ", ".join(f"{f.name}=v_{f.name}" for f in (*self.fields, *self.tagged))
+            lines.append(f"result = {self._emit_class(code)}({arguments})")
+        if self.flexible:
             tags = self._emit_parse_tags(code)
             lines += ["tag_count = io.read(1)", "if tag_count != b'\\x00':"]
             lines.append(f"    {tags}(io, this, result, tag_count)")
@@ -567,8 +770,9 @@ class KStruct(KafkaType):
         ]
         keyword = "if"
         for f in self.tagged:
+            target = f"result[{f.name!r}]" if self.value_type is None else f"result.{f.name}"
             lines.append(f"    {keyword} tag == {f.tag}:")
-            lines.append(f"        result[{f.name!r}] = {f.construct._compileparse(code)}")
+            lines.append(f"        {target} = {f.construct._compileparse(code)}")
             keyword = "elif"
         lines += [
             f"    {'else:' if self.tagged else 'if True:'}",
@@ -582,9 +786,11 @@ class KStruct(KafkaType):
 
     def _emitbuild(self, code: Any) -> str:
         name = f"build_struct_{code.allocateId()}"
-        lines = ["objdict = obj", "get = objdict.get"]
+        lines = ["objdict = obj"]
+        if self.value_type is None:
+            lines.append("get = objdict.get")
         for group in _group_fixed(self.fields):
-            lines += _emit_build_group(group, code)
+            lines += _emit_build_group(group, code, self._access)
         if self.flexible:
             lines.append(self._emit_build_tags(code))
         lines.append("return objdict")
@@ -607,7 +813,7 @@ class KStruct(KafkaType):
             assert f.tag is not None
             default_bytes = self._tag_default_bytes[f.tag]
             lines += [
-                f"obj = get({f.name!r})",
+                f"obj = {self._access(f.name)}",
                 "if obj is not None:",
                 f"    data = {encoder}(obj, this)",
                 f"    if data != {default_bytes!r}:",
@@ -615,8 +821,9 @@ class KStruct(KafkaType):
             ]
         lines.append("write_tag_buffer(io, present)")
         name = f"build_tags_{code.allocateId()}"
-        _append_function(code, f"def {name}(get, io, this):", lines)
-        return f"{name}(get, io, this)"
+        source = "get" if self.value_type is None else "objdict"
+        _append_function(code, f"def {name}({source}, io, this):", lines)
+        return f"{name}({source}, io, this)"
 
 
 class KNullableStruct(KafkaType):
@@ -712,37 +919,43 @@ def _group_format(group: Sequence[ResolvedField]) -> tuple[str, int]:
     return ">" + chars, struct.calcsize(">" + chars)
 
 
-def _emit_parse_group(group: Sequence[ResolvedField], code: Any) -> str:
+def _emit_parse_group(
+    group: Sequence[ResolvedField], code: Any, target: Callable[[str], str]
+) -> str:
     first = group[0]
     if not isinstance(first.construct, prim.FixedType):
-        return f"result[{first.name!r}] = {first.construct._compileparse(code)}"
+        return f"{target(first.name)} = {first.construct._compileparse(code)}"
     fmt, size = _group_format(group)
     packer = f"fixed_group_{fmt[1:].replace('?', 'o')}"
     code.append(f"{packer} = struct.Struct({fmt!r})")
-    targets = ", ".join(f"result[{f.name!r}]" for f in group)
+    targets = ", ".join(target(f.name) for f in group)
     return f"{targets}, = {packer}.unpack(io.read({size}))"
 
 
-def _emit_build_group(group: Sequence[ResolvedField], code: Any) -> list[str]:
+def _emit_build_group(
+    group: Sequence[ResolvedField], code: Any, access: Callable[[str], str]
+) -> list[str]:
     first = group[0]
     if not isinstance(first.construct, prim.FixedType):
         return [
-            *_emit_value(first, code),
+            *_emit_value(first, code, access),
             first.construct._compilebuild(code),
         ]
     fmt, _ = _group_format(group)
     packer = f"fixed_group_{fmt[1:].replace('?', 'o')}"
     code.append(f"{packer} = struct.Struct({fmt!r})")
     values = ", ".join(
-        f"({f.default_source(code)} if (obj := get({f.name!r})) is None else obj)" for f in group
+        f"({f.default_source(code)} if (obj := {access(f.name)}) is None else obj)" for f in group
     )
     return [f"io.write({packer}.pack({values}))"]
 
 
-def _emit_value(f: ResolvedField, code: Any) -> list[str]:
-    """Lines binding `obj` to the field's value, defaulted."""
-    if f.nullable and f.default is None:
-        return [f"obj = get({f.name!r})"]
+def _emit_value(f: ResolvedField, code: Any, access: Callable[[str], str]) -> list[str]:
+    """Lines binding `obj` to the field's value, defaulted. A generated class always
+    holds a value, so only a mapping's absent key (not its None) means the default."""
+    reads_mapping = access(f.name) == f"get({f.name!r})"
+    if f.nullable and (f.default is None or not reads_mapping):
+        return [f"obj = {access(f.name)}"]
     if f.nullable:
         missing = "_MISSING_VALUE"
         code.append(f"{missing} = object()")
@@ -752,7 +965,7 @@ def _emit_value(f: ResolvedField, code: Any) -> list[str]:
             f"    obj = {f.default_source(code)}",
         ]
     return [
-        f"obj = get({f.name!r})",
+        f"obj = {access(f.name)}",
         "if obj is None:",
         f"    obj = {f.default_source(code)}",
     ]

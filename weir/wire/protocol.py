@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import weir.wire.messages  # noqa: F401  (binds the generated classes to the declarations)
 from weir.format.primitives import (
     ChunkWriter,
     DecodeError,
@@ -204,8 +204,8 @@ def _api(api_key: int, api_version: int, error: type[Exception]) -> Api:
 
 
 def decode_request(header: RequestHeader, frame: memoryview) -> Any:
-    """Decode the request body of `frame` as a construct Container (attribute and key
-    access). `records` fields are memoryview slices of `frame`. Raises DecodeError."""
+    """Decode the request body of `frame` as its generated class (`weir.wire.messages`).
+    `records` fields are memoryview slices of `frame`. Raises DecodeError."""
     api = _api(header.api_key, header.api_version, DecodeError)
     stream = FrameIO(frame, header.body_offset)
     body = api.request.parse(stream, header.api_version)
@@ -219,15 +219,16 @@ def _check_consumed(stream: FrameIO, name: str) -> None:
         raise DecodeError(f"{stream.end - stream.tell()} unexpected bytes after the {name}")
 
 
-def encode_response(
-    api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any]
-) -> bytes:
-    """The whole response frame, 4-byte size prefix included. Raises EncodeError."""
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: object) -> bytes:
+    """The whole response frame, 4-byte size prefix included. Raises EncodeError.
+
+    `body` is the response's generated class (a mapping is converted strictly:
+    `Message.value_of`, an unknown key raises EncodeError)."""
     return b"".join(encode_response_chunks(api_key, api_version, correlation_id, body))
 
 
 def encode_response_chunks(
-    api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any]
+    api_key: int, api_version: int, correlation_id: int, body: object
 ) -> list[bytes | bytearray | memoryview]:
     """Like `encode_response`, as a list of buffers to send in order: record sets of
     4 KiB or more are the caller's own buffers, not copies (scatter-gather sends)."""
@@ -247,9 +248,11 @@ def encode_request(
     api_version: int,
     correlation_id: int,
     client_id: str | None,
-    body: Mapping[str, Any],
+    body: object,
 ) -> bytes:
-    """The whole request frame, 4-byte size prefix included. Raises EncodeError."""
+    """The whole request frame, 4-byte size prefix included. Raises EncodeError.
+
+    `body` is the request's generated class, or a mapping converted strictly."""
     api = _api(api_key, api_version, EncodeError)
     stream = io.BytesIO()
     stream.write(_SIZE_PLACEHOLDER)
