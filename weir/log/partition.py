@@ -1108,6 +1108,21 @@ class PartitionLog:
             self._delete_segment(segment)
         self._fail_waiters(LogClosed)
 
+    def retire(self) -> None:
+        """(Trio thread) Stop serving before the directory is removed (topic
+        deletion): no flush, waiters fail with LogClosed. `close_files` then
+        closes the files on any thread, and the directory goes as a whole."""
+        self._closed = True
+        self.flusher.forget(self)
+        self._unsynced.clear()
+        self._fail_waiters(LogClosed)
+
+    def close_files(self) -> None:
+        """Close every segment's files, without flushing (after `retire`; any thread)."""
+        assert self._closed
+        for segment in self._segments:
+            segment.close()
+
     @property
     def closed(self) -> bool:
         return self._closed
