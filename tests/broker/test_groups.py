@@ -258,7 +258,10 @@ async def test_group_timer_sleeps_while_no_group_state_is_loaded(
     nursery.start_soon(broker.groups.run, clock_ms)
     await trio.sleep(0.3)
     assert clock_calls <= 2
-    await commit(broker, commit_body("g", (0, 5)))  # creates the topic and loads it
+    await commit(broker, commit_body("g", (0, 5)))  # creates the topic in the background
+    with trio.fail_after(10):
+        while not broker.groups.loaded:
+            await trio.sleep(0.01)
     await trio.sleep(0.05)
     assert broker.groups.loaded
     assert clock_calls >= 2  # poked after loading

@@ -605,8 +605,23 @@ class Broker:
             lambda: [({}, float(budget.partitions_max))],
         )
 
+    def _register_disk_executor_metrics(self) -> None:
+        disk = self.disk
+        for job in DiskJob:
+            self.metrics.register_counter(
+                f"weir_disk_executor_{job.value}_jobs_total",
+                f"Jobs of kind {job.value} run on the disk executor's worker threads.",
+                partial(lambda kind: disk.jobs_count[kind], job),
+            )
+        self.metrics.register_gauge(
+            "weir_disk_executor_jobs_running",
+            "Disk executor jobs running or queued for one of its threads.",
+            lambda: [({}, float(disk.running_count))],
+        )
+
     def _register_gauges(self) -> None:
         self._register_flusher_metrics()
+        self._register_disk_executor_metrics()
         lag = self.loop_lag
         self.metrics.register_histogram(
             "weir_event_loop_lag_seconds",

@@ -162,7 +162,7 @@ def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
         offset = result.next_offset
 
 
-def _decode_batches(records: bytes, partition: int) -> Iterator[Record]:
+def _decode_batches(records: bytes | bytearray, partition: int) -> Iterator[Record]:
     """The records of each batch; a batch that cannot be decoded (a client wrote
     it before clients were refused: bad compressed data, inflating past
     LOAD_INFLATE_BYTES_MAX) is skipped with a warning instead of failing the load.

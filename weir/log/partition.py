@@ -137,7 +137,7 @@ class AppendResult:
 
 @dataclass(frozen=True, slots=True)
 class ReadResult:
-    records: bytes  # whole batches, b"" when there is nothing to return
+    records: bytes | bytearray  # whole batches, b"" when there is nothing to return
     next_offset: int  # the offset after the last returned batch (`offset` when empty)
 
 
@@ -754,10 +754,13 @@ class PartitionLog:
 
     # -- reading -------------------------------------------------------------
 
-    def read(self, offset: int, *, bytes_max: int, end_offset: int) -> ReadResult:
+    def read(
+        self, offset: int, *, bytes_max: int, end_offset: int, cached_only: bool = False
+    ) -> ReadResult:
         """Whole batches from the one holding `offset`, none reaching
         `end_offset` (the high watermark), within `bytes_max` unless the first
-        batch alone is larger (KIP-74). Raises OffsetOutOfRange."""
+        batch alone is larger (KIP-74). Raises OffsetOutOfRange; with
+        `cached_only`, ReadNotCached when the records are not in the page cache."""
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRange(offset, self.log_start_offset, self.log_end_offset)
         end_offset = min(end_offset, self.log_end_offset)
@@ -765,7 +768,7 @@ class PartitionLog:
             return ReadResult(b"", offset)
         try:
             for segment in self._segments[self._segment_index(offset) :]:
-                found = segment.read(offset, bytes_max, end_offset)
+                found = segment.read(offset, bytes_max, end_offset, cached_only=cached_only)
                 if found is not None:
                     data, next_offset = found
                     return ReadResult(data, next_offset if data else offset)
