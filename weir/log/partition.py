@@ -533,13 +533,19 @@ class PartitionLog:
         self._write_producer_snapshot()
         self._roll_jitter_ms = self._draw_roll_jitter_ms()
         # Segments wholly below this point are fsynced with their final indexes.
-        self._write_recovery_point(min(self._fsynced_end_offset, self._sealed_synced_below))
+        # Written without fsync (the roll runs on the event loop): the round
+        # requested below makes it durable, and one lost only lags (recovery
+        # then scans more), the safe side.
+        self._write_recovery_point(
+            min(self._fsynced_end_offset, self._sealed_synced_below), sync=False
+        )
         self.flusher.request(self)
         return segment
 
-    def _write_recovery_point(self, offset: int) -> None:
+    def _write_recovery_point(self, offset: int, *, sync: bool = True) -> None:
         if offset != self._recovery_point:
-            write_checkpoint(self.directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME, [[offset]])
+            path = self.directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME
+            write_checkpoint(path, [[offset]], sync=sync)
             self._recovery_point = offset
 
     # -- durability ----------------------------------------------------------
