@@ -27,6 +27,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from weir.broker.broker import Broker
@@ -36,7 +37,7 @@ from weir.broker.broker_configs import (
     broker_config_entries,
     broker_synonym_of,
 )
-from weir.broker.context import RequestContext
+from weir.broker.context import Deferred, ItemAnswer, RequestContext, answer_in_order
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.log.config import TOPIC_CONFIGS, ConfigType, InvalidConfig, LogConfig
@@ -226,7 +227,7 @@ def _describe_result(
 # -- altering --------------------------------------------------------------------------
 
 
-async def handle_alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
     """Legacy AlterConfigs: the given configs replace the resource's whole override set."""
     validate_only = bool(request.get("validate_only", False))
 
@@ -234,10 +235,12 @@ async def handle_alter_configs(ctx: RequestContext, request: Any) -> dict[str, A
         return [ConfigChange(c.name, c.value) for c in resource.configs]
 
     responses = _alter_all(ctx.broker, request.resources, changes_of, validate_only, replace=True)
-    return {"throttle_time_ms": 0, "responses": responses}
+    return answer_in_order(responses, lambda done: {"throttle_time_ms": 0, "responses": done})
 
 
-async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_incremental_alter_configs(
+    ctx: RequestContext, request: Any
+) -> dict[str, Any] | Deferred:
     """SET, DELETE, APPEND and SUBTRACT (the last two for list configs) per config."""
     validate_only = bool(request.get("validate_only", False))
 
@@ -255,7 +258,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) ->
         return changes
 
     responses = _alter_all(ctx.broker, request.resources, changes_of, validate_only, replace=False)
-    return {"throttle_time_ms": 0, "responses": responses}
+    return answer_in_order(responses, lambda done: {"throttle_time_ms": 0, "responses": done})
 
 
 def _alter_all(
@@ -265,10 +268,10 @@ def _alter_all(
     validate_only: bool,
     *,
     replace: bool,
-) -> list[dict[str, Any]]:
+) -> list[ItemAnswer]:
     resources = list(resources)
     named = Counter((r.resource_type, r.resource_name) for r in resources)
-    responses = []
+    responses: list[ItemAnswer] = []
     for resource in resources:
         try:
             if named[(resource.resource_type, resource.resource_name)] > 1:
@@ -276,12 +279,33 @@ def _alter_all(
                     ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
                 )
             changes = changes_of(resource)
-            _alter(broker, resource, changes, validate_only, replace=replace)
+            overrides_now = _alter(broker, resource, changes, validate_only, replace=replace)
         except ResourceError as exc:
             responses.append(_alter_response(resource, exc.error_code, exc.message))
         else:
-            responses.append(_alter_response(resource, ErrorCode.NONE, None))
+            if overrides_now is None:
+                responses.append(_alter_response(resource, ErrorCode.NONE, None))
+            else:
+                responses.append(partial(_store, broker, resource, overrides_now))
     return responses
+
+
+async def _store(
+    broker: Broker, resource: Any, overrides_now: Callable[[], dict[str, str]]
+) -> dict[str, Any]:
+    """The metadata save on the disk executor; the overrides are computed again
+    from the topic's configs when the change's turn comes."""
+    try:
+        await broker.set_topic_configs_async(resource.resource_name, overrides_now)
+    except ResourceError as exc:
+        return _alter_response(resource, exc.error_code, exc.message)
+    except ControllerError as exc:
+        return _alter_response(resource, exc.error_code, exc.message)
+    except OSError as exc:
+        return _alter_response(
+            resource, ErrorCode.KAFKA_STORAGE_ERROR, f"storing the configs failed: {exc}"
+        )
+    return _alter_response(resource, ErrorCode.NONE, None)
 
 
 def _alter(
@@ -291,7 +315,9 @@ def _alter(
     validate_only: bool,
     *,
     replace: bool,
-) -> None:
+) -> Callable[[], dict[str, str]] | None:
+    """Checks the change; returns what computes the overrides to store (None:
+    nothing to store)."""
     names = Counter(change.name for change in changes)
     if any(count > 1 for count in names.values()):
         raise ResourceError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
@@ -313,7 +339,7 @@ def _alter(
                 ErrorCode.INVALID_REQUEST,
                 f"Cannot update these configs dynamically: {changed}. {BROKER_CONFIGS_ARE_STATIC}",
             )
-        return
+        return None
     if resource_type != ResourceType.TOPIC:
         raise ResourceError(ErrorCode.INVALID_REQUEST, _unsupported_type_message(resource_type))
     if is_internal_topic(name):
@@ -322,23 +348,19 @@ def _alter(
             f"Topic {name} is an internal topic: its configs are the broker's and cannot "
             "be altered.",
         )
-    record = _existing_topic(broker, name)
-    base: Mapping[str, str] = {} if replace else record.configs
-    overrides = apply_config_changes(base, changes)
-    try:
-        LogConfig.from_overrides(overrides)
-    except InvalidConfig as exc:
-        raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-    if validate_only:
-        return
-    try:
-        broker.set_topic_configs(record.name, overrides)
-    except ControllerError as exc:
-        raise ResourceError(exc.error_code, exc.message) from None
-    except OSError as exc:
-        raise ResourceError(
-            ErrorCode.KAFKA_STORAGE_ERROR, f"storing the configs failed: {exc}"
-        ) from None
+
+    def overrides_now() -> dict[str, str]:
+        record = _existing_topic(broker, name)
+        base: Mapping[str, str] = {} if replace else record.configs
+        overrides = apply_config_changes(base, changes)
+        try:
+            LogConfig.from_overrides(overrides)
+        except InvalidConfig as exc:
+            raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        return overrides
+
+    overrides_now()
+    return None if validate_only else overrides_now
 
 
 def apply_config_changes(

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
 from weir.broker.admin_configs import topic_config_entries
 from weir.broker.broker import Broker
-from weir.broker.context import Deferred, RequestContext
+from weir.broker.context import Deferred, ItemAnswer, RequestContext, answer_in_order
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.wire.errors import ErrorCode
@@ -46,25 +45,6 @@ def _request_error(exc: ControllerError) -> TopicRequestError:
     return TopicRequestError(exc.error_code, exc.message)
 
 
-# A topic's answer: known now, or awaited in the Deferred.
-Result = dict[str, Any] | Callable[[], Awaitable[dict[str, Any]]]
-
-
-def _answer_in_order(
-    results: list[Result], response: Callable[[list[dict[str, Any]]], dict[str, Any]]
-) -> dict[str, Any] | Deferred:
-    """The response now when every result is known, else a Deferred awaiting the
-    pending ones one after another (changes to topics run one at a time anyway)."""
-    if all(isinstance(result, dict) for result in results):
-        return response([result for result in results if isinstance(result, dict)])
-
-    async def finish() -> dict[str, Any]:
-        done = [result if isinstance(result, dict) else await result() for result in results]
-        return response(done)
-
-    return Deferred(finish)
-
-
 # -- CreateTopics ----------------------------------------------------------------------
 
 
@@ -73,7 +53,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, A
     validate_only = bool(request.get("validate_only", False))
     topics = list(request.topics)
     counts = Counter(topic.name for topic in topics)
-    results: list[Result] = []
+    results: list[ItemAnswer] = []
     reported_duplicates: set[str] = set()
     for topic in topics:
         name = topic.name
@@ -94,7 +74,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> dict[str, A
             results.append(_created(record, validate_only))
         else:
             results.append(partial(_create, broker, topic))
-    return _answer_in_order(results, lambda done: {"throttle_time_ms": 0, "topics": done})
+    return answer_in_order(results, lambda done: {"throttle_time_ms": 0, "topics": done})
 
 
 def _plan_topic(broker: Broker, topic: Any) -> TopicRecord:
@@ -273,7 +253,7 @@ def _create_error(name: str, error: ErrorCode, message: str | None) -> dict[str,
 async def handle_delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
     """By name (v1–v5 `topic_names`, v6 `topics[].name`) or by id (v6)."""
     broker = ctx.broker
-    responses: list[Result] = []
+    responses: list[ItemAnswer] = []
     names: list[str] = []
     ids: list[uuid.UUID] = []
     if ctx.api_version >= 6:
@@ -345,7 +325,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> dict[str, A
             ))  # fmt: skip
         else:
             responses.append(partial(_delete, broker, record))
-    return _answer_in_order(responses, lambda done: {"throttle_time_ms": 0, "responses": done})
+    return answer_in_order(responses, lambda done: {"throttle_time_ms": 0, "responses": done})
 
 
 async def _delete(broker: Broker, record: TopicRecord) -> dict[str, Any]:
@@ -380,7 +360,7 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> dict[st
     validate_only = bool(request.get("validate_only", False))
     topics = list(request.topics)
     counts = Counter(topic.name for topic in topics)
-    results: list[Result] = []
+    results: list[ItemAnswer] = []
     reported_duplicates: set[str] = set()
     for topic in topics:
         name = topic.name
@@ -402,7 +382,7 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> dict[st
                 results.append(_partitions_result(name, ErrorCode.NONE, None))
             else:
                 results.append(partial(_increase_partitions, broker, topic))
-    return _answer_in_order(results, lambda done: {"throttle_time_ms": 0, "results": done})
+    return answer_in_order(results, lambda done: {"throttle_time_ms": 0, "results": done})
 
 
 async def _increase_partitions(broker: Broker, topic: Any) -> dict[str, Any]:

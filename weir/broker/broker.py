@@ -388,10 +388,14 @@ class Broker:
                     log.warning("could not record that %s is fully deleted: %s", name, exc)
         return record
 
-    async def set_topic_configs_async(self, name: str, configs: Mapping[str, str]) -> None:
+    async def set_topic_configs_async(
+        self, name: str, overrides_now: Callable[[], Mapping[str, str]]
+    ) -> None:
+        """Store the overrides `overrides_now()` computes when the change's turn
+        comes (from the topic's configs then: concurrent changes all count)."""
         async with self._topic_changes_lock:
             await self.commit_metadata(
-                lambda: self.controller.stage_set_topic_configs(name, configs)
+                lambda: self.controller.stage_set_topic_configs(name, overrides_now())
             )
             self._apply_log_config(name)
 
@@ -497,6 +501,28 @@ class Broker:
         record = self.controller.plan_topic(name, -1, -1)
         self.check_descriptor_budget(record.partition_count)
         self.create_topic(record)
+        log.info("auto-created topic %s with %d partitions", name, record.partition_count)
+        return record
+
+    async def auto_create_topic_async(self, name: str) -> TopicRecord:
+        """A topic with defaults (the caller checked auto-creation is on), or
+        the one another request created meanwhile."""
+
+        def plan() -> TopicRecord:
+            record = self.controller.plan_topic(name, -1, -1)
+            self.check_descriptor_budget(record.partition_count)
+            return record
+
+        existing = self.controller.topic(name)
+        if existing is not None:
+            return existing
+        try:
+            record = await self.create_topic_async(plan)
+        except ControllerError as exc:
+            existing = self.controller.topic(name)
+            if exc.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and existing is not None:
+                return existing
+            raise
         log.info("auto-created topic %s with %d partitions", name, record.partition_count)
         return record
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,3 +61,21 @@ async def resolve(answer: Body | Deferred) -> Body:
     if isinstance(answer, Deferred):
         return await answer.finish()
     return answer
+
+
+# One item's answer in a response that lists many: known now, or awaited later.
+ItemAnswer = dict[str, Any] | Callable[[], Awaitable[dict[str, Any]]]
+
+
+def answer_in_order(
+    items: Sequence[ItemAnswer], response: Callable[[list[dict[str, Any]]], dict[str, Any]]
+) -> dict[str, Any] | Deferred:
+    """The response now when every item is known, else a Deferred awaiting the
+    pending ones one after another (their disk work runs one at a time anyway)."""
+    if all(isinstance(item, dict) for item in items):
+        return response([item for item in items if isinstance(item, dict)])
+
+    async def finish() -> dict[str, Any]:
+        return response([item if isinstance(item, dict) else await item() for item in items])
+
+    return Deferred(finish)

@@ -7,10 +7,11 @@ an existing one is reported internal by its name, as Kafka does."""
 from __future__ import annotations
 
 import uuid
+from functools import partial
 from typing import Any
 
 from weir.broker.broker import Broker
-from weir.broker.context import RequestContext
+from weir.broker.context import Deferred, ItemAnswer, RequestContext, answer_in_order
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.wire.errors import ErrorCode
@@ -19,17 +20,22 @@ AUTHORIZED_OPERATIONS_UNKNOWN = -2147483648
 ZERO_UUID = uuid.UUID(int=0)
 
 
-async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any] | Deferred:
     broker = ctx.broker
     version = ctx.api_version
     allow_auto_create = (
         bool(request.get("allow_auto_topic_creation", True)) if version >= 4 else True
     )
     requested = request.topics
+    topics: list[ItemAnswer]
     if requested is None or (version == 0 and len(requested) == 0):
         topics = [_describe_topic(broker, record) for record in broker.controller.topics()]
     else:
         topics = [_lookup_topic(broker, t, allow_auto_create) for t in requested]
+    return answer_in_order(topics, partial(_response, broker))
+
+
+def _response(broker: Broker, topics: list[dict[str, Any]]) -> dict[str, Any]:
     advertised = broker.config.advertised
     return {
         "throttle_time_ms": 0,
@@ -48,7 +54,7 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     }
 
 
-def _lookup_topic(broker: Broker, requested: Any, allow_auto_create: bool) -> dict[str, Any]:
+def _lookup_topic(broker: Broker, requested: Any, allow_auto_create: bool) -> ItemAnswer:
     name = requested.get("name")
     topic_id = requested.get("topic_id")
     if name is None:
@@ -63,14 +69,20 @@ def _lookup_topic(broker: Broker, requested: Any, allow_auto_create: bool) -> di
         validate_topic_name(name)
     except ControllerError as exc:
         return _topic_error(name, ZERO_UUID, exc.error_code)
-    if allow_auto_create and not is_internal_topic(name):
-        try:
-            created = broker.auto_create_topic(name)
-        except ControllerError as exc:
-            return _topic_error(name, ZERO_UUID, exc.error_code)
-        if created is not None:
-            return _describe_topic(broker, created)
+    if allow_auto_create and not is_internal_topic(name) and broker.config.auto_create_topics:
+        return partial(_auto_create, broker, name)
     return _topic_error(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+async def _auto_create(broker: Broker, name: str) -> dict[str, Any]:
+    """Created on the disk executor (another request may have created it meanwhile)."""
+    try:
+        created = await broker.auto_create_topic_async(name)
+    except ControllerError as exc:
+        return _topic_error(name, ZERO_UUID, exc.error_code)
+    except OSError:
+        return _topic_error(name, ZERO_UUID, ErrorCode.KAFKA_STORAGE_ERROR)
+    return _describe_topic(broker, created)
 
 
 def _topic_error(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> dict[str, Any]:
