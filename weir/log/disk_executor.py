@@ -11,7 +11,6 @@ flusher's own `SyncWorker`), runs here:
   segment files, and the data directory fsync (CreateTopics, CreatePartitions,
   the offsets topic);
 - renaming and removing the directories of deleted topics (DeleteTopics);
-- the checkpoints a segment roll writes (recovery point, producer snapshot);
 - reads that miss the page cache (Fetch's cold reads, see `PartitionLog.read`).
 
 The Trio thread decides and applies; the worker only does the file work it
@@ -45,7 +44,6 @@ class DiskJob(enum.Enum):
     METADATA_SAVE = "metadata_save"
     PARTITIONS_CREATE = "partitions_create"
     PARTITIONS_REMOVE = "partitions_remove"
-    ROLL_CHECKPOINT = "roll_checkpoint"
     COLD_READ = "cold_read"
 
 
