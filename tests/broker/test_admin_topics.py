@@ -571,8 +571,9 @@ def test_recreated_topic_does_not_resurrect_data_a_crash_left_behind(tmp_path: P
 def fail_log_creation_after(
     monkeypatch: pytest.MonkeyPatch, broker: Broker, successes: int, errno_code: int
 ) -> None:
-    """The log manager's create fails (EMFILE, ENOSPC) after `successes` partitions."""
-    original = broker.log_manager.create
+    """The log manager's creation of a partition (`build_log`, on the disk
+    executor) fails (EMFILE, ENOSPC) after `successes` partitions."""
+    original = broker.log_manager.build_log
     calls = {"count": 0}
 
     def failing_create(*args: Any, **kwargs: Any) -> Any:
@@ -581,7 +582,7 @@ def fail_log_creation_after(
             raise OSError(errno_code, os.strerror(errno_code))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(broker.log_manager, "create", failing_create)
+    monkeypatch.setattr(broker.log_manager, "build_log", failing_create)
 
 
 async def test_a_topic_whose_partitions_cannot_all_be_created_leaves_no_trace(

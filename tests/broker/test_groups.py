@@ -31,12 +31,20 @@ def open_broker(data_dir: Path) -> Broker:
 
 
 @pytest.fixture
-async def broker(tmp_path: Path, nursery: trio.Nursery) -> AsyncIterator[Broker]:
+async def fresh_broker(tmp_path: Path, nursery: trio.Nursery) -> AsyncIterator[Broker]:
+    """No group request seen yet: no offsets topic."""
     broker = open_broker(tmp_path)
     await nursery.start(broker.flusher.run)
     broker.create_topic(broker.controller.plan_topic("t", 2, 1))
     yield broker
     broker.close()
+
+
+@pytest.fixture
+async def broker(fresh_broker: Broker) -> Broker:
+    """Groups served: the offsets topic created and loaded."""
+    await groups_ready(fresh_broker)
+    return fresh_broker
 
 
 def commit_body(
@@ -62,16 +70,38 @@ def commit_body(
     }
 
 
+async def groups_ready(broker: Broker) -> None:
+    """What the server's background task does after the first group request:
+    create the offsets topic and load group state (until then groups are not
+    available and clients retry)."""
+    assert broker.groups is not None
+    if not broker.groups.loaded:
+        await broker.groups.prepare()
+
+
 async def commit(broker: Broker, body: Any, version: int = 8) -> list[tuple[int, int]]:
     response = await call(broker, handle_offset_commit, ApiKey.OFFSET_COMMIT, version, body)
     return [(p.partition_index, p.error_code) for p in response.topics[0].partitions]
 
 
 @pytest.mark.parametrize("version", range(0, 5))
-async def test_find_coordinator_names_this_broker_and_creates_the_offsets_topic(
-    broker: Broker, version: int
+async def test_first_find_coordinator_waits_for_the_offsets_topic_created_in_background(
+    fresh_broker: Broker, version: int, nursery: trio.Nursery
 ) -> None:
+    """As Kafka: the first FindCoordinator starts creating the offsets topic and
+    answers COORDINATOR_NOT_AVAILABLE (clients retry) instead of waiting for it."""
+    broker = fresh_broker
+    assert broker.groups is not None
+    broker.groups.background = nursery
     body = {"key": "g", "key_type": 0, "coordinator_keys": ["g", "h"]}
+    first = await call(broker, handle_find_coordinator, ApiKey.FIND_COORDINATOR, version, body)
+    waiting = first.coordinators if version >= 4 else [first]
+    assert {(c.error_code, c.node_id) for c in waiting} == {
+        (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    }
+    assert broker.controller.topic(OFFSETS_TOPIC_NAME) is None  # not created on the loop
+    while not broker.groups.loaded:
+        await trio.sleep(0.005)
     response = await call(broker, handle_find_coordinator, ApiKey.FIND_COORDINATOR, version, body)
     found = response.coordinators if version >= 4 else [response]
     assert {(c.error_code, c.node_id, c.port) for c in found} == {
@@ -146,6 +176,7 @@ async def test_commits_are_loaded_after_a_restart(tmp_path: Path) -> None:
         broker = open_broker(tmp_path)
         await nursery.start(broker.flusher.run)
         broker.create_topic(broker.controller.plan_topic("t", 2, 1))
+        await groups_ready(broker)
         await commit(broker, commit_body("g", (0, 99)))
         broker.close()
         nursery.cancel_scope.cancel()
@@ -211,10 +242,11 @@ async def test_groups_of_a_partition_that_failed_a_write_are_not_served(broker: 
 
 
 async def test_group_timer_sleeps_while_no_group_state_is_loaded(
-    broker: Broker, nursery: trio.Nursery
+    fresh_broker: Broker, nursery: trio.Nursery
 ) -> None:
     """A broker nobody used for groups must not wake its group timer every
     millisecond (it did, costing CPU on every produce-only broker)."""
+    broker = fresh_broker
     assert broker.groups is not None and not broker.groups.loaded
     clock_calls = 0
 
@@ -226,7 +258,10 @@ async def test_group_timer_sleeps_while_no_group_state_is_loaded(
     nursery.start_soon(broker.groups.run, clock_ms)
     await trio.sleep(0.3)
     assert clock_calls <= 2
-    await commit(broker, commit_body("g", (0, 5)))  # creates the topic and loads it
+    await commit(broker, commit_body("g", (0, 5)))  # creates the topic in the background
+    with trio.fail_after(10):
+        while not broker.groups.loaded:
+            await trio.sleep(0.01)
     await trio.sleep(0.05)
     assert broker.groups.loaded
     assert clock_calls >= 2  # poked after loading

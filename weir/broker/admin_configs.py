@@ -27,6 +27,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeVar
 
 from weir.broker.broker import Broker
@@ -36,7 +37,7 @@ from weir.broker.broker_configs import (
     broker_config_entries,
     broker_synonym_of,
 )
-from weir.broker.context import RequestContext
+from weir.broker.context import Deferred, ItemAnswer, RequestContext, answer_in_order
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
@@ -254,7 +255,7 @@ def _describe_result(
 
 async def handle_alter_configs(
     ctx: RequestContext, request: AlterConfigsRequest
-) -> AlterConfigsResponse:
+) -> AlterConfigsResponse | Deferred[AlterConfigsResponse]:
     """Legacy AlterConfigs: the given configs replace the resource's whole override set."""
 
     def changes_of(resource: AlterConfigsRequestResource) -> list[ConfigChange]:
@@ -263,21 +264,25 @@ async def handle_alter_configs(
     outcomes = _alter_all(
         ctx.broker, request.resources, changes_of, request.validate_only, replace=True
     )
-    responses = [
-        AlterConfigsResponseResponse(
-            error_code=error,
-            error_message=message,
-            resource_type=resource.resource_type,
-            resource_name=resource.resource_name,
-        )
-        for resource, error, message in outcomes
-    ]
-    return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
+
+    def response(done: list[ConfigOutcome]) -> AlterConfigsResponse:
+        responses = [
+            AlterConfigsResponseResponse(
+                error_code=outcome.error,
+                error_message=outcome.message,
+                resource_type=outcome.resource_type,
+                resource_name=outcome.resource_name,
+            )
+            for outcome in done
+        ]
+        return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
+
+    return answer_in_order(outcomes, ConfigOutcome, response)
 
 
 async def handle_incremental_alter_configs(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest
-) -> IncrementalAlterConfigsResponse:
+) -> IncrementalAlterConfigsResponse | Deferred[IncrementalAlterConfigsResponse]:
     """SET, DELETE, APPEND and SUBTRACT (the last two for list configs) per config."""
 
     def changes_of(resource: IncrementalAlterConfigsRequestResource) -> list[ConfigChange]:
@@ -296,16 +301,34 @@ async def handle_incremental_alter_configs(
     outcomes = _alter_all(
         ctx.broker, request.resources, changes_of, request.validate_only, replace=False
     )
-    responses = [
-        IncrementalAlterConfigsResponseResponse(
-            error_code=error,
-            error_message=message,
-            resource_type=resource.resource_type,
-            resource_name=resource.resource_name,
-        )
-        for resource, error, message in outcomes
-    ]
-    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
+
+    def response(done: list[ConfigOutcome]) -> IncrementalAlterConfigsResponse:
+        responses = [
+            IncrementalAlterConfigsResponseResponse(
+                error_code=outcome.error,
+                error_message=outcome.message,
+                resource_type=outcome.resource_type,
+                resource_name=outcome.resource_name,
+            )
+            for outcome in done
+        ]
+        return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
+
+    return answer_in_order(outcomes, ConfigOutcome, response)
+
+
+@dataclass(frozen=True)
+class ConfigOutcome:
+    """One resource's answer in (Incremental)AlterConfigs."""
+
+    resource_type: int
+    resource_name: str
+    error: ErrorCode
+    message: str | None
+
+    @classmethod
+    def of(cls, resource: AlterResource, error: ErrorCode, message: str | None) -> ConfigOutcome:
+        return cls(resource.resource_type, resource.resource_name, error, message)
 
 
 def _alter_all(
@@ -315,11 +338,11 @@ def _alter_all(
     validate_only: bool,
     *,
     replace: bool,
-) -> list[tuple[ResourceT, ErrorCode, str | None]]:
-    """Each resource with its outcome: (resource, error code, error message)."""
+) -> list[ItemAnswer[ConfigOutcome]]:
+    """Each resource's outcome, known now or awaited (a metadata save)."""
     resources = list(resources)
     named = Counter((r.resource_type, r.resource_name) for r in resources)
-    responses: list[tuple[ResourceT, ErrorCode, str | None]] = []
+    responses: list[ItemAnswer[ConfigOutcome]] = []
     for resource in resources:
         try:
             if named[(resource.resource_type, resource.resource_name)] > 1:
@@ -327,12 +350,33 @@ def _alter_all(
                     ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
                 )
             changes = changes_of(resource)
-            _alter(broker, resource, changes, validate_only, replace=replace)
+            overrides_now = _alter(broker, resource, changes, validate_only, replace=replace)
         except ResourceError as exc:
-            responses.append((resource, exc.error_code, exc.message))
+            responses.append(ConfigOutcome.of(resource, exc.error_code, exc.message))
         else:
-            responses.append((resource, ErrorCode.NONE, None))
+            if overrides_now is None:
+                responses.append(ConfigOutcome.of(resource, ErrorCode.NONE, None))
+            else:
+                responses.append(partial(_store, broker, resource, overrides_now))
     return responses
+
+
+async def _store(
+    broker: Broker, resource: AlterResource, overrides_now: Callable[[], dict[str, str]]
+) -> ConfigOutcome:
+    """The metadata save on the disk executor; the overrides are computed again
+    from the topic's configs when the change's turn comes."""
+    try:
+        await broker.set_topic_configs_async(resource.resource_name, overrides_now)
+    except ResourceError as exc:
+        return ConfigOutcome.of(resource, exc.error_code, exc.message)
+    except ControllerError as exc:
+        return ConfigOutcome.of(resource, exc.error_code, exc.message)
+    except OSError as exc:
+        return ConfigOutcome.of(
+            resource, ErrorCode.KAFKA_STORAGE_ERROR, f"storing the configs failed: {exc}"
+        )
+    return ConfigOutcome.of(resource, ErrorCode.NONE, None)
 
 
 def _alter(
@@ -342,7 +386,9 @@ def _alter(
     validate_only: bool,
     *,
     replace: bool,
-) -> None:
+) -> Callable[[], dict[str, str]] | None:
+    """Checks the change; returns what computes the overrides to store (None:
+    nothing to store)."""
     names = Counter(change.name for change in changes)
     if any(count > 1 for count in names.values()):
         raise ResourceError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
@@ -364,7 +410,7 @@ def _alter(
                 ErrorCode.INVALID_REQUEST,
                 f"Cannot update these configs dynamically: {changed}. {BROKER_CONFIGS_ARE_STATIC}",
             )
-        return
+        return None
     if resource_type != ResourceType.TOPIC:
         raise ResourceError(ErrorCode.INVALID_REQUEST, _unsupported_type_message(resource_type))
     if is_internal_topic(name):
@@ -373,23 +419,19 @@ def _alter(
             f"Topic {name} is an internal topic: its configs are the broker's and cannot "
             "be altered.",
         )
-    record = _existing_topic(broker, name)
-    base: Mapping[str, str] = {} if replace else record.configs
-    overrides = apply_config_changes(base, changes)
-    try:
-        LogConfig.from_overrides(overrides)
-    except InvalidConfig as exc:
-        raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-    if validate_only:
-        return
-    try:
-        broker.set_topic_configs(record.name, overrides)
-    except ControllerError as exc:
-        raise ResourceError(exc.error_code, exc.message) from None
-    except OSError as exc:
-        raise ResourceError(
-            ErrorCode.KAFKA_STORAGE_ERROR, f"storing the configs failed: {exc}"
-        ) from None
+
+    def overrides_now() -> dict[str, str]:
+        record = _existing_topic(broker, name)
+        base: Mapping[str, str] = {} if replace else record.configs
+        overrides = apply_config_changes(base, changes)
+        try:
+            LogConfig.from_overrides(overrides)
+        except InvalidConfig as exc:
+            raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        return overrides
+
+    overrides_now()
+    return None if validate_only else overrides_now
 
 
 def apply_config_changes(

@@ -9,6 +9,10 @@ plans to the broker unless the request is `validate_only`.
 `timeout_ms` is honored trivially: on a single node every change is complete
 (persisted, logs opened or removed) before the response is sent, as a KRaft
 controller does, so no request ever times out.
+
+The handlers decide at once; each change that touches the disk is a Deferred
+that awaits the broker's `*_async` method (file work on the disk executor,
+changes applied one at a time and checked again there), answered in order.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Hashable
+from functools import partial
 from typing import TypeVar
 
 from weir.broker.admin_configs import topic_config_entries
 from weir.broker.broker import Broker
-from weir.broker.context import RequestContext
+from weir.broker.context import Deferred, ItemAnswer, RequestContext, answer_in_order
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
@@ -61,12 +66,12 @@ def _request_error(exc: ControllerError) -> TopicRequestError:
 
 async def handle_create_topics(
     ctx: RequestContext, request: CreateTopicsRequest
-) -> CreateTopicsResponse:
+) -> CreateTopicsResponse | Deferred[CreateTopicsResponse]:
     broker = ctx.broker
     validate_only = request.validate_only  # False before v1
     topics = list(request.topics)
     counts = Counter(topic.name for topic in topics)
-    results: list[CreateTopicsResponseTopic] = []
+    results: list[ItemAnswer[CreateTopicsResponseTopic]] = []
     reported_duplicates: set[str] = set()
     for topic in topics:
         name = topic.name
@@ -80,13 +85,18 @@ async def handle_create_topics(
             continue
         try:
             record = _plan_topic(broker, topic)
-            if not validate_only:
-                _create(broker, record)
         except TopicRequestError as exc:
             results.append(_create_error(name, exc.error_code, exc.message))
             continue
-        results.append(_created(record, validate_only))
-    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+        if validate_only:
+            results.append(_created(record, validate_only))
+        else:
+            results.append(partial(_create, broker, topic))
+    return answer_in_order(
+        results,
+        CreateTopicsResponseTopic,
+        lambda done: CreateTopicsResponse(throttle_time_ms=0, topics=done),
+    )
 
 
 def _plan_topic(broker: Broker, topic: CreateTopicsRequestTopic) -> TopicRecord:
@@ -208,15 +218,22 @@ def _check_collision(broker: Broker, name: str) -> None:
             )
 
 
-def _create(broker: Broker, record: TopicRecord) -> None:
+async def _create(broker: Broker, topic: CreateTopicsRequestTopic) -> CreateTopicsResponseTopic:
+    """Planned again once the broker takes the change: another request may have
+    created the name (TOPIC_ALREADY_EXISTS) or used the budget meanwhile."""
     try:
-        broker.create_topic(record)
+        record = await broker.create_topic_async(partial(_plan_topic, broker, topic))
+    except TopicRequestError as exc:
+        return _create_error(topic.name, exc.error_code, exc.message)
     except ControllerError as exc:
-        raise _request_error(exc) from None
+        return _create_error(topic.name, exc.error_code, exc.message)
     except OSError as exc:
-        raise TopicRequestError(
-            ErrorCode.KAFKA_STORAGE_ERROR, f"creating topic '{record.name}' failed: {exc}"
-        ) from None
+        return _create_error(
+            topic.name,
+            ErrorCode.KAFKA_STORAGE_ERROR,
+            f"creating topic '{topic.name}' failed: {exc}",
+        )
+    return _created(record, False)
 
 
 def _created(record: TopicRecord, validate_only: bool) -> CreateTopicsResponseTopic:
@@ -259,10 +276,10 @@ def _create_error(name: str, error: ErrorCode, message: str | None) -> CreateTop
 
 async def handle_delete_topics(
     ctx: RequestContext, request: DeleteTopicsRequest
-) -> DeleteTopicsResponse:
+) -> DeleteTopicsResponse | Deferred[DeleteTopicsResponse]:
     """By name (v1–v5 `topic_names`, v6 `topics[].name`) or by id (v6)."""
     broker = ctx.broker
-    responses: list[DeleteTopicsResponseResponse] = []
+    responses: list[ItemAnswer[DeleteTopicsResponseResponse]] = []
     names: list[str] = []
     ids: list[uuid.UUID] = []
     if ctx.api_version >= 6:
@@ -327,18 +344,24 @@ async def handle_delete_topics(
         else:
             targets[record.topic_id] = record
     for record in targets.values():
-        responses.append(_delete(broker, record))
-    return DeleteTopicsResponse(throttle_time_ms=0, responses=responses)
+        if record.is_internal or is_internal_topic(record.name):
+            responses.append(_deleted(
+                record.name, record.topic_id, ErrorCode.INVALID_REQUEST,
+                f"Topic {record.name} is an internal topic and cannot be deleted.",
+            ))  # fmt: skip
+        else:
+            responses.append(partial(_delete, broker, record))
+    return answer_in_order(
+        responses,
+        DeleteTopicsResponseResponse,
+        lambda done: DeleteTopicsResponse(throttle_time_ms=0, responses=done),
+    )
 
 
-def _delete(broker: Broker, record: TopicRecord) -> DeleteTopicsResponseResponse:
-    if record.is_internal or is_internal_topic(record.name):
-        return _deleted(
-            record.name, record.topic_id, ErrorCode.INVALID_REQUEST,
-            f"Topic {record.name} is an internal topic and cannot be deleted.",
-        )  # fmt: skip
+async def _delete(broker: Broker, record: TopicRecord) -> DeleteTopicsResponseResponse:
+    """A deletion that ran first (another request) answers UNKNOWN_TOPIC_OR_PARTITION."""
     try:
-        broker.delete_topic(record.name)
+        await broker.delete_topic_async(record.name)
     except ControllerError as exc:
         return _deleted(record.name, record.topic_id, exc.error_code, exc.message)
     except OSError as exc:
@@ -369,12 +392,12 @@ def _unique(items: list[ItemT]) -> list[ItemT]:
 
 async def handle_create_partitions(
     ctx: RequestContext, request: CreatePartitionsRequest
-) -> CreatePartitionsResponse:
+) -> CreatePartitionsResponse | Deferred[CreatePartitionsResponse]:
     broker = ctx.broker
     validate_only = request.validate_only
     topics = list(request.topics)
     counts = Counter(topic.name for topic in topics)
-    results: list[CreatePartitionsResponseResult] = []
+    results: list[ItemAnswer[CreatePartitionsResponseResult]] = []
     reported_duplicates: set[str] = set()
     for topic in topics:
         name = topic.name
@@ -388,17 +411,43 @@ async def handle_create_partitions(
                 )
             continue
         try:
-            _increase_partitions(broker, topic, validate_only)
+            _check_increase(broker, topic)
         except TopicRequestError as exc:
             results.append(_partitions_result(name, exc.error_code, exc.message))
         else:
-            results.append(_partitions_result(name, ErrorCode.NONE, None))
-    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+            if validate_only:
+                results.append(_partitions_result(name, ErrorCode.NONE, None))
+            else:
+                results.append(partial(_increase_partitions, broker, topic))
+    return answer_in_order(
+        results,
+        CreatePartitionsResponseResult,
+        lambda done: CreatePartitionsResponse(throttle_time_ms=0, results=done),
+    )
 
 
-def _increase_partitions(
-    broker: Broker, topic: CreatePartitionsRequestTopic, validate_only: bool
-) -> None:
+async def _increase_partitions(
+    broker: Broker, topic: CreatePartitionsRequestTopic
+) -> CreatePartitionsResponseResult:
+    """Checked again once the broker takes the change (another request may have
+    added partitions or deleted the topic meanwhile)."""
+    try:
+        await broker.increase_partitions_async(
+            topic.name, topic.count, partial(_check_increase, broker, topic)
+        )
+    except TopicRequestError as exc:
+        return _partitions_result(topic.name, exc.error_code, exc.message)
+    except ControllerError as exc:
+        return _partitions_result(topic.name, exc.error_code, exc.message)
+    except OSError as exc:
+        return _partitions_result(
+            topic.name, ErrorCode.KAFKA_STORAGE_ERROR,
+            f"adding partitions to '{topic.name}' failed: {exc}",
+        )  # fmt: skip
+    return _partitions_result(topic.name, ErrorCode.NONE, None)
+
+
+def _check_increase(broker: Broker, topic: CreatePartitionsRequestTopic) -> None:
     name = topic.name
     count = topic.count
     if is_internal_topic(name):
@@ -444,14 +493,8 @@ def _increase_partitions(
     try:
         broker.controller.plan_partition_increase(name, count, assignments)
         broker.check_descriptor_budget(count - record.partition_count)
-        if not validate_only:
-            broker.increase_partitions(name, count)
     except ControllerError as exc:
         raise _request_error(exc) from None
-    except OSError as exc:
-        raise TopicRequestError(
-            ErrorCode.KAFKA_STORAGE_ERROR, f"adding partitions to '{name}' failed: {exc}"
-        ) from None
 
 
 def _partitions_result(

@@ -22,6 +22,7 @@ from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
 from weir.broker.server import KafkaServer
 from weir.controller.metadata import MetadataCorruptError, MetadataMissingError
+from weir.wire.protocol import precompile_all
 
 log = logging.getLogger("weir")
 
@@ -106,6 +107,8 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
     in the time left (`LogManager.close_all`). `open_files_note`: (level,
     message) about the open files limit, logged once serving."""
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        # Compiling a schema on its first use stalled the loop: all of them first.
+        precompile_all()
         broker = Broker(config)
         started = False
         shutdown_deadline_s: float | None = None

@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,11 +19,17 @@ from weir.broker.config import BrokerConfig
 from weir.broker.descriptor_budget import DescriptorBudget, open_files_limit
 from weir.broker.loop_lag import LAG_SECONDS_BUCKETS, EventLoopLag
 from weir.broker.metrics import GaugeSample, HistogramSample, Metrics
-from weir.controller.controller import Controller, ControllerError, TopicDefaults
+from weir.controller.controller import (
+    Controller,
+    ControllerError,
+    MetadataChange,
+    TopicDefaults,
+)
 from weir.controller.metadata import EmbeddedMetadataStore, MetadataMissingError, TopicRecord
 from weir.format.errors import ErrorCode
 from weir.log.config import LogConfig
 from weir.log.descriptors import shared_log_files
+from weir.log.disk_executor import DiskExecutor, DiskJob
 from weir.log.errors import LogDamaged
 from weir.log.filesystem_sync import (
     FilesystemWatch,
@@ -155,6 +163,13 @@ class Broker:
         self.groups: GroupService | None = None
         self.ready = False
         self.loop_lag = EventLoopLag()
+        # Every file operation other than appends and group-commit fsyncs runs there.
+        self.disk = DiskExecutor()
+        # One metadata save at a time, each applied before the next is staged.
+        self._metadata_lock = trio.Lock()
+        # One topic change (create, delete, add partitions, configs) at a time, as
+        # Kafka's controller: each is checked again once it holds the lock.
+        self._topic_changes_lock = trio.Lock()
         self._register_gauges()
 
     # -- lifecycle -------------------------------------------------------
@@ -285,6 +300,198 @@ class Broker:
         else:
             self.log_manager.set_aside(directory, f"a new partition {name}-{index} goes there")
 
+    # -- topic changes off the event loop ---------------------------------------
+    #
+    # The handlers decide at once and await these in their Deferred. Each runs
+    # its file work on the disk executor and changes memory on the Trio thread
+    # only once the disk agrees; the order of the synchronous versions above is
+    # kept (create: directories, then the metadata save, the commit point;
+    # delete: the save first). Changes run one at a time and check their plan
+    # again under the lock, so a create that lost a race to another one
+    # answers TOPIC_ALREADY_EXISTS and never touches the winner's directories.
+
+    async def commit_metadata(self, stage: Callable[[], MetadataChange | None]) -> None:
+        """Stage a controller change (it may raise ControllerError), save it on the
+        disk executor, apply it. Shielded once staged: memory follows the disk."""
+        async with self._metadata_lock:
+            change = stage()
+            if change is None:
+                return
+            with trio.CancelScope(shield=True):
+                await self.disk.run(DiskJob.METADATA_SAVE, partial(self.controller.save, change))
+                change.apply()
+
+    async def create_topic_async(self, plan: Callable[[], TopicRecord]) -> TopicRecord:
+        """`plan()` (checked again now, may raise) is created all or nothing, as
+        `create_topic`; raises ControllerError or OSError."""
+        async with self._topic_changes_lock:
+            record = plan()
+            indexes = range(record.partition_count)
+            logs = await self._build_partitions(record, indexes)
+            try:
+                await self.commit_metadata(lambda: self.controller.stage_add_topic(record))
+            except BaseException:
+                await self._discard_built(record, indexes, logs)
+                raise
+            self._serve_built(record, indexes, logs)
+        return record
+
+    async def increase_partitions_async(
+        self, name: str, count: int, check: Callable[[], None]
+    ) -> None:
+        """Add partitions up to `count` after `check()` (again, under the lock)."""
+        async with self._topic_changes_lock:
+            check()
+            record = self.controller.topic(name)
+            assert record is not None, "check() found the topic"
+            added = range(record.partition_count, count)
+            logs = await self._build_partitions(record, added)
+            try:
+                await self.commit_metadata(
+                    lambda: self.controller.stage_increase_partitions(name, count)
+                )
+            except BaseException:
+                await self._discard_built(record, added, logs)
+                raise
+            self._serve_built(record, added, logs)
+
+    async def delete_topic_async(self, name: str) -> TopicRecord:
+        """As `delete_topic`: the save first, then the logs stop and their
+        directories go on the disk executor. Raises ControllerError or OSError."""
+        async with self._topic_changes_lock:
+            removed: list[TopicRecord] = []
+
+            def stage() -> MetadataChange:
+                change, record = self.controller.stage_remove_topic(name)
+                removed.append(record)
+                return change
+
+            await self.commit_metadata(stage)
+            [record] = removed
+            directories, logs = self._retire_topic(record)
+            with trio.CancelScope(shield=True):
+                failed = await self.disk.run(
+                    DiskJob.PARTITIONS_REMOVE,
+                    partial(self.log_manager.remove_retired, directories, logs),
+                )
+            for directory, exc in failed:
+                log.warning("%s: removing its files failed (%s); the next start "
+                            "removes them", directory.name, exc)  # fmt: skip
+            if not failed:
+                try:
+                    await self.commit_metadata(
+                        lambda: self.controller.stage_forget_deletions([record.topic_id])
+                    )
+                except OSError as exc:
+                    log.warning("could not record that %s is fully deleted: %s", name, exc)
+        return record
+
+    async def set_topic_configs_async(
+        self, name: str, overrides_now: Callable[[], Mapping[str, str]]
+    ) -> None:
+        """Store the overrides `overrides_now()` computes when the change's turn
+        comes (from the topic's configs then: concurrent changes all count)."""
+        async with self._topic_changes_lock:
+            await self.commit_metadata(
+                lambda: self.controller.stage_set_topic_configs(name, overrides_now())
+            )
+            self._apply_log_config(name)
+
+    async def reserve_producer_ids(self) -> None:
+        """Reserve the next block of producer ids (a metadata save) and hand it
+        to the allocator."""
+        size = self.producer_ids.block_size
+        firsts: list[int] = []
+
+        def stage() -> MetadataChange:
+            change, first = self.controller.stage_allocate_producer_ids(size)
+            firsts.append(first)
+            return change
+
+        await self.commit_metadata(stage)
+        self.producer_ids.add_block(firsts[0])
+
+    async def _build_partitions(self, record: TopicRecord, indexes: range) -> list[PartitionLog]:
+        config = self.log_config(record)
+        identity = _identity(record)
+        leftover_ids = frozenset(self.controller.deleting_topic_ids)
+        manager = self.log_manager
+
+        def build() -> list[PartitionLog]:
+            built: list[PartitionLog] = []
+            try:
+                for index in indexes:
+                    self._clear_way_off_loop(record.name, index, leftover_ids)
+                    built.append(manager.build_log(record.name, index, config, identity))
+                manager.sync_data_directory()
+            except BaseException:
+                for partition_log in built:
+                    partition_log.retire()  # known to nobody yet: safe off the loop
+                directories = [manager.directory_of(record.name, i) for i in indexes]
+                manager.remove_retired(directories[: len(built)], built)
+                raise
+            return built
+
+        with trio.CancelScope(shield=True):
+            built = await self.disk.run(DiskJob.PARTITIONS_CREATE, build)
+        return built
+
+    def _clear_way_off_loop(
+        self, name: str, index: int, leftover_ids: frozenset[uuid.UUID]
+    ) -> None:
+        """`_clear_way_for` on the disk executor (the topic is not served yet)."""
+        directory = self.log_manager.directory_of(name, index)
+        if not directory.exists():
+            return
+        identity = read_partition_metadata_or_none(directory)
+        if identity is not None and identity.topic_id in leftover_ids:
+            log.info("removing %s, left from a deleted topic", directory.name)
+            self.log_manager.remove_directory(directory)
+        else:
+            self.log_manager.set_aside(directory, f"a new partition {name}-{index} goes there")
+
+    async def _discard_built(
+        self, record: TopicRecord, indexes: range, logs: list[PartitionLog]
+    ) -> None:
+        for partition_log in logs:
+            partition_log.retire()
+        directories = [self.log_manager.directory_of(record.name, i) for i in indexes]
+        with trio.CancelScope(shield=True):
+            failed = await self.disk.run(
+                DiskJob.PARTITIONS_REMOVE,
+                partial(self.log_manager.remove_retired, directories, logs),
+            )
+        for directory, exc in failed:
+            log.warning("could not remove the new %s: %s", directory.name, exc)
+
+    def _serve_built(self, record: TopicRecord, indexes: range, logs: list[PartitionLog]) -> None:
+        for index, partition_log in zip(indexes, logs, strict=True):
+            self.log_manager.adopt(record.name, index, partition_log)
+            self.partitions[(record.name, index)] = PartitionReplica(record, index, partition_log)
+
+    def _retire_topic(self, record: TopicRecord) -> tuple[list[Path], list[PartitionLog]]:
+        directories = []
+        logs = []
+        for index in range(record.partition_count):
+            replica = self.partitions.pop((record.name, index), None)
+            self.offline_partitions.pop((record.name, index), None)
+            if replica is not None:
+                replica.wake_fetchers()
+            partition_log = self.log_manager.retire(record.name, index)
+            if partition_log is not None:
+                logs.append(partition_log)
+            directories.append(self.log_manager.directory_of(record.name, index))
+        return directories, logs
+
+    def _apply_log_config(self, name: str) -> None:
+        record = self.controller.topic(name)
+        assert record is not None
+        config = self.log_config(record)
+        for index in range(record.partition_count):
+            replica = self.partitions.get((name, index))
+            if replica is not None:
+                replica.log.config = config
+
     def auto_create_topic(self, name: str) -> TopicRecord | None:
         """Create a topic with defaults when auto-creation is on; None when not allowed."""
         if not self.config.auto_create_topics:
@@ -292,6 +499,28 @@ class Broker:
         record = self.controller.plan_topic(name, -1, -1)
         self.check_descriptor_budget(record.partition_count)
         self.create_topic(record)
+        log.info("auto-created topic %s with %d partitions", name, record.partition_count)
+        return record
+
+    async def auto_create_topic_async(self, name: str) -> TopicRecord:
+        """A topic with defaults (the caller checked auto-creation is on), or
+        the one another request created meanwhile."""
+
+        def plan() -> TopicRecord:
+            record = self.controller.plan_topic(name, -1, -1)
+            self.check_descriptor_budget(record.partition_count)
+            return record
+
+        existing = self.controller.topic(name)
+        if existing is not None:
+            return existing
+        try:
+            record = await self.create_topic_async(plan)
+        except ControllerError as exc:
+            existing = self.controller.topic(name)
+            if exc.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and existing is not None:
+                return existing
+            raise
         log.info("auto-created topic %s with %d partitions", name, record.partition_count)
         return record
 
@@ -340,13 +569,7 @@ class Broker:
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.controller.set_topic_configs(name, configs)
-        record = self.controller.topic(name)
-        assert record is not None
-        config = self.log_config(record)
-        for index in range(record.partition_count):
-            replica = self.partitions.get((name, index))
-            if replica is not None:
-                replica.log.config = config
+        self._apply_log_config(name)
 
     # -- metrics ---------------------------------------------------------
 
@@ -406,8 +629,23 @@ class Broker:
             lambda: [({}, float(budget.partitions_max))],
         )
 
+    def _register_disk_executor_metrics(self) -> None:
+        disk = self.disk
+        for job in DiskJob:
+            self.metrics.register_counter(
+                f"weir_disk_executor_{job.value}_jobs_total",
+                f"Jobs of kind {job.value} run on the disk executor's worker threads.",
+                partial(lambda kind: disk.jobs_count[kind], job),
+            )
+        self.metrics.register_gauge(
+            "weir_disk_executor_jobs_running",
+            "Disk executor jobs running or queued for one of its threads.",
+            lambda: [({}, float(disk.running_count))],
+        )
+
     def _register_gauges(self) -> None:
         self._register_flusher_metrics()
+        self._register_disk_executor_metrics()
         lag = self.loop_lag
         self.metrics.register_histogram(
             "weir_event_loop_lag_seconds",

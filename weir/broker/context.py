@@ -6,7 +6,7 @@ with the response's: `Handler[FetchRequest, FetchResponse]`. Only the registry
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeAlias, TypeVar
 
@@ -70,3 +70,28 @@ async def resolve(answer: Answer[ResponseT]) -> Body[ResponseT]:
     if isinstance(answer, Deferred):
         return await answer.finish()
     return answer
+
+
+ItemT = TypeVar("ItemT")
+
+# One item's answer in a response that lists many: known now, or awaited later.
+ItemAnswer: TypeAlias = ItemT | Callable[[], Awaitable[ItemT]]
+
+
+def answer_in_order(
+    items: Sequence[ItemAnswer[ItemT]],
+    item_type: type[ItemT],
+    response: Callable[[list[ItemT]], ResponseT],
+) -> ResponseT | Deferred[ResponseT]:
+    """The response now when every item is known, else a Deferred awaiting the
+    pending ones one after another (their disk work runs one at a time anyway)."""
+    known = [item for item in items if isinstance(item, item_type)]
+    if len(known) == len(items):
+        return response(known)
+
+    async def finish() -> ResponseT:
+        return response(
+            [item if isinstance(item, item_type) else await item() for item in items]  # type: ignore[operator]
+        )
+
+    return Deferred(finish)

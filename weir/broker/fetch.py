@@ -8,19 +8,29 @@ Each read is sized before it touches the disk by what the connection may still
 hold (`in_flight_budget`): a fetch whose response cannot be charged in full is
 served smaller. KIP-74's oversized first batch is served only when the budget
 can take it whole; otherwise that partition is left out of this response.
+
+Reads never wait on the disk on the event loop: they take only what the page
+cache holds (`weir/log/page_cache.py`). When a partition's records are not
+cached, the fetch is deferred: its cold ranges are read into the page cache on
+the disk executor, then the whole fetch is read again (and charged) on the
+loop, as a long-poll's retry is. After COLD_READ_ATTEMPTS_MAX warm-ups that
+memory pressure undid, the read waits on the loop rather than never finishing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import trio
 
-from weir.broker.broker import PartitionReplica
+from weir.broker.broker import Broker, PartitionReplica
 from weir.broker.context import Deferred, RequestContext
 from weir.broker.in_flight_budget import CONNECTION_BUDGET, ConnectionBudget
 from weir.format.errors import ErrorCode
+from weir.log.disk_executor import DiskJob
 from weir.log.errors import LogError, OffsetOutOfRange
+from weir.log.page_cache import ColdRange, ReadNotCached, warm
 from weir.wire.messages.fetch import (
     FetchRequest,
     FetchRequestPartition,
@@ -34,6 +44,8 @@ from weir.wire.messages.fetch import (
 CONSUMER_REPLICA_ID = -1
 INVALID_SESSION_ID = 0
 FINAL_SESSION_EPOCH = -1
+# Warm-ups of a fetch's cold ranges before its read may wait on the loop.
+COLD_READ_ATTEMPTS_MAX = 3
 
 
 @dataclass
@@ -43,6 +55,9 @@ class FetchPlan:
     topics: list[tuple[str, list[tuple[FetchRequestPartition, PartitionReplica | ErrorCode]]]]
     response_bytes_max: int
     waiters: list[trio.Event] = field(default_factory=list)
+    # What the last read found outside the page cache (its answer is not sent).
+    cold: list[ColdRange] = field(default_factory=list)
+    cached_only: bool = True
 
 
 async def handle_fetch(
@@ -67,18 +82,36 @@ async def handle_fetch(
     deadline = trio.current_time() + wait_s
     min_bytes = max(request.min_bytes, 1)
     responses, total_bytes, has_error = _read_all(plan)
-    if total_bytes >= min_bytes or has_error or wait_s <= 0:
+    if not plan.cold and (total_bytes >= min_bytes or has_error or wait_s <= 0):
         return _fetch_response(responses)
 
     async def finish() -> FetchResponse:
         # Records may have arrived while earlier responses were being sent.
+        warmups = 0
         while True:
+            if plan.cold:
+                warmups += 1
+                await _warm(broker, plan, warmups)
             responses, total_bytes, has_error = _read_all(plan)
+            if plan.cold:
+                continue
             if total_bytes >= min_bytes or has_error or trio.current_time() >= deadline:
                 return _fetch_response(responses)
             await _wait_for_data(plan, deadline)
 
     return Deferred(finish)
+
+
+async def _warm(broker: Broker, plan: FetchPlan, warmups: int) -> None:
+    """Read the plan's cold ranges into the page cache on the disk executor."""
+    held = [cold for cold in plan.cold if cold.file.try_hold()]
+    plan.cold = []
+    if warmups >= COLD_READ_ATTEMPTS_MAX:
+        plan.cached_only = False  # the next read may wait (memory is that short)
+        broker.metrics.cold_reads_on_loop_total += 1
+    if held:
+        warmed_bytes = await broker.disk.run(DiskJob.COLD_READ, partial(warm, held))
+        broker.metrics.cold_read_bytes_total += warmed_bytes
 
 
 def _fetch_response(responses: list[FetchResponseResponse]) -> FetchResponse:
@@ -102,6 +135,7 @@ def _read_all(plan: FetchPlan) -> tuple[list[FetchResponseResponse], int, bool]:
     """Every partition's response. The caller charges the response as soon as
     this returns (no checkpoint in between), so the budget's answer holds."""
     budget = CONNECTION_BUDGET.get()
+    plan.cold = []
     bytes_left = plan.response_bytes_max
     if budget is not None:
         bytes_left = min(bytes_left, budget.available_bytes())
@@ -112,7 +146,7 @@ def _read_all(plan: FetchPlan) -> tuple[list[FetchResponseResponse], int, bool]:
         partition_responses = []
         for request_part, replica in partitions:
             first = total_bytes == 0 and _may_exceed(budget, bytes_left)
-            response, size = _read_partition(request_part, replica, bytes_left, first)
+            response, size = _read_partition(request_part, replica, bytes_left, first, plan)
             if size > bytes_left and budget is not None and not budget.fits(size):
                 response.records, size = b"", 0  # KIP-74's batch, but no room for it now
             has_error = has_error or response.error_code != ErrorCode.NONE
@@ -134,6 +168,7 @@ def _read_partition(
     replica: PartitionReplica | ErrorCode,
     bytes_left: int,
     first: bool,
+    plan: FetchPlan,
 ) -> tuple[FetchResponsePartition, int]:
     index = request_part.partition
     if isinstance(replica, ErrorCode):
@@ -146,7 +181,7 @@ def _read_partition(
     diverging = _diverging_epoch(replica, request_part.last_fetched_epoch, fetch_offset)
     if diverging is not None:
         return _diverging_response(index, replica, diverging), 0
-    records: bytes | memoryview = b""
+    records: bytes | bytearray | memoryview = b""
     bytes_max = min(request_part.partition_max_bytes, bytes_left)
     log_start_offset = replica.log.log_start_offset
     if fetch_offset < log_start_offset or fetch_offset > replica.log.log_end_offset:
@@ -154,8 +189,14 @@ def _read_partition(
     if fetch_offset < high_watermark and (bytes_max > 0 or first):
         try:
             result = replica.log.read(
-                fetch_offset, bytes_max=max(bytes_max, 1), end_offset=high_watermark
+                fetch_offset,
+                bytes_max=max(bytes_max, 1),
+                end_offset=high_watermark,
+                cached_only=plan.cached_only,
             )
+        except ReadNotCached as exc:
+            plan.cold.append(exc.cold)  # this answer is not sent: warmed and read again
+            return _partition_error(index, ErrorCode.NONE, replica), 0
         except OffsetOutOfRange:
             return _partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, replica), 0
         except LogError as exc:

@@ -12,7 +12,12 @@ them what they cannot have themselves:
   expires the offsets of groups that stayed empty past `offsets.retention.minutes`.
 
 The offsets topic is created on the first FindCoordinator for a group, as Kafka
-does, so a broker that never sees a group keeps no internal topic.
+does, so a broker that never sees a group keeps no internal topic. It is created
+in the background (its file work on the disk executor): until it exists and its
+state is loaded, no group is `available` (FindCoordinator answers
+COORDINATOR_NOT_AVAILABLE, the other group APIs NOT_COORDINATOR, and clients
+retry, as against Kafka). With no topic there is no stored group state, so
+what the unloaded coordinators answer to reads (no groups) is true.
 """
 
 from __future__ import annotations
@@ -30,16 +35,19 @@ from weir.broker.offsets_topic import (
     OFFSETS_TOPIC_NAME,
     adopt_offsets_topic,
     append_group_records_now,
-    ensure_offsets_topic,
+    create_offsets_topic,
     read_group_records,
     wait_group_records,
 )
-from weir.controller.controller import is_internal_topic
+from weir.controller.controller import ControllerError, is_internal_topic
 from weir.format.errors import ErrorCode
 from weir.format.versioned_records import RecordFormatError
 from weir.groupcoord.classic_coordinator import ClassicGroupCoordinator
 from weir.groupcoord.committed_offsets import OffsetStore
-from weir.groupcoord.consumer_group import ConsumerGroupCoordinator, TopicInfo
+from weir.groupcoord.consumer_group import (
+    ConsumerGroupCoordinator,
+    TopicInfo,
+)
 from weir.groupcoord.pending import Effects, Pending
 from weir.groupcoord.placement import group_partition
 from weir.groupcoord.record_schemas import GroupRecord
@@ -83,6 +91,9 @@ class GroupService:
         # state in memory may be ahead of the log, so they are not served until a
         # restart reloads them (Kafka's coordinator gives up such a partition too).
         self._failed_partitions: set[int] = set()
+        # Where the offsets topic is created in the background (set by `run`).
+        self.background: trio.Nursery | None = None
+        self._preparing = False
 
     # -- the offsets topic ---------------------------------------------------
 
@@ -101,8 +112,14 @@ class GroupService:
         return group_partition(group_id, self.partition_count)
 
     def available(self, group_id: str) -> bool:
-        """False once the group's offsets partition failed a write (see __init__)."""
-        return self.partition_for(group_id) not in self._failed_partitions
+        """False until group state is loaded (the offsets topic is being created),
+        and once the group's offsets partition failed a write (see __init__)."""
+        return self.loaded and self.partition_for(group_id) not in self._failed_partitions
+
+    def unavailable_reason(self, group_id: str) -> str:
+        if not self.loaded:
+            return f"{OFFSETS_TOPIC_NAME} is being created; retry"
+        return "the group's offsets partition failed a write; restart the broker"
 
     def mark_failed(self, partition: int, error: Exception) -> None:
         if partition not in self._failed_partitions:
@@ -119,10 +136,29 @@ class GroupService:
             self._load(now_ms)
 
     def ensure_ready(self, now_ms: int) -> None:
-        """Create the offsets topic on first use and make sure state is loaded."""
-        if not self.loaded:
-            ensure_offsets_topic(self.broker, self.settings.offsets_topic_partition_count)
-            self._load(now_ms)
+        """On first use, start creating the offsets topic in the background (once
+        at a time; a failure is logged and the next use tries again). Never waits:
+        groups are `available` once it is done."""
+        if self.loaded or self._preparing or self.background is None:
+            return
+        self._preparing = True
+        self.background.start_soon(self._prepare_in_background)
+
+    async def _prepare_in_background(self) -> None:
+        try:
+            await self.prepare()
+        except (ControllerError, LogError, OSError) as exc:
+            log.error("cannot create %s: %s", OFFSETS_TOPIC_NAME, exc)
+
+    async def prepare(self) -> None:
+        """Create the offsets topic (file work on the disk executor), then load state."""
+        self._preparing = True
+        try:
+            await create_offsets_topic(self.broker, self.settings.offsets_topic_partition_count)
+            if not self.loaded:
+                self._load(wall_clock_ms())
+        finally:
+            self._preparing = False
 
     def _load(self, now_ms: int) -> None:
         counts = {"offsets": 0, "classic groups": 0, "consumer groups": 0, "other": 0}
@@ -229,7 +265,13 @@ class GroupService:
         self._wakeup.set()
 
     async def run(self, clock_ms: object) -> None:
-        """Fence expired KIP-848 members and expire old offsets, until cancelled."""
+        """Fence expired KIP-848 members and expire old offsets, until cancelled;
+        also hosts the offsets topic's creation (`ensure_ready`)."""
+        async with trio.open_nursery() as nursery:
+            self.background = nursery
+            await self._run_timers(clock_ms)
+
+    async def _run_timers(self, clock_ms: object) -> None:
         assert callable(clock_ms)
         next_expiry_ms = 0
         while True:

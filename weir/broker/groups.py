@@ -132,7 +132,7 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> FindCoordinatorRespon
             error, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
         if error == ErrorCode.NONE and not _service(ctx).available(key):
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            message = "the group's offsets partition failed a write; restart the broker"
+            message = _service(ctx).unavailable_reason(key)
     advertised = ctx.broker.config.advertised
     found = error == ErrorCode.NONE
     return FindCoordinatorResponseCoordinator(

@@ -7,9 +7,10 @@ an existing one is reported internal by its name, as Kafka does."""
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
 from weir.broker.broker import Broker
-from weir.broker.context import RequestContext
+from weir.broker.context import Deferred, ItemAnswer, RequestContext, answer_in_order
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
@@ -26,15 +27,22 @@ AUTHORIZED_OPERATIONS_UNKNOWN = -2147483648
 ZERO_UUID = uuid.UUID(int=0)
 
 
-async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+async def handle_metadata(
+    ctx: RequestContext, request: MetadataRequest
+) -> MetadataResponse | Deferred[MetadataResponse]:
     broker = ctx.broker
     version = ctx.api_version
     allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
     requested = request.topics
+    topics: list[ItemAnswer[MetadataResponseTopic]]
     if requested is None or (version == 0 and len(requested) == 0):
         topics = [_describe_topic(broker, record) for record in broker.controller.topics()]
     else:
         topics = [_lookup_topic(broker, t, allow_auto_create) for t in requested]
+    return answer_in_order(topics, MetadataResponseTopic, partial(_response, broker))
+
+
+def _response(broker: Broker, topics: list[MetadataResponseTopic]) -> MetadataResponse:
     advertised = broker.config.advertised
     return MetadataResponse(
         throttle_time_ms=0,
@@ -52,7 +60,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
 
 def _lookup_topic(
     broker: Broker, requested: MetadataRequestTopic, allow_auto_create: bool
-) -> MetadataResponseTopic:
+) -> ItemAnswer[MetadataResponseTopic]:
     name = requested.name
     topic_id = requested.topic_id  # the zero UUID before v10
     if name is None:
@@ -67,14 +75,20 @@ def _lookup_topic(
         validate_topic_name(name)
     except ControllerError as exc:
         return _topic_error(name, ZERO_UUID, exc.error_code)
-    if allow_auto_create and not is_internal_topic(name):
-        try:
-            created = broker.auto_create_topic(name)
-        except ControllerError as exc:
-            return _topic_error(name, ZERO_UUID, exc.error_code)
-        if created is not None:
-            return _describe_topic(broker, created)
+    if allow_auto_create and not is_internal_topic(name) and broker.config.auto_create_topics:
+        return partial(_auto_create, broker, name)
     return _topic_error(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+async def _auto_create(broker: Broker, name: str) -> MetadataResponseTopic:
+    """Created on the disk executor (another request may have created it meanwhile)."""
+    try:
+        created = await broker.auto_create_topic_async(name)
+    except ControllerError as exc:
+        return _topic_error(name, ZERO_UUID, exc.error_code)
+    except OSError:
+        return _topic_error(name, ZERO_UUID, ErrorCode.KAFKA_STORAGE_ERROR)
+    return _describe_topic(broker, created)
 
 
 def _topic_error(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> MetadataResponseTopic:

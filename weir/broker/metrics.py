@@ -33,6 +33,8 @@ class Metrics:
     produced_bytes_total: int = 0
     produced_duplicate_batches_total: int = 0
     producer_ids_allocated_total: int = 0
+    cold_read_bytes_total: int = 0
+    cold_reads_on_loop_total: int = 0
     gauges: dict[str, tuple[str, Callable[[], Iterable[GaugeSample]]]] = field(default_factory=dict)
     counters: dict[str, tuple[str, Callable[[], float]]] = field(default_factory=dict)
     histograms: dict[str, tuple[str, Callable[[], HistogramSample]]] = field(default_factory=dict)
@@ -125,6 +127,19 @@ class Metrics:
                 "counter",
                 "Producer ids handed out by InitProducerId.",
                 self.producer_ids_allocated_total,
+            ),
+            (
+                "weir_cold_read_bytes_total",
+                "counter",
+                "Log bytes Fetch found outside the page cache, read in on the disk executor.",
+                self.cold_read_bytes_total,
+            ),
+            (
+                "weir_cold_reads_on_loop_total",
+                "counter",
+                "Fetches whose read waited on the disk on the event loop (the page cache "
+                "dropped what the disk executor had read in, COLD_READ_ATTEMPTS_MAX times).",
+                self.cold_reads_on_loop_total,
             ),
         ]
         scalars += [

@@ -57,6 +57,22 @@ def ensure_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord:
     return record
 
 
+async def create_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord:
+    """`ensure_offsets_topic` with its file work on the disk executor."""
+
+    def plan() -> TopicRecord:
+        return broker.controller.plan_topic(
+            OFFSETS_TOPIC_NAME, partition_count, 1, configs=OFFSETS_TOPIC_CONFIGS, internal=True
+        )
+
+    existing = broker.controller.topic(OFFSETS_TOPIC_NAME)
+    if existing is not None:
+        return existing
+    record = await broker.create_topic_async(plan)
+    log.info("created %s with %d partitions", OFFSETS_TOPIC_NAME, partition_count)
+    return record
+
+
 def adopt_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord | None:
     """At start, before group state is loaded and before retention runs: make an
     existing offsets topic the broker's own. A topic a client created (or
@@ -136,7 +152,7 @@ def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
         offset = result.next_offset
 
 
-def _decode_batches(records: bytes, partition: int) -> Iterator[Record]:
+def _decode_batches(records: bytes | bytearray, partition: int) -> Iterator[Record]:
     """The records of each batch; a batch that cannot be decoded (a client wrote
     it before clients were refused: bad compressed data, inflating past
     BATCH_INFLATE_BYTES_MAX) is skipped with a warning instead of failing the load.

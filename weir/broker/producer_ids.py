@@ -11,8 +11,10 @@ client (a retriable one would make them retry forever).
 from __future__ import annotations
 
 import logging
+from functools import partial
 
-from weir.broker.context import RequestContext
+from weir.broker.broker import Broker
+from weir.broker.context import Deferred, RequestContext
 from weir.controller.controller import ControllerError
 from weir.format.errors import ErrorCode
 from weir.wire.messages.transactions import InitProducerIdRequest, InitProducerIdResponse
@@ -22,18 +24,28 @@ log = logging.getLogger(__name__)
 
 async def handle_init_producer_id(
     ctx: RequestContext, request: InitProducerIdRequest
-) -> InitProducerIdResponse:
+) -> InitProducerIdResponse | Deferred[InitProducerIdResponse]:
     transactional_id = request.transactional_id
     if transactional_id is not None:
         log.warning("refused InitProducerId for transactional id %r: transactions are "
                     "not supported yet", transactional_id)  # fmt: skip
         return _response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    try:
-        producer_id = ctx.broker.producer_ids.next_producer_id()
-    except (ControllerError, OSError) as exc:
-        log.error("InitProducerId: no producer id: %s", exc)
-        return _response(ErrorCode.UNKNOWN_SERVER_ERROR)
+    producer_id = ctx.broker.producer_ids.take()
+    if producer_id is None:  # the block is used up: reserve one on the disk executor
+        return Deferred(partial(_reserve_then_take, ctx.broker))
     ctx.broker.metrics.producer_ids_allocated_total += 1
+    return _response(ErrorCode.NONE, producer_id, 0)
+
+
+async def _reserve_then_take(broker: Broker) -> InitProducerIdResponse:
+    # Another request may have reserved a block meanwhile, or used one up.
+    while (producer_id := broker.producer_ids.take()) is None:
+        try:
+            await broker.reserve_producer_ids()
+        except (ControllerError, OSError) as exc:
+            log.error("InitProducerId: no producer id: %s", exc)
+            return _response(ErrorCode.UNKNOWN_SERVER_ERROR)
+    broker.metrics.producer_ids_allocated_total += 1
     return _response(ErrorCode.NONE, producer_id, 0)
 
 

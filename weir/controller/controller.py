@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from weir.controller.metadata import ClusterMetadata, MetadataStore, TopicRecord
@@ -47,6 +47,15 @@ class TopicDefaults:
     replication_factor: int = 1
     partitions_per_topic_max: int = 1000
     topics_max: int = 10_000
+
+
+@dataclass(frozen=True)
+class MetadataChange:
+    """A checked change: the whole document to save, and what to do in memory
+    once it is saved (see `Controller.save`)."""
+
+    document: ClusterMetadata
+    apply: Callable[[], None]
 
 
 def validate_topic_name(name: str) -> None:
@@ -141,67 +150,113 @@ class Controller:
         )
 
     # Every change is saved before it is applied in memory: when the store fails
-    # (disk full), nothing changed, and the caller answers with the error.
+    # (disk full), nothing changed, and the caller answers with the error. A
+    # change is staged (checked, its document built) and later saved and applied,
+    # so the broker can save on a worker thread and apply on its own; it must
+    # apply each change before staging the next one (one writer at a time).
 
-    def _save_with(
+    def _staged(
         self,
+        apply: Callable[[], None],
         topics: dict[str, TopicRecord] | None = None,
         next_producer_id: int | None = None,
         deleting_topic_ids: list[uuid.UUID] | None = None,
-    ) -> None:
+    ) -> MetadataChange:
         current = self.metadata
-        self._store.save(
-            ClusterMetadata(
-                cluster_id=current.cluster_id,
-                topics=current.topics if topics is None else topics,
-                next_producer_id=(
-                    current.next_producer_id if next_producer_id is None else next_producer_id
-                ),
-                deleting_topic_ids=(
-                    current.deleting_topic_ids if deleting_topic_ids is None else deleting_topic_ids
-                ),
-            )
+        document = ClusterMetadata(
+            cluster_id=current.cluster_id,
+            topics=current.topics if topics is None else topics,
+            next_producer_id=(
+                current.next_producer_id if next_producer_id is None else next_producer_id
+            ),
+            deleting_topic_ids=(
+                current.deleting_topic_ids if deleting_topic_ids is None else deleting_topic_ids
+            ),
         )
+        return MetadataChange(document, apply)
+
+    def save(self, change: MetadataChange) -> None:
+        """Persist a staged change (any thread; the store is only written here)."""
+        self._store.save(change.document)
+
+    def commit(self, change: MetadataChange) -> None:
+        """Save and apply on the calling thread (startup and tests)."""
+        self.save(change)
+        change.apply()
+
+    def stage_add_topic(self, record: TopicRecord) -> MetadataChange:
+        if record.name in self.metadata.topics:
+            raise ControllerError(
+                ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {record.name!r} already exists"
+            )
+
+        def apply() -> None:
+            self.metadata.topics[record.name] = record
+            self._topics_by_id[record.topic_id] = record
+
+        return self._staged(apply, topics={**self.metadata.topics, record.name: record})
 
     def add_topic(self, record: TopicRecord) -> None:
-        self._save_with(topics={**self.metadata.topics, record.name: record})
-        self.metadata.topics[record.name] = record
-        self._topics_by_id[record.topic_id] = record
+        self.commit(self.stage_add_topic(record))
 
-    def allocate_producer_ids(self, count: int) -> int:
-        """Reserve `count` producer ids, persisted before they are used; returns
-        the first. Ids are never handed out twice, across restarts too."""
+    def stage_allocate_producer_ids(self, count: int) -> tuple[MetadataChange, int]:
+        """The change reserving `count` producer ids, and the first of them."""
         assert count > 0
         first = self.metadata.next_producer_id
         if first + count > PRODUCER_ID_MAX:
             raise ControllerError(ErrorCode.UNKNOWN_SERVER_ERROR, "producer ids are exhausted")
-        self._save_with(next_producer_id=first + count)
-        self.metadata.next_producer_id = first + count
+
+        def apply() -> None:
+            self.metadata.next_producer_id = first + count
+
+        return self._staged(apply, next_producer_id=first + count), first
+
+    def allocate_producer_ids(self, count: int) -> int:
+        """Reserve `count` producer ids, persisted before they are used; returns
+        the first. Ids are never handed out twice, across restarts too."""
+        change, first = self.stage_allocate_producer_ids(count)
+        self.commit(change)
         return first
 
-    def remove_topic(self, name: str) -> TopicRecord:
+    def stage_remove_topic(self, name: str) -> tuple[MetadataChange, TopicRecord]:
         """Remove the topic from the metadata and remember its id until
         `forget_deletion`: partition directories of a topic being deleted are
         removed at the next start if a crash leaves them behind."""
         record = self._require(name)
         topics = {n: t for n, t in self.metadata.topics.items() if n != name}
         deleting = [*self.metadata.deleting_topic_ids, record.topic_id]
-        self._save_with(topics=topics, deleting_topic_ids=deleting)
-        del self.metadata.topics[name]
-        self._topics_by_id.pop(record.topic_id, None)
-        self.metadata.deleting_topic_ids = deleting
+
+        def apply() -> None:
+            del self.metadata.topics[name]
+            self._topics_by_id.pop(record.topic_id, None)
+            self.metadata.deleting_topic_ids = deleting
+
+        return self._staged(apply, topics=topics, deleting_topic_ids=deleting), record
+
+    def remove_topic(self, name: str) -> TopicRecord:
+        change, record = self.stage_remove_topic(name)
+        self.commit(change)
         return record
 
     @property
     def deleting_topic_ids(self) -> list[uuid.UUID]:
         return list(self.metadata.deleting_topic_ids)
 
-    def forget_deletions(self, topic_ids: Sequence[uuid.UUID]) -> None:
-        """The partition directories of these deleted topics are gone."""
+    def stage_forget_deletions(self, topic_ids: Sequence[uuid.UUID]) -> MetadataChange | None:
+        """The partition directories of these deleted topics are gone (None: no change)."""
         remaining = [i for i in self.metadata.deleting_topic_ids if i not in set(topic_ids)]
-        if remaining != self.metadata.deleting_topic_ids:
-            self._save_with(deleting_topic_ids=remaining)
+        if remaining == self.metadata.deleting_topic_ids:
+            return None
+
+        def apply() -> None:
             self.metadata.deleting_topic_ids = remaining
+
+        return self._staged(apply, deleting_topic_ids=remaining)
+
+    def forget_deletions(self, topic_ids: Sequence[uuid.UUID]) -> None:
+        change = self.stage_forget_deletions(topic_ids)
+        if change is not None:
+            self.commit(change)
 
     def plan_partition_increase(
         self, name: str, count: int, assignments: Sequence[Sequence[int]] = ()
@@ -223,22 +278,34 @@ class Controller:
             self._check_assignments(assignments)
         return record
 
-    def increase_partitions(self, name: str, count: int) -> None:
+    def stage_increase_partitions(self, name: str, count: int) -> MetadataChange:
         record = self._require(name)
         added_epochs = [0] * (count - record.partition_count)
         grown = replace(
             record, partition_count=count, leader_epochs=[*record.leader_epochs, *added_epochs]
         )
-        self._save_with(topics={**self.metadata.topics, name: grown})
-        record.leader_epochs.extend(added_epochs)
-        record.partition_count = count
 
-    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        def apply() -> None:
+            record.leader_epochs.extend(added_epochs)
+            record.partition_count = count
+
+        return self._staged(apply, topics={**self.metadata.topics, name: grown})
+
+    def increase_partitions(self, name: str, count: int) -> None:
+        self.commit(self.stage_increase_partitions(name, count))
+
+    def stage_set_topic_configs(self, name: str, configs: Mapping[str, str]) -> MetadataChange:
         record = self._require(name)
         check_topic_configs(configs)
         changed = replace(record, configs=dict(configs))
-        self._save_with(topics={**self.metadata.topics, name: changed})
-        record.configs = dict(configs)
+
+        def apply() -> None:
+            record.configs = dict(configs)
+
+        return self._staged(apply, topics={**self.metadata.topics, name: changed})
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        self.commit(self.stage_set_topic_configs(name, configs))
 
     def _require(self, name: str) -> TopicRecord:
         record = self.metadata.topics.get(name)

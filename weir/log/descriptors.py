@@ -253,6 +253,16 @@ class SyncedFile:
                 self._ensure_open()
             self._holds += 1
 
+    def try_hold(self) -> bool:
+        """`hold`, unless its owner closed it meanwhile (then False, nothing held)."""
+        with self._cache._lock:
+            if self._close_requested:
+                return False
+            if self._holds == 0 and self._pins == 0:
+                self._ensure_open()
+            self._holds += 1
+            return True
+
     def release(self) -> None:
         with self._cache._lock:
             assert self._holds > 0

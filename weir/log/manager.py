@@ -136,6 +136,71 @@ class LogManager:
         self._logs[(topic, partition)] = partition_log
         return partition_log
 
+    def build_log(
+        self, topic: str, partition: int, config: LogConfig, identity: PartitionIdentity
+    ) -> PartitionLog:
+        """The file work of `create`, without registering the log or syncing the
+        data directory: safe on a worker thread (the disk executor) while no
+        one else knows the partition. The caller syncs the data directory
+        (`sync_data_directory`) and then `adopt`s the log on the Trio thread."""
+        directory = self.directory_of(topic, partition)
+        if directory.exists():
+            raise FileExistsError(f"{directory} already exists")
+        directory.mkdir()
+        try:
+            write_partition_metadata(directory, identity)
+            return PartitionLog.open(directory, config, self.flusher, fresh=True)
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+
+    def sync_data_directory(self) -> None:
+        fsync_directory(self.data_dir)
+
+    def adopt(self, topic: str, partition: int, partition_log: PartitionLog) -> None:
+        """(Trio thread) Serve a log `build_log` made."""
+        assert (topic, partition) not in self._logs
+        self._logs[(topic, partition)] = partition_log
+
+    def retire(self, topic: str, partition: int) -> PartitionLog | None:
+        """(Trio thread) Stop serving a partition whose directory goes next
+        (`remove_retired`, on a worker thread)."""
+        partition_log = self._logs.pop((topic, partition), None)
+        if partition_log is not None:
+            partition_log.retire()
+        return partition_log
+
+    def remove_retired(
+        self, directories: list[Path], logs: list[PartitionLog]
+    ) -> list[tuple[Path, OSError]]:
+        """(Any thread) Close the retired logs' files, rename every directory to
+        `<random>.deleted`, sync the data directory once, remove them. Returns
+        the directories that could not be renamed, with why (the next start
+        removes them)."""
+        for partition_log in logs:
+            partition_log.close_files()
+        doomed = []
+        failed = []
+        for directory in directories:
+            if not directory.exists():
+                continue
+            target = self.data_dir / f"{uuid.uuid4().hex}{DELETED_SUFFIX}"
+            try:
+                os.rename(directory, target)
+            except OSError as exc:
+                failed.append((directory, exc))
+                continue
+            doomed.append(target)
+        if doomed:
+            fsync_directory(self.data_dir)
+        for target in doomed:
+            shutil.rmtree(target, ignore_errors=True)
+        return failed
+
+    def remove_directory(self, directory: Path) -> None:
+        """Rename to `<random>.deleted`, sync, remove (any thread)."""
+        self._remove_directory(directory)
+
     def open_existing(
         self, topic: str, partition: int, config: LogConfig, identity: PartitionIdentity
     ) -> PartitionLog:

@@ -136,7 +136,7 @@ class AppendResult:
 
 @dataclass(frozen=True, slots=True)
 class ReadResult:
-    records: bytes  # whole batches, b"" when there is nothing to return
+    records: bytes | bytearray  # whole batches, b"" when there is nothing to return
     next_offset: int  # the offset after the last returned batch (`offset` when empty)
 
 
@@ -532,13 +532,19 @@ class PartitionLog:
         self._write_producer_snapshot()
         self._roll_jitter_ms = self._draw_roll_jitter_ms()
         # Segments wholly below this point are fsynced with their final indexes.
-        self._write_recovery_point(min(self._fsynced_end_offset, self._sealed_synced_below))
+        # Written without fsync (the roll runs on the event loop): the round
+        # requested below makes it durable, and one lost only lags (recovery
+        # then scans more), the safe side.
+        self._write_recovery_point(
+            min(self._fsynced_end_offset, self._sealed_synced_below), sync=False
+        )
         self.flusher.request(self)
         return segment
 
-    def _write_recovery_point(self, offset: int) -> None:
+    def _write_recovery_point(self, offset: int, *, sync: bool = True) -> None:
         if offset != self._recovery_point:
-            write_checkpoint(self.directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME, [[offset]])
+            path = self.directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME
+            write_checkpoint(path, [[offset]], sync=sync)
             self._recovery_point = offset
 
     # -- durability ----------------------------------------------------------
@@ -753,10 +759,13 @@ class PartitionLog:
 
     # -- reading -------------------------------------------------------------
 
-    def read(self, offset: int, *, bytes_max: int, end_offset: int) -> ReadResult:
+    def read(
+        self, offset: int, *, bytes_max: int, end_offset: int, cached_only: bool = False
+    ) -> ReadResult:
         """Whole batches from the one holding `offset`, none reaching
         `end_offset` (the high watermark), within `bytes_max` unless the first
-        batch alone is larger (KIP-74). Raises OffsetOutOfRange."""
+        batch alone is larger (KIP-74). Raises OffsetOutOfRange; with
+        `cached_only`, ReadNotCached when the records are not in the page cache."""
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRange(offset, self.log_start_offset, self.log_end_offset)
         end_offset = min(end_offset, self.log_end_offset)
@@ -764,7 +773,7 @@ class PartitionLog:
             return ReadResult(b"", offset)
         try:
             for segment in self._segments[self._segment_index(offset) :]:
-                found = segment.read(offset, bytes_max, end_offset)
+                found = segment.read(offset, bytes_max, end_offset, cached_only=cached_only)
                 if found is not None:
                     data, next_offset = found
                     return ReadResult(data, next_offset if data else offset)
@@ -1106,6 +1115,21 @@ class PartitionLog:
         for segment in self._segments:
             self._delete_segment(segment)
         self._fail_waiters(LogClosed)
+
+    def retire(self) -> None:
+        """(Trio thread) Stop serving before the directory is removed (topic
+        deletion): no flush, waiters fail with LogClosed. `close_files` then
+        closes the files on any thread, and the directory goes as a whole."""
+        self._closed = True
+        self.flusher.forget(self)
+        self._unsynced.clear()
+        self._fail_waiters(LogClosed)
+
+    def close_files(self) -> None:
+        """Close every segment's files, without flushing (after `retire`; any thread)."""
+        assert self._closed
+        for segment in self._segments:
+            segment.close()
 
     @property
     def closed(self) -> bool:

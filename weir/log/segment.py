@@ -36,6 +36,7 @@ from weir.log.index import (
     OffsetIndex,
     TimeIndex,
 )
+from weir.log.page_cache import pread_cached
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -462,10 +463,14 @@ class Segment:
                 return position, header
         return None
 
-    def read(self, offset: int, bytes_max: int, end_offset: int) -> tuple[bytes, int] | None:
+    def read(
+        self, offset: int, bytes_max: int, end_offset: int, *, cached_only: bool = False
+    ) -> tuple[bytes | bytearray, int] | None:
         """Whole batches from the one holding `offset`, none reaching `end_offset`,
         at most `bytes_max` bytes unless the first batch alone is larger.
-        Returns (bytes, next offset), or None when no batch here holds `offset`."""
+        Returns (bytes, next offset), or None when no batch here holds `offset`.
+        `cached_only`: raise ReadNotCached rather than wait for the disk to read
+        the records (the event loop's reads, see page_cache.py)."""
         found = self.find_batch(offset)
         if found is None:
             return None
@@ -479,13 +484,16 @@ class Segment:
             end_limit = bound[0]
         limit = min(end_limit, start + max(bytes_max, first.size))
         stop = self._last_boundary(start + first.size, limit)
-        data = self._pread(stop - start, start)
+        if cached_only:
+            data = pread_cached(self.log_file, stop - start, start)
+        else:
+            data = self._pread(stop - start, start)
         if len(data) != stop - start:
             raise LogCorrupt(f"{self.log_path}: short read at {start}")
         self._verify_read(data, start)
         return data, self._offset_at(stop)
 
-    def _verify_read(self, data: bytes, start: int) -> None:
+    def _verify_read(self, data: bytes | bytearray, start: int) -> None:
         """CRC32C of every batch read back (bit rot, files changed under us):
         a corrupt batch is never served."""
         try:

@@ -23,6 +23,25 @@ class ProducerIdAllocator:
         self._next = 0
         self._block_end = 0
 
+    @property
+    def block_size(self) -> int:
+        return self._block_size
+
+    def take(self) -> int | None:
+        """The next id of the reserved block; None when it is used up (reserve
+        one with `add_block` first, as the broker does off its event loop)."""
+        if self._next >= self._block_end:
+            return None
+        producer_id = self._next
+        self._next += 1
+        return producer_id
+
+    def add_block(self, first: int) -> None:
+        """A block of `block_size` ids starting at `first` was durably reserved."""
+        if self._next >= self._block_end:
+            self._next = first
+            self._block_end = first + self._block_size
+
     def next_producer_id(self) -> int:
         if self._next >= self._block_end:
             self._next = self._reserve_block(self._block_size)

@@ -40,7 +40,7 @@ _SCALAR_TYPES = {
     "uuid": "uuid.UUID",
     "string": "str",
     "bytes": "bytes",
-    "records": "bytes | memoryview",
+    "records": "bytes | bytearray | memoryview",
 }
 
 

@@ -95,7 +95,7 @@ class FetchResponsePartition:
     snapshot_id: FetchResponseSnapshotId = field(default_factory=FetchResponseSnapshotId)
     aborted_transactions: list[FetchResponseAbortedTransaction] | None = field(default_factory=list)
     preferred_read_replica: int = -1
-    records: bytes | memoryview | None = None
+    records: bytes | bytearray | memoryview | None = None
 
 
 @dataclass(slots=True)

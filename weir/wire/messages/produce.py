@@ -12,7 +12,7 @@ from weir.wire.apis.produce import PRODUCE_REQUEST, PRODUCE_RESPONSE
 @dataclass(slots=True)
 class ProduceRequestPartitionData:
     index: int = 0
-    records: bytes | memoryview | None = None
+    records: bytes | bytearray | memoryview | None = None
 
 
 @dataclass(slots=True)
