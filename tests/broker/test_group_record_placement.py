@@ -38,7 +38,7 @@ async def test_records_of_many_groups_land_on_each_groups_partition(
     broker.open_logs()
     await nursery.start(broker.flusher.run)
     service = attach_group_service(broker)
-    service.ensure_ready(now_ms=0)
+    await service.prepare()
     first, second = group_on_partition(service, 1), group_on_partition(service, 3)
     records = service.offsets.commit(first, [("t", 0, CommittedOffset(5))])
     records += service.offsets.commit(second, [("t", 0, CommittedOffset(7))])
@@ -63,7 +63,7 @@ async def test_an_offsets_topic_written_by_the_old_encoders_loads(
     broker.open_logs()
     await nursery.start(broker.flusher.run)
     service = attach_group_service(broker)
-    service.ensure_ready(now_ms=0)
+    await service.prepare()
     topic_id = uuid.UUID(int=7)
     # Bytes as the hand-written encoders wrote them (Kafka's layouts, struct-packed).
     old_records = {
