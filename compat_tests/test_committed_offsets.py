@@ -7,7 +7,9 @@ store its position in a group without the rebalance protocol.
 
 from __future__ import annotations
 
+import time
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import (
@@ -133,3 +135,37 @@ def test_commit_to_an_unknown_partition_fails_for_that_partition(
         assert raised.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     finally:
         consumer.close()
+
+
+SLOW_OFFSETS_TOPIC_PARTITIONS = 1000
+
+
+def test_a_fresh_broker_creates_its_offsets_topic_before_any_group_request(
+    tmp_path: Path,
+) -> None:
+    """librdkafka's admin client retries FindCoordinator's COORDINATOR_NOT_AVAILABLE
+    for a few hundred ms only, then waits out its timeout even once the coordinator
+    is ready (seen: AlterConsumerGroupOffsets timed out after 40 s with a 1,000
+    partition offsets topic ready 2 s in). So the broker creates `__consumer_offsets`
+    in the background as soon as it serves, not on the first group request."""
+    config = tmp_path / "weir.toml"
+    config.write_text(f"offsets_topic_partition_count = {SLOW_OFFSETS_TOPIC_PARTITIONS}\n")
+    broker = WeirProcess(tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(config)))
+    try:
+        broker.start()
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        deadline_s = time.monotonic() + 60
+        while time.monotonic() < deadline_s:
+            listed = admin.list_topics(timeout=TIMEOUT_S).topics
+            if "__consumer_offsets" in listed:
+                break
+            time.sleep(0.2)  # polling a real process
+        assert len(listed["__consumer_offsets"].partitions) == SLOW_OFFSETS_TOPIC_PARTITIONS
+        create_topic(broker.bootstrap, "t", partitions=1)
+        group_id = "g-fresh"
+        altered = admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group_id, [TopicPartition("t", 0, 7)])]
+        )
+        altered[group_id].result(timeout=TIMEOUT_S)
+    finally:
+        broker.close()

@@ -26,9 +26,7 @@ async def call(
     names and per-version fields are the wire's own)."""
     frame = memoryview(encode_request(api_key, version, CORRELATION_ID, "broker-test", body))[4:]
     header = parse_request_header(frame)
-    response = await resolve(
-        await handler(RequestContext(header, broker), decode_request(header, frame))
-    )
+    response = await resolve(handler(RequestContext(header, broker), decode_request(header, frame)))
     assert response is not None
     if isinstance(response, EncodedResponse):  # Produce encodes its own responses
         encoded = response.frame
@@ -46,7 +44,7 @@ async def begin(
     (whether it was deferred, a function awaiting and decoding the response)."""
     frame = memoryview(encode_request(api_key, version, CORRELATION_ID, "broker-test", body))[4:]
     header = parse_request_header(frame)
-    answer = await handler(RequestContext(header, broker), decode_request(header, frame))
+    answer = handler(RequestContext(header, broker), decode_request(header, frame))
 
     async def finish() -> Any:
         response: Body = await resolve(answer)

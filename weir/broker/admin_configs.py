@@ -187,7 +187,7 @@ def _synonym(name: str, value: str | None, source: ConfigSource) -> DescribeConf
     return DescribeConfigsResponseSynonym(name=name, value=value, source=source)
 
 
-async def handle_describe_configs(
+def handle_describe_configs(
     ctx: RequestContext, request: DescribeConfigsRequest
 ) -> DescribeConfigsResponse:
     include_synonyms = request.include_synonyms  # False in versions without it
@@ -253,7 +253,7 @@ def _describe_result(
 # -- altering --------------------------------------------------------------------------
 
 
-async def handle_alter_configs(
+def handle_alter_configs(
     ctx: RequestContext, request: AlterConfigsRequest
 ) -> AlterConfigsResponse | Deferred[AlterConfigsResponse]:
     """Legacy AlterConfigs: the given configs replace the resource's whole override set."""
@@ -280,7 +280,7 @@ async def handle_alter_configs(
     return answer_in_order(outcomes, ConfigOutcome, response)
 
 
-async def handle_incremental_alter_configs(
+def handle_incremental_alter_configs(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse | Deferred[IncrementalAlterConfigsResponse]:
     """SET, DELETE, APPEND and SUBTRACT (the last two for list configs) per config."""

@@ -28,7 +28,7 @@ HIGH_WATERMARK_OFFSET = -1
 INVALID_LOW_WATERMARK = -1
 
 
-async def handle_delete_records(
+def handle_delete_records(
     ctx: RequestContext, request: DeleteRecordsRequest
 ) -> DeleteRecordsResponse:
     broker = ctx.broker

@@ -64,7 +64,7 @@ def _request_error(exc: ControllerError) -> TopicRequestError:
 # -- CreateTopics ----------------------------------------------------------------------
 
 
-async def handle_create_topics(
+def handle_create_topics(
     ctx: RequestContext, request: CreateTopicsRequest
 ) -> CreateTopicsResponse | Deferred[CreateTopicsResponse]:
     broker = ctx.broker
@@ -274,7 +274,7 @@ def _create_error(name: str, error: ErrorCode, message: str | None) -> CreateTop
 # -- DeleteTopics ----------------------------------------------------------------------
 
 
-async def handle_delete_topics(
+def handle_delete_topics(
     ctx: RequestContext, request: DeleteTopicsRequest
 ) -> DeleteTopicsResponse | Deferred[DeleteTopicsResponse]:
     """By name (v1–v5 `topic_names`, v6 `topics[].name`) or by id (v6)."""
@@ -390,7 +390,7 @@ def _unique(items: list[ItemT]) -> list[ItemT]:
 # -- CreatePartitions ------------------------------------------------------------------
 
 
-async def handle_create_partitions(
+def handle_create_partitions(
     ctx: RequestContext, request: CreatePartitionsRequest
 ) -> CreatePartitionsResponse | Deferred[CreatePartitionsResponse]:
     broker = ctx.broker

@@ -7,9 +7,7 @@ from weir.format.errors import ErrorCode
 from weir.wire.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 
-async def handle_api_versions(
-    ctx: RequestContext, request: ApiVersionsRequest
-) -> ApiVersionsResponse:
+def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     from weir.broker.apis import supported_api_versions  # the registry imports this module
 
     return ApiVersionsResponse(

@@ -29,7 +29,7 @@ class EndpointType(enum.IntEnum):
     CONTROLLER = 2
 
 
-async def handle_describe_cluster(
+def handle_describe_cluster(
     ctx: RequestContext, request: DescribeClusterRequest
 ) -> DescribeClusterResponse:
     version = ctx.api_version

@@ -60,9 +60,9 @@ class Deferred(Generic[ResponseT]):
 
 Answer: TypeAlias = Body[ResponseT] | Deferred[ResponseT]
 
-# Handlers run on the connection's reader and must not block: anything that
-# waits goes into a Deferred.
-Handler: TypeAlias = Callable[[RequestContext, RequestT], Awaitable[Answer[ResponseT]]]
+# Handlers are plain functions that decide, run on the connection's reader: anything
+# that waits (durability, new records, the disk executor) goes into a Deferred.
+Handler: TypeAlias = Callable[[RequestContext, RequestT], Answer[ResponseT]]
 
 
 async def resolve(answer: Answer[ResponseT]) -> Body[ResponseT]:

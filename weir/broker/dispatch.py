@@ -77,7 +77,7 @@ async def _handle(broker: Broker, header: RequestHeader, frame: memoryview) -> R
         log.debug("closing connection: malformed %s request: %s", _api_name(header.api_key), exc)
         return CLOSE
     try:
-        answer = await handler(RequestContext(header, broker), request)
+        answer = handler(RequestContext(header, broker), request)
     except Exception:
         log.exception("handler for %s failed", _api_name(header.api_key))
         return CLOSE

@@ -60,7 +60,7 @@ class FetchPlan:
     cached_only: bool = True
 
 
-async def handle_fetch(
+def handle_fetch(
     ctx: RequestContext, request: FetchRequest
 ) -> FetchResponse | Deferred[FetchResponse]:
     broker = ctx.broker

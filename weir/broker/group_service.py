@@ -266,9 +266,14 @@ class GroupService:
 
     async def run(self, clock_ms: object) -> None:
         """Fence expired KIP-848 members and expire old offsets, until cancelled;
-        also hosts the offsets topic's creation (`ensure_ready`)."""
+        also hosts the offsets topic's creation (`ensure_ready`), started at once:
+        librdkafka's admin client retries a COORDINATOR_NOT_AVAILABLE only for a
+        few hundred ms and then waits out its whole timeout, so the window in which
+        FindCoordinator must answer it is kept to the broker's first moments."""
+        assert callable(clock_ms)
         async with trio.open_nursery() as nursery:
             self.background = nursery
+            self.ensure_ready(clock_ms())
             await self._run_timers(clock_ms)
 
     async def _run_timers(self, clock_ms: object) -> None:

@@ -95,7 +95,7 @@ def _service(ctx: RequestContext) -> GroupService:
 # -- FindCoordinator -----------------------------------------------------------------
 
 
-async def handle_find_coordinator(
+def handle_find_coordinator(
     ctx: RequestContext, request: FindCoordinatorRequest
 ) -> FindCoordinatorResponse:
     keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
@@ -148,7 +148,7 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> FindCoordinatorRespon
 # -- OffsetCommit --------------------------------------------------------------------
 
 
-async def handle_offset_commit(
+def handle_offset_commit(
     ctx: RequestContext, request: OffsetCommitRequest
 ) -> OffsetCommitResponse | Deferred[OffsetCommitResponse]:
     """Partitions of unknown topics are refused here; the rest go to the group's
@@ -290,9 +290,7 @@ def _commit_response(
 # -- OffsetFetch ---------------------------------------------------------------------
 
 
-async def handle_offset_fetch(
-    ctx: RequestContext, request: OffsetFetchRequest
-) -> OffsetFetchResponse:
+def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     service = _service(ctx)
     service.ensure_ready(ctx.now_ms())
     if ctx.api_version >= 8:
@@ -385,7 +383,7 @@ def _fetch_offsets(
 # -- KIP-848: ConsumerGroupHeartbeat and ConsumerGroupDescribe -------------------------
 
 
-async def handle_consumer_group_heartbeat(
+def handle_consumer_group_heartbeat(
     ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
 ) -> ConsumerGroupHeartbeatResponse | Deferred[ConsumerGroupHeartbeatResponse]:
     service = _service(ctx)
@@ -441,7 +439,7 @@ def _heartbeat_failure(error: ErrorCode) -> ConsumerGroupHeartbeatResponse:
     )
 
 
-async def handle_consumer_group_describe(
+def handle_consumer_group_describe(
     ctx: RequestContext, request: ConsumerGroupDescribeRequest
 ) -> ConsumerGroupDescribeResponse:
     service = _service(ctx)
@@ -487,7 +485,7 @@ def _defer_classic(
     return Deferred(finish)
 
 
-async def handle_join_group(
+def handle_join_group(
     ctx: RequestContext, request: JoinGroupWireRequest
 ) -> JoinGroupResponse | Deferred[JoinGroupResponse]:
     service = _service(ctx)
@@ -528,7 +526,7 @@ async def handle_join_group(
     return _defer_classic(service, reply, request.group_id, respond)
 
 
-async def handle_sync_group(
+def handle_sync_group(
     ctx: RequestContext, request: SyncGroupWireRequest
 ) -> SyncGroupResponse | Deferred[SyncGroupResponse]:
     service = _service(ctx)
@@ -560,7 +558,7 @@ async def handle_sync_group(
     return _defer_classic(service, reply, request.group_id, respond)
 
 
-async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
     service = _service(ctx)
     now_ms = ctx.now_ms()
     service.ensure_ready(now_ms)
@@ -577,7 +575,7 @@ async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> He
     return HeartbeatResponse(throttle_time_ms=0, error_code=error)
 
 
-async def handle_leave_group(
+def handle_leave_group(
     ctx: RequestContext, request: LeaveGroupRequest
 ) -> LeaveGroupResponse | Deferred[LeaveGroupResponse]:
     service = _service(ctx)
@@ -631,7 +629,7 @@ def group_listings(
     ]
 
 
-async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     service = _service(ctx)
     service.ensure_ready(ctx.now_ms())
     # Versions without the filters decode them as empty lists: no filter, as absent.
@@ -639,7 +637,7 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     return ListGroupsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=groups)
 
 
-async def handle_describe_groups(
+def handle_describe_groups(
     ctx: RequestContext, request: DescribeGroupsRequest
 ) -> DescribeGroupsResponse:
     service = _service(ctx)
@@ -664,7 +662,7 @@ async def handle_describe_groups(
     return DescribeGroupsResponse(throttle_time_ms=0, groups=described)
 
 
-async def handle_delete_groups(
+def handle_delete_groups(
     ctx: RequestContext, request: DeleteGroupsRequest
 ) -> DeleteGroupsResponse | Deferred[DeleteGroupsResponse]:
     service = _service(ctx)
@@ -701,7 +699,7 @@ async def handle_delete_groups(
     return Deferred(finish)
 
 
-async def handle_offset_delete(
+def handle_offset_delete(
     ctx: RequestContext, request: OffsetDeleteRequest
 ) -> OffsetDeleteResponse | Deferred[OffsetDeleteResponse]:
     service = _service(ctx)

@@ -17,7 +17,7 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
 
 
-async def handle_offset_for_leader_epoch(
+def handle_offset_for_leader_epoch(
     ctx: RequestContext, request: OffsetForLeaderEpochRequest
 ) -> OffsetForLeaderEpochResponse:
     broker = ctx.broker

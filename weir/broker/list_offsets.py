@@ -20,9 +20,7 @@ MAX_TIMESTAMP_VERSION_MIN = 7
 NO_TIMESTAMP = -1
 
 
-async def handle_list_offsets(
-    ctx: RequestContext, request: ListOffsetsRequest
-) -> ListOffsetsResponse:
+def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     broker = ctx.broker
     topics = []
     for topic in request.topics:

@@ -27,7 +27,7 @@ AUTHORIZED_OPERATIONS_UNKNOWN = -2147483648
 ZERO_UUID = uuid.UUID(int=0)
 
 
-async def handle_metadata(
+def handle_metadata(
     ctx: RequestContext, request: MetadataRequest
 ) -> MetadataResponse | Deferred[MetadataResponse]:
     broker = ctx.broker

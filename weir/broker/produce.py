@@ -56,7 +56,7 @@ class PartitionOutcome:
     next_offset: int = 0
 
 
-async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[ProduceResponse]:
+def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[ProduceResponse]:
     """Appends now, on the reader; the Deferred waits for durability and answers."""
     broker = ctx.broker
     acks = request.acks

@@ -22,7 +22,7 @@ from weir.wire.messages.transactions import InitProducerIdRequest, InitProducerI
 log = logging.getLogger(__name__)
 
 
-async def handle_init_producer_id(
+def handle_init_producer_id(
     ctx: RequestContext, request: InitProducerIdRequest
 ) -> InitProducerIdResponse | Deferred[InitProducerIdResponse]:
     transactional_id = request.transactional_id
