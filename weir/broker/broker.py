@@ -143,6 +143,7 @@ class Broker:
             store,
             node_id=config.node_id,
             defaults=TopicDefaults(partition_count=config.default_partition_count),
+            check_topic_configs=LogConfig.from_overrides,
         )
         self.producer_ids = ProducerIdAllocator(self.controller.allocate_producer_ids)
         self.flusher = build_flusher(config)
