@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
@@ -211,7 +212,7 @@ async def test_groups_of_a_partition_that_failed_a_write_are_not_served(broker: 
 
 
 async def test_group_timer_sleeps_while_no_group_state_is_loaded(
-    broker: Broker, nursery: trio.Nursery
+    broker: Broker, nursery: trio.Nursery, mock_clock: trio.testing.MockClock
 ) -> None:
     """A broker nobody used for groups must not wake its group timer every
     millisecond (it did, costing CPU on every produce-only broker)."""
@@ -224,9 +225,11 @@ async def test_group_timer_sleeps_while_no_group_state_is_loaded(
         return int(trio.current_time() * 1000)
 
     nursery.start_soon(broker.groups.run, clock_ms)
-    await trio.sleep(0.3)
+    for _ in range(300):  # 300 ms of Trio time, 1 ms at a time: every wake-up is seen
+        mock_clock.jump(0.001)
+        await trio.testing.wait_all_tasks_blocked()
     assert clock_calls <= 2
     await commit(broker, commit_body("g", (0, 5)))  # creates the topic and loads it
-    await trio.sleep(0.05)
+    await trio.testing.wait_all_tasks_blocked()
     assert broker.groups.loaded
     assert clock_calls >= 2  # poked after loading
