@@ -222,7 +222,7 @@ class WeirProcess:
                 last_error = f"HTTP {exc.code}"
             except (OSError, urllib.error.URLError) as exc:
                 last_error = repr(exc)
-            time.sleep(0.05)
+            time.sleep(0.05)  # polling another process: no event to wait on
         self.kill()
         raise RuntimeError(
             f"broker not ready after {timeout_s:.0f}s ({url}: {last_error}).\n"
