@@ -202,3 +202,18 @@ def test_after_sequence_zero_only_sequence_one_follows() -> None:
     with pytest.raises(ProducerStateError) as raised:
         table.check(PID, 0, 5, 0)
     assert raised.value.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def test_replay_rebuilds_only_idempotent_batches_producer_id_zero_included() -> None:
+    table = ProducerStateTable()
+    table.replay(-1, 0, 0, 0, 0, NOW_MS)  # no producer id: not idempotent
+    table.replay(7, 0, -1, 1, 1, NOW_MS)  # no sequence: not idempotent
+    table.replay(0, 0, 0, 2, 4, NOW_MS)
+    assert len(table) == 1 and table.entry(-1) is None and table.entry(7) is None
+    entry = table.entry(0)
+    assert entry is not None and list(entry.batches) == [ProducerBatch(0, 2, 2, 4)]
+
+
+def test_an_empty_table_snapshot_round_trips() -> None:
+    offset, loaded = ProducerStateTable.decode_snapshot(ProducerStateTable().encode_snapshot(9))
+    assert (offset, len(loaded)) == (9, 0)
