@@ -46,7 +46,7 @@ def main() -> None:
             message = consumer.poll(0.2)
             if message is None or message.error() is not None:
                 continue
-            time.sleep(delay_s)
+            time.sleep(delay_s)  # a slow consumer, as the test asked for
             value = (message.value() or b"").decode()
             out.write(f"{message.partition()} {message.offset()} {value}\n")
             consumer.commit(message=message, asynchronous=False)

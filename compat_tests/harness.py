@@ -1,6 +1,9 @@
-"""Runs the real `weir serve` process for the compatibility suite.
+"""Runs the real `weir serve` process and the `weir` CLI, for every suite that needs
+them: the compatibility suite (compat_tests/) and the CLI's end-to-end tests
+(tests/cli/). The one broker-process harness: both run the test environment's
+`weir` console script exactly as a user runs it.
 
-Nothing here imports Weir: the suite talks to the broker only over its external
+Nothing here imports Weir: the suites talk to the broker only over its external
 contract (the command line, the Kafka port and the HTTP port).
 """
 
@@ -20,10 +23,12 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 READY_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
+CLI_TIMEOUT_S = 60.0
 LOG_TAIL_CHARS = 6000
 
 _PR_SET_PDEATHSIG = 1
@@ -66,6 +71,14 @@ def unique_topic_name(prefix: str = "t") -> str:
     """A topic name no other test uses: the prefix (sanitised, shortened) and a random tail."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", prefix).strip("-.")[:60] or "t"
     return f"{cleaned}-{uuid.uuid4().hex[:10]}"
+
+
+def clean_environment(**extra: str) -> dict[str, str]:
+    """This process's environment without any WEIR_* variable, unbuffered, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WEIR_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
 
 
 def _die_with_parent() -> None:
@@ -149,8 +162,7 @@ class WeirProcess:
 
     @property
     def environment(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("WEIR_")}
-        env["PYTHONUNBUFFERED"] = "1"
+        env = clean_environment()
         if self.settings_via_env:
             for name, value in self.settings.items():
                 env["WEIR_" + name.upper().replace("-", "_")] = value
@@ -210,7 +222,7 @@ class WeirProcess:
                 last_error = f"HTTP {exc.code}"
             except (OSError, urllib.error.URLError) as exc:
                 last_error = repr(exc)
-            time.sleep(0.05)
+            time.sleep(0.05)  # polling another process: no event to wait on
         self.kill()
         raise RuntimeError(
             f"broker not ready after {timeout_s:.0f}s ({url}: {last_error}).\n"
@@ -298,3 +310,27 @@ def create_topic(
         request_timeout=timeout_s,
     )
     futures[name].result(timeout=timeout_s)
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, stdin: bytes = b"", env: dict[str, str] | None = None) -> CliResult:
+    """Run `weir ARGS...` to completion (the client commands: topic, produce, consume...)."""
+    completed = subprocess.run(
+        [weir_executable(), *args],
+        input=stdin,
+        capture_output=True,
+        env=env if env is not None else clean_environment(),
+        timeout=CLI_TIMEOUT_S,
+        check=False,
+    )
+    return CliResult(
+        completed.returncode,
+        completed.stdout.decode("utf-8", errors="replace"),
+        completed.stderr.decode("utf-8", errors="replace"),
+    )

@@ -103,7 +103,7 @@ def test_compacted_topic_keeps_the_latest_value_of_every_key_at_its_offset(
     deadline = time.monotonic() + WAIT_S
     stored = read_compacted(bootstrap, topic)
     while len(stored) > produced // 4 and time.monotonic() < deadline:
-        time.sleep(1)
+        time.sleep(1)  # polling the real broker's background cleaner
         stored = read_compacted(bootstrap, topic)
     assert len(stored) <= produced // 4, f"still {len(stored)} of {produced} records"
 

@@ -189,7 +189,7 @@ def test_create_list_describe_delete_topics(
     )
     deadline = time.monotonic() + 5
     while topic in admin.list_topics(timeout=TIMEOUT_S).topics and time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.1)  # polling the real broker
     assert topic not in admin.list_topics(timeout=TIMEOUT_S).topics
 
 

@@ -85,7 +85,7 @@ def wait_for(condition: object, what: str, timeout_s: float = WAIT_S) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
+        time.sleep(0.2)  # polling other processes' output
 
 
 def stop(*members: subprocess.Popen[bytes]) -> None:

@@ -125,7 +125,7 @@ def wait_for_acks(
         if path.exists() and path.read_bytes().count(b"\n") >= count:
             return
         assert producer.poll() is None, "the producer process exited early"
-        time.sleep(0.05)
+        time.sleep(0.05)  # polling another process's output file
     raise AssertionError(f"fewer than {count} acknowledgements after {timeout_s}s")
 
 
@@ -152,7 +152,7 @@ def test_acknowledged_messages_survive_sigkill_mid_stream(
     try:
         wait_for_acks(ack_file, 5000, producer, timeout_s=60)
         own_broker.kill()  # SIGKILL while the producer is still sending
-        time.sleep(0.5)
+        time.sleep(0.5)  # the producer keeps sending into the dead broker for a while
         assert producer.poll() is None, "the producer process exited early"
     finally:
         producer.send_signal(signal.SIGKILL)

@@ -386,7 +386,7 @@ def test_partial_huge_frames_do_not_allocate_their_declared_size(broker: WeirPro
             )
             with contextlib.suppress(OSError):  # the broker may refuse the size and close
                 sock.sendall(data)
-        time.sleep(0.5)
+        time.sleep(0.5)  # let the broker take in what was sent before measuring RSS
         growth = broker.rss_bytes() - rss_before
         assert growth < RSS_GROWTH_MAX_BYTES, (
             f"RSS grew by {growth / 2**20:.0f} MiB for 20 x {sent_per_connection // 1024} KiB sent "
@@ -411,8 +411,8 @@ def test_pipelined_requests_from_a_client_that_never_reads_keep_memory_bounded(
             try:
                 sent += sock.send(requests[sent : sent + 65536])
             except BlockingIOError:
-                time.sleep(0.01)
-        time.sleep(0.5)
+                time.sleep(0.01)  # the socket buffer is full: the broker stopped reading
+        time.sleep(0.5)  # let the broker take in what was sent before measuring RSS
         growth = broker.rss_bytes() - rss_before
         assert growth < RSS_GROWTH_MAX_BYTES, f"RSS grew by {growth / 2**20:.0f} MiB"
     assert_serves_api_versions(broker)

@@ -117,7 +117,7 @@ def _wait_until(condition: Callable[[], bool], what: str, timeout_s: float = TIM
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
+        time.sleep(0.01)  # polling another process
 
 
 def test_aiokafka_idempotent_producer_round_trips(broker: WeirProcess, topic: str) -> None:

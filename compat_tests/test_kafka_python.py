@@ -82,7 +82,7 @@ def wait_until(predicate, timeout_s: float = 5.0) -> bool:
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.1)
+        time.sleep(0.1)  # polling the real broker
     return predicate()
 
 

@@ -130,7 +130,7 @@ def wait_for_metric(broker: WeirProcess, name: str, value: float, timeout_s: flo
     deadline = time.monotonic() + timeout_s
     current = metric(broker, name)
     while current != value and time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.1)  # polling the real broker's /metrics
         current = metric(broker, name)
     return current
 
@@ -161,12 +161,12 @@ def test_rss_stays_bounded_while_peers_pipeline_big_fetches_they_never_read(
     try:
         for _ in range(24):  # 24 x 16 x 16 MB asked: 6 GB, against a 256 MiB pool
             stuck.append(stuck_fetcher(broker, big, pipelined=16))
-            time.sleep(0.1)
+            time.sleep(0.1)  # let the broker take in what this fetcher asked for
             peak_rss = max(peak_rss, broker.rss_bytes())
             assert peak_rss < DEFAULT_RSS_BOUND_BYTES, (
                 f"RSS {peak_rss / MIB:.0f} MiB with {len(stuck)} stuck fetchers"
             )
-        time.sleep(1.0)
+        time.sleep(1.0)  # the behaviour under test: memory stays bounded over time
         held = metric(broker, "weir_in_flight_bytes")
         assert 200 * MIB < held <= 256 * MIB + 24 * 64 * 1024 + 2 * MIB, held
         produce_small(broker, small, 50)
@@ -195,7 +195,7 @@ def test_a_peer_that_keeps_asking_but_reads_no_responses_is_closed_after_the_idl
         closed_after_s = None
         with stuck_fetcher(broker, big, pipelined=1) as sock:
             for i in range(40):
-                time.sleep(0.2)
+                time.sleep(0.2)  # the behaviour under test: a client that never reads, over time
                 try:
                     sock.sendall(fetch_v4(100 + i, big, BIG_PARTITIONS, FETCH_ASK_BYTES))
                 except OSError:

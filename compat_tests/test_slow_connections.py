@@ -98,7 +98,7 @@ def test_a_frame_trickled_a_byte_at_a_time_is_cut_off(slow_broker: WeirProcess) 
             for byte in frame:
                 sock.sendall(bytes([byte]))
                 sent += 1
-                time.sleep(0.2)
+                time.sleep(0.2)  # the behaviour under test: one byte every 200 ms
         except (BrokenPipeError, ConnectionResetError):
             pass
         remaining_s = CLOSE_WITHIN_S + 5 - (time.monotonic() - started)
@@ -114,7 +114,7 @@ def test_a_connection_that_keeps_talking_stays_open(slow_broker: WeirProcess) ->
         started = time.monotonic()
         while time.monotonic() - started < 3 * TIMEOUT_MS / 1000:
             api_versions_round_trip(sock)
-            time.sleep(TIMEOUT_MS / 1000 / 3)
+            time.sleep(TIMEOUT_MS / 1000 / 3)  # the behaviour under test: idle gaps
         api_versions_round_trip(sock)
 
 

@@ -37,7 +37,7 @@ def wait_until_gone(pid: int) -> bool:
     while time.monotonic() < deadline:
         if not alive(pid):
             return True
-        time.sleep(0.05)
+        time.sleep(0.05)  # polling another process's state
     return False
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
@@ -100,8 +101,7 @@ async def test_first_find_coordinator_waits_for_the_offsets_topic_created_in_bac
         (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
     }
     assert broker.controller.topic(OFFSETS_TOPIC_NAME) is None  # not created on the loop
-    while not broker.groups.loaded:
-        await trio.sleep(0.005)
+    await broker.groups.loaded_event.wait()
     response = await call(broker, handle_find_coordinator, ApiKey.FIND_COORDINATOR, version, body)
     found = response.coordinators if version >= 4 else [response]
     assert {(c.error_code, c.node_id, c.port) for c in found} == {
@@ -242,7 +242,7 @@ async def test_groups_of_a_partition_that_failed_a_write_are_not_served(broker: 
 
 
 async def test_group_timer_sleeps_while_no_group_state_is_loaded(
-    fresh_broker: Broker, nursery: trio.Nursery
+    fresh_broker: Broker, nursery: trio.Nursery, mock_clock: trio.testing.MockClock
 ) -> None:
     """A broker nobody used for groups must not wake its group timer every
     millisecond (it did, costing CPU on every produce-only broker)."""
@@ -256,12 +256,12 @@ async def test_group_timer_sleeps_while_no_group_state_is_loaded(
         return int(trio.current_time() * 1000)
 
     nursery.start_soon(broker.groups.run, clock_ms)
-    await trio.sleep(0.3)
+    for _ in range(300):  # 300 ms of Trio time, 1 ms at a time: every wake-up is seen
+        mock_clock.jump(0.001)
+        await trio.testing.wait_all_tasks_blocked()
     assert clock_calls <= 2
-    await commit(broker, commit_body("g", (0, 5)))  # creates the topic in the background
-    with trio.fail_after(10):
-        while not broker.groups.loaded:
-            await trio.sleep(0.01)
-    await trio.sleep(0.05)
+    await commit(broker, commit_body("g", (0, 5)))  # starts creating the topic
+    await groups_ready(broker)  # what the background task does, awaited here
+    await trio.testing.wait_all_tasks_blocked()
     assert broker.groups.loaded
     assert clock_calls >= 2  # poked after loading

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import trio
+import trio.testing
 
 from weir.broker.loop_lag import LAG_SECONDS_BUCKETS, RECENT_WINDOW_S, EventLoopLag
 
@@ -28,13 +27,17 @@ def test_the_worst_recent_lag_forgets_what_is_older_than_a_minute() -> None:
     assert lag.worst_recent_s(1100.0 + RECENT_WINDOW_S) == 0.0
 
 
-async def test_a_blocked_loop_shows_as_lag() -> None:
+async def test_a_blocked_loop_shows_as_lag(mock_clock: trio.testing.MockClock) -> None:
     lag = EventLoopLag()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(lag.run)
-        await trio.sleep(0.05)
-        time.sleep(0.2)  # the loop is stuck, as on a disk call
-        await trio.sleep(0.05)
+        await trio.testing.wait_all_tasks_blocked()  # the probe sleeps
+        # 200 ms pass with no task run: the loop is stuck, as on a disk call.
+        mock_clock.jump(0.2)
+        await trio.testing.wait_all_tasks_blocked()
+        for _ in range(2):  # then it runs on time again
+            mock_clock.jump(0.01)
+            await trio.testing.wait_all_tasks_blocked()
         nursery.cancel_scope.cancel()
     assert lag.worst_recent_s(trio.current_time()) >= 0.15
     assert lag.count >= 3

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig, HostPort
@@ -81,7 +82,7 @@ async def test_stop_answers_requests_already_read_then_closes(broker: Broker) ->
         port = await nursery.start(server.run)
         client = await trio.open_tcp_stream("127.0.0.1", port)
         await client.send_all(long_poll_fetch(7, max_wait_ms=500))
-        await trio.sleep(0.1)  # read and parked
+        await trio.testing.wait_all_tasks_blocked()  # read and parked
         started = trio.current_time()
         server.stop(drain_deadline=started + 5)
         with trio.fail_after(3):
@@ -101,7 +102,7 @@ async def test_stop_cuts_long_polls_at_the_drain_deadline(broker: Broker) -> Non
         port = await nursery.start(server.run)
         client = await trio.open_tcp_stream("127.0.0.1", port)
         await client.send_all(long_poll_fetch(8, max_wait_ms=30_000))
-        await trio.sleep(0.1)
+        await trio.testing.wait_all_tasks_blocked()  # read and parked
         started = trio.current_time()
         server.stop(drain_deadline=started + 0.3)
         with trio.fail_after(3):

@@ -7,16 +7,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from .processes import BrokerProcess, start_broker, stop_broker
+from compat_tests.harness import WeirProcess
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = start_broker(tmp_path_factory.mktemp("weir-cli-broker"))
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirProcess]:
+    base = tmp_path_factory.mktemp("weir-cli-broker")
+    proc = WeirProcess(base / "data", base / "logs")
     try:
+        proc.start()
         yield proc
     finally:
-        stop_broker(proc)
+        proc.stop()
 
 
 @pytest.fixture

@@ -5,26 +5,25 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from compat_tests.harness import WeirProcess, clean_environment, free_ports, run_cli
 from weir.cli.partitioner import partition_for_key
-
-from .processes import BrokerProcess, clean_environment, free_ports, run_cli
 
 CONSUME_TIMEOUT_MS = "5000"
 
 
-def cli(broker: BrokerProcess, *args: str, stdin: bytes = b"") -> tuple[int, str, str]:
+def cli(broker: WeirProcess, *args: str, stdin: bytes = b"") -> tuple[int, str, str]:
     result = run_cli("--bootstrap", broker.bootstrap, *args, stdin=stdin)
     return result.returncode, result.stdout, result.stderr
 
 
-def ok(broker: BrokerProcess, *args: str, stdin: bytes = b"") -> str:
+def ok(broker: WeirProcess, *args: str, stdin: bytes = b"") -> str:
     code, out, err = cli(broker, *args, stdin=stdin)
     assert code == 0, f"weir {' '.join(args)} exited {code}\nstdout: {out}\nstderr: {err}"
     assert err == "", err
     return out
 
 
-def describe(broker: BrokerProcess, topic: str) -> dict:  # type: ignore[type-arg]
+def describe(broker: WeirProcess, topic: str) -> dict:  # type: ignore[type-arg]
     return json.loads(ok(broker, "topic", "describe", topic, "--format", "json"))
 
 
@@ -34,7 +33,7 @@ def assert_one_error_line(err: str, expected: str) -> None:
     assert "Traceback" not in err
 
 
-def test_topic_create_list_describe_alter_delete(broker: BrokerProcess, topic_name: str) -> None:
+def test_topic_create_list_describe_alter_delete(broker: WeirProcess, topic_name: str) -> None:
     out = ok(
         broker, "topic", "create", topic_name, "--partitions", "3", "--replication-factor", "1",
         "--config", "retention.ms=3600000",
@@ -78,7 +77,7 @@ def test_topic_create_list_describe_alter_delete(broker: BrokerProcess, topic_na
 
 
 def test_keyed_lines_are_produced_to_murmur2_partitions_and_consumed_back(
-    broker: BrokerProcess, topic_name: str
+    broker: WeirProcess, topic_name: str
 ) -> None:
     ok(broker, "topic", "create", topic_name, "--partitions", "3")
     lines = [f"key-{i}:value {i}" for i in range(40)]
@@ -120,7 +119,7 @@ def test_keyed_lines_are_produced_to_murmur2_partitions_and_consumed_back(
 
 
 def test_consume_stops_after_n_records_and_after_idle_timeout(
-    broker: BrokerProcess, topic_name: str
+    broker: WeirProcess, topic_name: str
 ) -> None:
     ok(broker, "topic", "create", topic_name, "--partitions", "1")
     ok(broker, "produce", topic_name, stdin=b"a\nb\nc\nd\n")
@@ -137,7 +136,7 @@ def test_consume_stops_after_n_records_and_after_idle_timeout(
     assert out == "c\nd\n"
 
 
-def test_every_compression_codec_round_trips(broker: BrokerProcess, topic_name: str) -> None:
+def test_every_compression_codec_round_trips(broker: WeirProcess, topic_name: str) -> None:
     ok(broker, "topic", "create", topic_name, "--partitions", "1")
     codecs = ["none", "gzip", "snappy", "lz4", "zstd"]
     for codec in codecs:
@@ -151,7 +150,7 @@ def test_every_compression_codec_round_trips(broker: BrokerProcess, topic_name: 
     assert out.splitlines() == [f"{c}-{i}-{'x' * 50}" for c in codecs for i in range(20)]
 
 
-def test_acks_zero_and_fixed_partition(broker: BrokerProcess, topic_name: str) -> None:
+def test_acks_zero_and_fixed_partition(broker: WeirProcess, topic_name: str) -> None:
     ok(broker, "topic", "create", topic_name, "--partitions", "2")
     out = ok(broker, "produce", topic_name, "--acks", "0", "--partition", "1", stdin=b"x\ny\n")
     assert out == f"sent (acks=0, unconfirmed) 2 records to topic '{topic_name}'\n"
@@ -162,7 +161,7 @@ def test_acks_zero_and_fixed_partition(broker: BrokerProcess, topic_name: str) -
     assert out == "x\ny\n"
 
 
-def test_bootstrap_comes_from_the_environment(broker: BrokerProcess, topic_name: str) -> None:
+def test_bootstrap_comes_from_the_environment(broker: WeirProcess, topic_name: str) -> None:
     env = clean_environment(WEIR_BOOTSTRAP=broker.bootstrap)
     result = run_cli("topic", "create", topic_name, "--partitions", "1", env=env)
     assert result.returncode == 0, result.stderr
@@ -170,7 +169,7 @@ def test_bootstrap_comes_from_the_environment(broker: BrokerProcess, topic_name:
     assert topic_name in result.stdout
 
 
-def test_unknown_topic_is_one_error_line(broker: BrokerProcess) -> None:
+def test_unknown_topic_is_one_error_line(broker: WeirProcess) -> None:
     expected = "topic 'no-such-topic' does not exist (UNKNOWN_TOPIC_OR_PARTITION)"
     for args in (
         ["topic", "describe", "no-such-topic"],
@@ -187,7 +186,7 @@ def test_unknown_topic_is_one_error_line(broker: BrokerProcess) -> None:
     assert "no-such-topic" not in [t["name"] for t in listed["topics"]]
 
 
-def test_kafka_errors_from_topic_admin_are_one_line(broker: BrokerProcess, topic_name: str) -> None:
+def test_kafka_errors_from_topic_admin_are_one_line(broker: WeirProcess, topic_name: str) -> None:
     ok(broker, "topic", "create", topic_name, "--partitions", "1")
     code, _, err = cli(broker, "topic", "create", topic_name)
     assert code == 1
@@ -207,7 +206,7 @@ def test_kafka_errors_from_topic_admin_are_one_line(broker: BrokerProcess, topic
     assert err.count("\n") == 1
 
 
-def test_produce_errors_are_reported(broker: BrokerProcess, topic_name: str) -> None:
+def test_produce_errors_are_reported(broker: WeirProcess, topic_name: str) -> None:
     ok(broker, "topic", "create", topic_name, "--partitions", "2")
     code, out, err = cli(broker, "produce", topic_name, "--partition", "5", stdin=b"x\n")
     assert code == 1
@@ -221,7 +220,7 @@ def test_produce_errors_are_reported(broker: BrokerProcess, topic_name: str) -> 
     assert out == f"wrote 1 record to topic '{topic_name}'\n"
 
 
-def test_consume_out_of_range_offset_is_an_error(broker: BrokerProcess, topic_name: str) -> None:
+def test_consume_out_of_range_offset_is_an_error(broker: WeirProcess, topic_name: str) -> None:
     ok(broker, "topic", "create", topic_name, "--partitions", "1")
     code, _, err = cli(
         broker, "consume", topic_name, "--partition", "0", "--offset", "99", "--timeout-ms", "2000"

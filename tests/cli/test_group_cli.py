@@ -6,11 +6,12 @@ import json
 
 from confluent_kafka import Consumer, TopicPartition
 
-from .processes import BrokerProcess
+from compat_tests.harness import WeirProcess
+
 from .test_cli_end_to_end import assert_one_error_line, cli, ok
 
 
-def commit(broker: BrokerProcess, group: str, topic: str, offsets: dict[int, int]) -> None:
+def commit(broker: WeirProcess, group: str, topic: str, offsets: dict[int, int]) -> None:
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
     try:
         wanted = [TopicPartition(topic, p, o) for p, o in offsets.items()]
@@ -19,7 +20,7 @@ def commit(broker: BrokerProcess, group: str, topic: str, offsets: dict[int, int
         consumer.close()
 
 
-def test_list_describe_reset_and_delete_a_group(broker: BrokerProcess, topic_name: str) -> None:
+def test_list_describe_reset_and_delete_a_group(broker: WeirProcess, topic_name: str) -> None:
     ok(broker, "topic", "create", topic_name, "--partitions", "2")
     ok(broker, "produce", topic_name, "--partition", "0", stdin=b"a\nb\nc\nd\n")
     ok(broker, "produce", topic_name, "--partition", "1", stdin=b"e\nf\n")
@@ -50,7 +51,7 @@ def test_list_describe_reset_and_delete_a_group(broker: BrokerProcess, topic_nam
     assert_one_error_line(err, f"group {group!r} does not exist")
 
 
-def test_reset_needs_exactly_one_target(broker: BrokerProcess, topic_name: str) -> None:
+def test_reset_needs_exactly_one_target(broker: WeirProcess, topic_name: str) -> None:
     ok(broker, "topic", "create", topic_name)
     code, _, err = cli(broker, "group", "reset-offsets", "g", "--topic", topic_name)
     assert code == 1

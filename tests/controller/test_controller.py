@@ -10,10 +10,16 @@ from weir.controller.controller import (
 )
 from weir.controller.metadata import ClusterMetadata, EmbeddedMetadataStore
 from weir.format.errors import ErrorCode
+from weir.log.config import LogConfig
 
 
 def make_controller(data_dir: Path) -> Controller:
-    return Controller(EmbeddedMetadataStore(data_dir), node_id=1, defaults=TopicDefaults())
+    return Controller(
+        EmbeddedMetadataStore(data_dir),
+        node_id=1,
+        defaults=TopicDefaults(),
+        check_topic_configs=LogConfig.from_overrides,
+    )
 
 
 def test_created_topic_survives_reload_with_same_id(tmp_path: Path) -> None:
@@ -68,7 +74,10 @@ def test_duplicate_topic_is_rejected(tmp_path: Path) -> None:
 
 def test_defaults_apply_when_counts_are_minus_one(tmp_path: Path) -> None:
     controller = Controller(
-        EmbeddedMetadataStore(tmp_path), node_id=1, defaults=TopicDefaults(partition_count=4)
+        EmbeddedMetadataStore(tmp_path),
+        node_id=1,
+        defaults=TopicDefaults(partition_count=4),
+        check_topic_configs=LogConfig.from_overrides,
     )
     record = controller.plan_topic("t", -1, -1)
     assert record.partition_count == 4
@@ -115,7 +124,9 @@ class FailingStore:
 
 def test_a_change_the_store_cannot_save_leaves_the_metadata_unchanged() -> None:
     store = FailingStore(saves_ok=1)
-    controller = Controller(store, node_id=1, defaults=TopicDefaults())
+    controller = Controller(
+        store, node_id=1, defaults=TopicDefaults(), check_topic_configs=LogConfig.from_overrides
+    )
     controller.add_topic(controller.plan_topic("kept", 2, 1))
     record = controller.plan_topic("never", 1, 1)
     with pytest.raises(OSError):
@@ -137,7 +148,9 @@ def test_a_change_the_store_cannot_save_leaves_the_metadata_unchanged() -> None:
 
 def test_a_deleted_topic_is_remembered_until_its_files_are_gone() -> None:
     store = FailingStore(saves_ok=10)
-    controller = Controller(store, node_id=1, defaults=TopicDefaults())
+    controller = Controller(
+        store, node_id=1, defaults=TopicDefaults(), check_topic_configs=LogConfig.from_overrides
+    )
     record = controller.plan_topic("gone", 1, 1)
     controller.add_topic(record)
     controller.remove_topic("gone")

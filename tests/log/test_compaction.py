@@ -481,7 +481,7 @@ async def test_appends_and_reads_go_on_during_a_background_pass(open_log: OpenLo
             appended.append(put(log, [(b"live", str(i).encode())]))
             log.flush()
             assert log.read(0, bytes_max=1 << 20, end_offset=log.log_end_offset).records
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()  # let the pass run between appends
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(produce_and_fetch)

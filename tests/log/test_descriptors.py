@@ -168,7 +168,9 @@ def test_threads_using_their_own_files_share_one_cache_safely(
         fd = real_open(path, flags, mode)
         open_fds.add(fd)
         most_open = max(most_open, len(open_fds))
-        time.sleep(0.0002)  # another thread runs here
+        # Not synchronisation: a real sleep that hands the GIL to another thread in
+        # the middle of an open, the interleaving this test provokes.
+        time.sleep(0.0002)
         return fd
 
     def counted_close(fd: int) -> None:

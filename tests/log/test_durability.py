@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from weir.format.errors import ErrorCode
 from weir.log.config import LogConfig
@@ -21,26 +21,36 @@ MakeBatch = Callable[..., bytes]
 
 
 class SlowSync:
-    """fdatasync that takes `delay_s` and counts calls (runs on the worker thread)."""
+    """fdatasync that counts calls and, on the worker thread, can be held: a round
+    in flight stays in flight until the test sets `release`."""
 
-    def __init__(self, delay_s: float = 0.0) -> None:
-        self.delay_s = delay_s
+    def __init__(self) -> None:
         self.calls = 0
         self.fds_in_flight: set[int] = set()
         self.release = threading.Event()
         self.release.set()
+        self.entered = threading.Event()  # a worker-thread round is syncing (or held)
+        self.synced = threading.Event()  # at least one fdatasync returned
 
     def __call__(self, fd: int) -> None:
         self.fds_in_flight.add(fd)
         try:
             if threading.current_thread() is not threading.main_thread():
+                self.entered.set()
                 self.release.wait(5)  # only rounds on the worker thread are held
-                time.sleep(self.delay_s)
             os.fstat(fd)  # EBADF if someone closed it under us
             os.fdatasync(fd)
             self.calls += 1
+            self.synced.set()
         finally:
             self.fds_in_flight.discard(fd)
+
+    async def wait_entered(self) -> None:
+        """Until a round is on the worker thread (holding its files)."""
+        assert await trio.to_thread.run_sync(self.entered.wait, 5), "no round started"
+
+    async def wait_synced(self) -> None:
+        assert await trio.to_thread.run_sync(self.synced.wait, 5), "nothing was synced"
 
 
 def open_partition(
@@ -79,7 +89,8 @@ async def test_durable_end_advances_only_after_fsync_returns(
         done.set()
 
     nursery.start_soon(waiter)
-    await trio.sleep(0.05)
+    await sync.wait_entered()
+    await trio.testing.wait_all_tasks_blocked()
     assert not done.is_set() and log.durable_end_offset == 0
     sync.release.set()
     with trio.fail_after(5):
@@ -90,7 +101,8 @@ async def test_durable_end_advances_only_after_fsync_returns(
 async def test_group_commit_serves_many_waiters_with_few_fsyncs(
     tmp_path: Path, nursery: trio.Nursery, batch: MakeBatch, now_ms: int
 ) -> None:
-    sync = SlowSync(delay_s=0.02)
+    sync = SlowSync()
+    sync.release.clear()
     flusher = GroupFlusher(sync_file=sync)
     await nursery.start(flusher.run)
     log = open_partition(tmp_path, flusher)
@@ -102,11 +114,14 @@ async def test_group_commit_serves_many_waiters_with_few_fsyncs(
 
     with trio.fail_after(10):
         async with trio.open_nursery() as inner:
-            for _ in range(producers):
+            inner.start_soon(produce)
+            await sync.wait_entered()  # the first round holds the first append
+            for _ in range(producers - 1):
                 inner.start_soon(produce)
-                await trio.sleep(0.001)
+            await trio.testing.wait_all_tasks_blocked()  # every append waits on a round
+            sync.release.set()
     assert log.durable_end_offset == producers
-    # ~100 ms of appends against 20 ms fsyncs: a handful of rounds, not 100.
+    # 99 appends arrived during one fsync: a handful of rounds, not 100.
     assert flusher.rounds_count < producers / 4, flusher.rounds_count
     assert sync.calls < producers / 4
 
@@ -137,7 +152,7 @@ async def test_roll_and_delete_never_close_an_fd_under_fsync(
     log = open_partition(tmp_path, flusher, **{"segment.bytes": "1024", "retention.bytes": "0"})
     log.append(batch(1, value_bytes=600), leader_epoch=0, now_ms=now_ms)
     nursery.start_soon(log.wait_durable, 1)
-    await trio.sleep(0.05)  # the round now holds segment 0's fd
+    await sync.wait_entered()  # the round now holds segment 0's fd
     first_fd = log.segments[0].log_file.fd
     assert first_fd in sync.fds_in_flight
     log.append(batch(1, value_bytes=600), leader_epoch=0, now_ms=now_ms)  # rolls
@@ -184,7 +199,7 @@ async def test_close_flushes_and_releases_waiters(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(wait, 2)
-        await trio.sleep(0.01)
+        await trio.testing.wait_all_tasks_blocked()  # the waiter is parked
         log.close()
     assert outcome == [2]
     assert log.durable_end_offset == 2
@@ -209,7 +224,7 @@ async def test_truncation_fails_waiters_beyond_the_new_end(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(wait)
-        await trio.sleep(0.01)
+        await trio.testing.wait_all_tasks_blocked()  # the waiter is parked
         log.truncate_to(2)
     assert len(errors) == 1
     assert log.durable_end_offset == log.log_end_offset == 2
@@ -225,7 +240,7 @@ async def test_relaxed_mode_acknowledges_without_waiting_but_still_syncs(
     log.append(batch(1), leader_epoch=0, now_ms=now_ms)
     with trio.fail_after(0.001):
         await log.wait_durable(1)
-    await trio.sleep(0.1)
+    await sync.wait_synced()  # a background round, 10 ms later
     assert sync.calls >= 1
 
 
@@ -248,36 +263,54 @@ async def test_sealed_segments_keep_only_their_log_file_open(
 
 
 async def test_a_busy_flusher_waits_the_group_commit_delay_between_rounds(
-    tmp_path: Path, nursery: trio.Nursery, batch: MakeBatch, now_ms: int
+    tmp_path: Path,
+    nursery: trio.Nursery,
+    batch: MakeBatch,
+    now_ms: int,
+    mock_clock: trio.testing.MockClock,
 ) -> None:
-    sync = SlowSync(delay_s=0.005)
+    """Trio's clock only moves when the test jumps it: the delay is seen exactly."""
+    sync = SlowSync()
+    sync.release.clear()
     flusher = GroupFlusher(sync_file=sync, group_commit_delay_ms=50)
     await nursery.start(flusher.run)
     log = open_partition(tmp_path, flusher)
-
-    async def produce_pipelined() -> None:
-        """Like a client with requests in flight: appends arrive during rounds."""
-        while True:
-            result = log.append(batch(1), leader_epoch=0, now_ms=now_ms)
-            nursery.start_soon(log.wait_durable, result.last_offset + 1)
-            await trio.sleep(0.001)
-
-    with trio.move_on_after(0.4):
-        await produce_pipelined()
-    # Back to back, 5 ms rounds would be about 70; each waits 50 ms after the first.
+    log.append(batch(1), leader_epoch=0, now_ms=now_ms)
+    nursery.start_soon(log.wait_durable, 1)
+    await sync.wait_entered()  # round 1 holds the first append
+    log.append(batch(1), leader_epoch=0, now_ms=now_ms)  # arrives during it: busy
+    nursery.start_soon(log.wait_durable, 2)
+    sync.release.set()
+    await log.wait_durable(1)
+    await trio.testing.wait_all_tasks_blocked()
+    # The flusher sleeps the delay: its wake-up is the next deadline, 50 ms away.
+    next_deadline_s = trio.lowlevel.current_statistics().seconds_to_next_deadline
+    assert next_deadline_s == pytest.approx(0.05)
+    mock_clock.jump(0.049)
+    await trio.testing.wait_all_tasks_blocked()
+    assert (flusher.rounds_count, log.durable_end_offset) == (1, 1)  # still waiting
+    mock_clock.jump(0.002)
+    await log.wait_durable(2)
     assert 2 <= flusher.rounds_count <= 10, flusher.rounds_count
-    with trio.fail_after(2):
-        await log.wait_durable(log.log_end_offset)
 
 
+@pytest.mark.timeout(20)  # a flusher that waited the delay would hang: the clock is frozen
 async def test_an_idle_flusher_syncs_at_once_despite_the_group_commit_delay(
-    tmp_path: Path, nursery: trio.Nursery, batch: MakeBatch, now_ms: int
+    tmp_path: Path,
+    nursery: trio.Nursery,
+    batch: MakeBatch,
+    now_ms: int,
+    mock_clock: trio.testing.MockClock,
 ) -> None:
     flusher = GroupFlusher(sync_file=SlowSync(), group_commit_delay_ms=5_000)
     await nursery.start(flusher.run)
     log = open_partition(tmp_path, flusher)
+    started_s = trio.current_time()
     for expected_end in (1, 2, 3):
         log.append(batch(1), leader_epoch=0, now_ms=now_ms)
         with trio.fail_after(2):  # far below the delay: no round waited for it
             await log.wait_durable(expected_end)
-        await trio.sleep(0.05)  # idle again before the next append
+        await trio.testing.wait_all_tasks_blocked()  # idle again before the next append
+        # Not sleeping a delay: nothing in Trio waits on the clock.
+        assert trio.lowlevel.current_statistics().seconds_to_next_deadline == float("inf")
+    assert trio.current_time() == started_s

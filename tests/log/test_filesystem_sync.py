@@ -263,7 +263,8 @@ async def test_a_killed_helper_is_replaced_and_the_round_synced_again(tmp_path: 
         first_pid = helper.pid
         assert first_pid is not None
         os.kill(first_pid, signal.SIGKILL)
-        await trio.sleep(0.1)
+        # Until it has died (WNOWAIT: left for the helper to reap).
+        await trio.to_thread.run_sync(os.waitid, os.P_PID, first_pid, os.WEXITED | os.WNOWAIT)
         await helper.sync()
         assert helper.pid != first_pid
         assert helper.starts_count == 2

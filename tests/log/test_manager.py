@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from weir.log.config import LogConfig
 from weir.log.errors import LogClosed
@@ -69,7 +70,7 @@ async def test_delete_removes_directory_and_releases_waiters(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(wait)
-        await trio.sleep(0.01)
+        await trio.testing.wait_all_tasks_blocked()  # the waiter is parked
         manager.delete("orders", 0)
     assert len(failures) == 1
     assert not any(name.startswith("orders-0") for name in os.listdir(tmp_path))
@@ -81,9 +82,11 @@ async def test_deleting_one_partition_mid_round_does_not_fail_others(
     tmp_path: Path, nursery: trio.Nursery, batch: MakeBatch, now_ms: int
 ) -> None:
     gate = threading.Event()
+    round_started = threading.Event()
 
     def gated_sync(fd: int) -> None:
         if threading.current_thread() is not threading.main_thread():
+            round_started.set()
             gate.wait(5)
         os.fdatasync(fd)
 
@@ -96,7 +99,8 @@ async def test_deleting_one_partition_mid_round_does_not_fail_others(
     doomed.roll()  # the round will fsync a.0's directory too
     doomed.append(batch(1), leader_epoch=0, now_ms=now_ms)
     kept.append(batch(1), leader_epoch=0, now_ms=now_ms)
-    await trio.sleep(0.05)  # the round is in flight, holding both partitions' files
+    # The round is in flight, holding both partitions' files.
+    assert await trio.to_thread.run_sync(round_started.wait, 5)
     manager.delete("a", 0)
     gate.set()
     with trio.fail_after(5):

@@ -6,11 +6,17 @@ from pathlib import Path
 
 from weir.controller.controller import Controller, TopicDefaults
 from weir.controller.metadata import EmbeddedMetadataStore
+from weir.log.config import LogConfig
 from weir.txn.producer_ids import ProducerIdAllocator
 
 
 def make_allocator(data_dir: Path, block_size: int) -> ProducerIdAllocator:
-    controller = Controller(EmbeddedMetadataStore(data_dir), 1, TopicDefaults())
+    controller = Controller(
+        EmbeddedMetadataStore(data_dir),
+        1,
+        TopicDefaults(),
+        check_topic_configs=LogConfig.from_overrides,
+    )
     return ProducerIdAllocator(controller.allocate_producer_ids, block_size)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import crc32c
 import pytest
 
 from weir.format.errors import ErrorCode
 from weir.txn.producer_state import (
     SEQUENCE_MAX,
+    SNAPSHOT_MAGIC,
     PendingBatch,
     ProducerBatch,
     ProducerStateError,
@@ -158,3 +160,60 @@ def test_damaged_snapshot_is_rejected(damage: str) -> None:
         data = bytearray()
     with pytest.raises(SnapshotCorrupt):
         ProducerStateTable.decode_snapshot(bytes(data))
+
+
+@pytest.mark.parametrize("body_bytes_cut", [5, 32 + 5], ids=["in-a-batch", "in-an-entry-head"])
+def test_snapshot_cut_short_under_a_valid_checksum_is_rejected_as_corrupt(
+    body_bytes_cut: int,
+) -> None:
+    """The CRC cannot catch a snapshot written short by a bug: the bounds checks
+    must, with SnapshotCorrupt rather than a struct error."""
+    table = ProducerStateTable()
+    append(table, 0, 0, 3)
+    prefix_bytes = len(SNAPSHOT_MAGIC) + 4
+    body = table.encode_snapshot(3)[prefix_bytes:-body_bytes_cut]
+    data = SNAPSHOT_MAGIC + crc32c.crc32c(body).to_bytes(4, "big") + body
+    with pytest.raises(SnapshotCorrupt, match="truncated"):
+        ProducerStateTable.decode_snapshot(data)
+
+
+def test_batch_sharing_only_its_first_sequence_with_a_retained_one_is_not_a_duplicate() -> None:
+    table = ProducerStateTable()
+    append(table, 100, 0, 3)
+    append(table, 103, 3, 3)
+    with pytest.raises(ProducerStateError) as raised:
+        table.check(PID, 0, 0, 0)  # sequence 0 alone: not the retained batch 0..2
+    assert raised.value.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def test_retry_of_a_retained_batch_after_new_ones_in_the_same_append_is_rejected() -> None:
+    table = ProducerStateTable()
+    append(table, 100, 0, 3)
+    newer = table.check(PID, 0, 3, 0)
+    assert isinstance(newer, PendingBatch)
+    with pytest.raises(ProducerStateError) as raised:
+        table.check(PID, 0, 0, 2, earlier=[newer])
+    assert raised.value.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER
+
+
+def test_after_sequence_zero_only_sequence_one_follows() -> None:
+    table = ProducerStateTable()
+    append(table, 0, 0, 1)
+    with pytest.raises(ProducerStateError) as raised:
+        table.check(PID, 0, 5, 0)
+    assert raised.value.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def test_replay_rebuilds_only_idempotent_batches_producer_id_zero_included() -> None:
+    table = ProducerStateTable()
+    table.replay(-1, 0, 0, 0, 0, NOW_MS)  # no producer id: not idempotent
+    table.replay(7, 0, -1, 1, 1, NOW_MS)  # no sequence: not idempotent
+    table.replay(0, 0, 0, 2, 4, NOW_MS)
+    assert len(table) == 1 and table.entry(-1) is None and table.entry(7) is None
+    entry = table.entry(0)
+    assert entry is not None and list(entry.batches) == [ProducerBatch(0, 2, 2, 4)]
+
+
+def test_an_empty_table_snapshot_round_trips() -> None:
+    offset, loaded = ProducerStateTable.decode_snapshot(ProducerStateTable().encode_snapshot(9))
+    assert (offset, len(loaded)) == (9, 0)

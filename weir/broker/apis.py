@@ -21,7 +21,6 @@ import weir.broker.metadata as metadata
 import weir.broker.produce as produce
 import weir.broker.producer_ids as producer_ids
 from weir.broker.context import Handler
-from weir.wire.messages.api_versions import ApiVersionsResponseApiKey
 from weir.wire.protocol import SUPPORTED_VERSIONS, ApiKey
 
 # The one place the handler types are erased: each entry is a Handler[XRequest,
@@ -59,12 +58,11 @@ HANDLERS: dict[int, Handler[Any, Any]] = {
 }
 
 
-def supported_api_versions() -> list[ApiVersionsResponseApiKey]:
-    return [
-        ApiVersionsResponseApiKey(
-            api_key=int(key),
-            min_version=SUPPORTED_VERSIONS[key][0],
-            max_version=SUPPORTED_VERSIONS[key][1],
-        )
-        for key in sorted(HANDLERS)
-    ]
+# ApiVersions advertises the wire layer's implemented APIs (`SUPPORTED_VERSIONS`):
+# the registry must serve exactly those, or a client would be told of an API that
+# closes its connection (or never learn of one served).
+if set(HANDLERS) != set(SUPPORTED_VERSIONS):
+    raise RuntimeError(
+        "the handler registry and the wire layer's implemented APIs differ: "
+        f"{sorted(set(HANDLERS) ^ set(SUPPORTED_VERSIONS))}"
+    )

@@ -120,7 +120,12 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
                 groups = attach_group_service(broker)
                 register_group_metrics(broker, groups)
                 await nursery.start(broker.flusher.run)
-                nursery.start_soon(groups.run, wall_clock_ms)
+                await nursery.start(groups.run, wall_clock_ms)
+                # Unlike Kafka, which waits for the first group request: librdkafka's
+                # admin client retries COORDINATOR_NOT_AVAILABLE for a few hundred ms
+                # only, then waits out its whole timeout, so the window in which
+                # FindCoordinator must answer it is kept to the broker's first moments.
+                groups.ensure_ready(wall_clock_ms())
                 kafka = KafkaServer(broker)
                 async with trio.open_nursery() as kafka_nursery:
                     await kafka_nursery.start(kafka.run)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
@@ -43,10 +43,15 @@ from weir.log.partition import PartitionLog
 from weir.log.partition_metadata import PartitionIdentity, read_partition_metadata_or_none
 from weir.txn.producer_ids import ProducerIdAllocator
 
-if TYPE_CHECKING:
-    from weir.broker.group_service import GroupService
-
 log = logging.getLogger(__name__)
+
+
+class OffsetsTopicPlanner(Protocol):
+    """What the broker needs of its group service: the offsets topic's partitions
+    not created yet, which the descriptor budget keeps room for."""
+
+    @property
+    def partitions_not_created(self) -> int: ...
 
 
 def wall_clock_ms() -> int:
@@ -152,6 +157,7 @@ class Broker:
             store,
             node_id=config.node_id,
             defaults=TopicDefaults(partition_count=config.default_partition_count),
+            check_topic_configs=LogConfig.from_overrides,
         )
         self.producer_ids = ProducerIdAllocator(self.controller.allocate_producer_ids)
         self.flusher = build_flusher(config)
@@ -159,8 +165,10 @@ class Broker:
         self.partitions: dict[tuple[str, int], PartitionReplica] = {}
         # Partitions the metadata names whose logs are damaged: why, for each.
         self.offline_partitions: dict[tuple[str, int], str] = {}
-        # Consumer groups: set by weir.broker.group_service.attach_group_service.
-        self.groups: GroupService | None = None
+        # Consumer groups: set by weir.broker.group_service.attach_group_service
+        # (named by what the broker itself needs of it, so broker.py does not
+        # import the service that imports it).
+        self.groups: OffsetsTopicPlanner | None = None
         self.ready = False
         self.loop_lag = EventLoopLag()
         # Every file operation other than appends and group-commit fsyncs runs there.

@@ -6,7 +6,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from weir.broker.apis import HANDLERS, supported_api_versions
+from weir.broker.api_versions import supported_api_versions
+from weir.broker.apis import HANDLERS
 from weir.broker.broker import Broker
 from weir.broker.context import Body, Deferred, EncodedResponse, RequestContext
 from weir.format.errors import ErrorCode

@@ -84,6 +84,7 @@ class GroupService:
         # Connections waiting for a classic JoinGroup/SyncGroup answer.
         self._waiting: dict[Pending[Any], trio.Event] = {}
         self.loaded = False
+        self.loaded_event = trio.Event()  # set once group state is loaded
         self._wakeup = trio.Event()
         # Groups with no members (no consumer group, or an empty one): since when.
         self._empty_since_ms: dict[str, int] = {}
@@ -173,6 +174,7 @@ class GroupService:
         self.consumer_groups.finish_loading(now_ms)
         self.classic.finish_loading(now_ms, other_group_ids=set(self.consumer_groups.groups))
         self.loaded = True
+        self.loaded_event.set()
         log.info("loaded group state from %s: %s", OFFSETS_TOPIC_NAME, counts)
         self.poke()  # the timer task now has deadlines and expiry to watch
 
@@ -264,16 +266,15 @@ class GroupService:
         """Deadlines may have changed: let the timer task look again."""
         self._wakeup.set()
 
-    async def run(self, clock_ms: object) -> None:
+    async def run(
+        self, clock_ms: object, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Fence expired KIP-848 members and expire old offsets, until cancelled;
-        also hosts the offsets topic's creation (`ensure_ready`), started at once:
-        librdkafka's admin client retries a COORDINATOR_NOT_AVAILABLE only for a
-        few hundred ms and then waits out its whole timeout, so the window in which
-        FindCoordinator must answer it is kept to the broker's first moments."""
-        assert callable(clock_ms)
+        also hosts the offsets topic's creation (`ensure_ready`). Started once
+        that host exists."""
         async with trio.open_nursery() as nursery:
             self.background = nursery
-            self.ensure_ready(clock_ms())
+            task_status.started()
             await self._run_timers(clock_ms)
 
     async def _run_timers(self, clock_ms: object) -> None:

@@ -88,7 +88,7 @@ NO_OFFSET = -1
 
 def _service(ctx: RequestContext) -> GroupService:
     service = ctx.broker.groups
-    assert service is not None, "the broker's group service is attached at start"
+    assert isinstance(service, GroupService), "the broker's group service is attached at start"
     return service
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import trio
 
 from weir.broker.broker import Broker
+from weir.broker.group_service import GroupService
 from weir.broker.group_views import group_detail, group_summaries
 from weir.broker.metrics import Metrics
 
@@ -128,7 +129,7 @@ def _respond(broker: Broker, request_line: str) -> bytes:
 
 def _groups_response(broker: Broker, path: str) -> bytes:
     service = broker.groups
-    if service is None:
+    if not isinstance(service, GroupService):
         return _json(503, "Service Unavailable", {"error": "groups are not loaded yet"})
     if path == "/v1/groups":
         return _json(200, "OK", {"groups": group_summaries(service)})

@@ -1,6 +1,7 @@
 """The `weir` command: `serve` runs a broker; `topic`, `produce`, `consume` are clients.
 
-`weir serve ...` hands every argument, untouched, to `weir.broker.app.main_serve`.
+`weir serve ...` hands every argument, untouched, to `weir.broker.app.main_serve`
+(through `weir.cli.broker_entry_points`, the CLI's only way into the broker).
 Client commands report expected failures (connection refused, unknown topic, Kafka
 error codes) as one `error: ...` line on stderr and a non-zero exit code.
 """
@@ -8,12 +9,12 @@ error codes) as one `error: ...` line on stderr and a non-zero exit code.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from weir.cli.arguments import BOOTSTRAP_DEFAULT, BOOTSTRAP_ENV, parse_args
+from weir.cli.broker_entry_points import run_repair, run_serve
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -43,27 +44,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # stdout was closed early (`weir consume t | head`): not an error of ours.
         _silence_stdout()
         return EXIT_OK
-
-
-def run_serve(argv: list[str]) -> int:
-    return _run_broker_entry_point("weir.broker.app", "main_serve", "the broker", argv)
-
-
-def run_repair(argv: list[str]) -> int:
-    return _run_broker_entry_point("weir.broker.repair", "main_repair", "the repair tool", argv)
-
-
-def _run_broker_entry_point(
-    module_name: str, function_name: str, what: str, argv: list[str]
-) -> int:
-    # Looked up at run time: the CLI must work (and type-check) whatever state the broker is in.
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        print(f"error: {what} cannot be loaded: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    entry_point: Callable[[list[str]], int] = getattr(module, function_name)
-    return entry_point(argv)
 
 
 def run_client_command(args: argparse.Namespace) -> int:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 
 from weir.controller.metadata import ClusterMetadata, MetadataStore, TopicRecord
 from weir.format.errors import ErrorCode
-from weir.log.config import InvalidConfig, LogConfig
 
 TOPIC_NAME_LENGTH_MAX = 249
 TOPIC_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -75,12 +74,25 @@ def validate_topic_name(name: str) -> None:
 
 PRODUCER_ID_MAX = 2**63 - 1
 
+# Validates a topic's config overrides, raising ValueError with the reason when one is
+# unknown or invalid. The broker passes the log's catalog (`LogConfig.from_overrides`):
+# the controller decides with it but does not import the log.
+TopicConfigCheck = Callable[[Mapping[str, str]], object]
+
 
 class Controller:
     """Owns cluster metadata for one node (single-node: this node leads everything)."""
 
-    def __init__(self, store: MetadataStore, node_id: int, defaults: TopicDefaults) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        node_id: int,
+        defaults: TopicDefaults,
+        *,
+        check_topic_configs: TopicConfigCheck,
+    ) -> None:
         self._store = store
+        self._check_topic_configs = check_topic_configs
         self.node_id = node_id
         self.defaults = defaults
         self.metadata: ClusterMetadata = store.load()
@@ -139,7 +151,7 @@ class Controller:
                 else f"replication factor must be at least 1, not {replication_factor}",
             )
         overrides = dict(configs or {})
-        check_topic_configs(overrides)
+        self._check_configs(overrides)
         return TopicRecord(
             name=name,
             topic_id=uuid.uuid4(),
@@ -296,7 +308,7 @@ class Controller:
 
     def stage_set_topic_configs(self, name: str, configs: Mapping[str, str]) -> MetadataChange:
         record = self._require(name)
-        check_topic_configs(configs)
+        self._check_configs(configs)
         changed = replace(record, configs=dict(configs))
 
         def apply() -> None:
@@ -306,6 +318,12 @@ class Controller:
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.commit(self.stage_set_topic_configs(name, configs))
+
+    def _check_configs(self, configs: Mapping[str, str]) -> None:
+        try:
+            self._check_topic_configs(configs)
+        except ValueError as exc:
+            raise ControllerError(ErrorCode.INVALID_CONFIG, str(exc)) from exc
 
     def _require(self, name: str) -> TopicRecord:
         record = self.metadata.topics.get(name)
@@ -336,10 +354,3 @@ class Controller:
                     f"the only broker {self.node_id}",
                 )
         return len(assignments)
-
-
-def check_topic_configs(configs: Mapping[str, str]) -> LogConfig:
-    try:
-        return LogConfig.from_overrides(configs)
-    except InvalidConfig as exc:
-        raise ControllerError(ErrorCode.INVALID_CONFIG, str(exc)) from exc

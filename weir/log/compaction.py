@@ -89,7 +89,7 @@ import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
@@ -105,16 +105,29 @@ from weir.format.record_batch import (
     verify_crc,
 )
 from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
-from weir.log.config import INT64_MAX
+from weir.log.config import INT64_MAX, LogConfig
 from weir.log.descriptors import SEGMENT_FILES_COUNT, DescriptorCache
 from weir.log.errors import LogError
 from weir.log.segment import SEGMENT_SUFFIXES, AppendedBatch, Segment, segment_file_name
 from weir.log.settings import BATCH_INFLATE_BYTES_MAX
 
-if TYPE_CHECKING:
-    from weir.log.partition import PartitionLog
-
 log = logging.getLogger(__name__)
+
+
+class CleanablePartition(Protocol):
+    """What the cleaner needs of a partition log (`PartitionLog` is one): compaction
+    depends on this, not on partition.py, which imports compaction for recovery."""
+
+    directory: Path
+    config: LogConfig
+
+    @property
+    def closed(self) -> bool: ...
+
+    def compaction_inputs(self) -> list[tuple[Segment, int]]: ...
+
+    def swap_cleaned_segments(self, old: list[Segment], new: list[Segment]) -> None: ...
+
 
 CLEANER_CHECKPOINT_FILE_NAME = "cleaner-offset-checkpoint"
 CLEANING_DIRECTORY_NAME = "cleaning"
@@ -193,7 +206,7 @@ class CleaningResult:
             self.earliest_delete_horizon_ms = horizon_ms
 
 
-def compacts(partition: PartitionLog) -> bool:
+def compacts(partition: CleanablePartition) -> bool:
     return "compact" in partition.config.cleanup_policy
 
 
@@ -226,7 +239,7 @@ class LogCleaner:
         # even when nothing is dirty (in memory: a restart waits for new writes).
         self._delete_horizons_ms: dict[Path, int] = {}
 
-    def clean(self, partition: PartitionLog, now_ms: int) -> CleaningResult | None:
+    def clean(self, partition: CleanablePartition, now_ms: int) -> CleaningResult | None:
         """One pass, now, on the calling thread; None when no pass was due."""
         plan = self._begin(partition, now_ms)
         if plan is None:
@@ -237,7 +250,7 @@ class LogCleaner:
             self._end(plan)
 
     async def clean_in_background(
-        self, partition: PartitionLog, now_ms: int
+        self, partition: CleanablePartition, now_ms: int
     ) -> CleaningResult | None:
         """One pass with the reading and rewriting on a worker thread."""
         plan = self._begin(partition, now_ms)
@@ -264,7 +277,7 @@ class LogCleaner:
         finally:
             self._end(plan)
 
-    def _begin(self, partition: PartitionLog, now_ms: int) -> CleaningPlan | None:
+    def _begin(self, partition: CleanablePartition, now_ms: int) -> CleaningPlan | None:
         if partition.directory in self._busy or not compacts(partition):
             return None
         plan = self.plan(partition, now_ms)
@@ -276,7 +289,7 @@ class LogCleaner:
         self._busy.discard(plan.directory)
         _remove_cleaning_directory(plan.directory)
 
-    def plan(self, partition: PartitionLog, now_ms: int) -> CleaningPlan | None:
+    def plan(self, partition: CleanablePartition, now_ms: int) -> CleaningPlan | None:
         """The pass due on `partition` now, or None."""
         config = partition.config
         inputs = _cleanable_inputs(partition, now_ms)
@@ -294,7 +307,7 @@ class LogCleaner:
         )  # fmt: skip
 
     def _due(
-        self, partition: PartitionLog, inputs: list[_Input], first_dirty: int, now_ms: int
+        self, partition: CleanablePartition, inputs: list[_Input], first_dirty: int, now_ms: int
     ) -> bool:
         config = partition.config
         total_bytes = sum(item.size_bytes for item in inputs)
@@ -309,7 +322,9 @@ class LogCleaner:
         max_lag_ms = config.max_compaction_lag_ms
         return first_ms is not None and max_lag_ms < INT64_MAX and now_ms - first_ms > max_lag_ms
 
-    def _finish(self, partition: PartitionLog, result: CleaningResult) -> CleaningResult | None:
+    def _finish(
+        self, partition: CleanablePartition, result: CleaningResult
+    ) -> CleaningResult | None:
         """Trio thread: steps 2-7 of the protocol."""
         directory = result.plan.directory
         if not _still_current(partition, result):
@@ -335,7 +350,7 @@ class LogCleaner:
             self._delete_horizons_ms[directory] = result.earliest_delete_horizon_ms
 
     @staticmethod
-    def _swap(partition: PartitionLog, result: CleaningResult) -> None:
+    def _swap(partition: CleanablePartition, result: CleaningResult) -> None:
         """Trio thread, no disk waits: open the moved-in segments and swap them in."""
         directory = result.plan.directory
         new_segments = [_open_cleaned(partition, result, base) for base in result.written_bases]
@@ -347,7 +362,7 @@ class LogCleaner:
         )  # fmt: skip
 
 
-def _cleanable_inputs(partition: PartitionLog, now_ms: int) -> list[_Input]:
+def _cleanable_inputs(partition: CleanablePartition, now_ms: int) -> list[_Input]:
     """Sealed, durable segments from the log start, stopping at the first one
     holding a record younger than min.compaction.lag.ms."""
     lag_ms = partition.config.min_compaction_lag_ms
@@ -361,7 +376,7 @@ def _cleanable_inputs(partition: PartitionLog, now_ms: int) -> list[_Input]:
     return inputs
 
 
-def _still_current(partition: PartitionLog, result: CleaningResult) -> bool:
+def _still_current(partition: CleanablePartition, result: CleaningResult) -> bool:
     if partition.closed:
         return False
     present = {id(segment): segment for segment, _ in partition.compaction_inputs()}
@@ -372,7 +387,9 @@ def _still_current(partition: PartitionLog, result: CleaningResult) -> bool:
     return True
 
 
-def _open_cleaned(partition: PartitionLog, result: CleaningResult, base_offset: int) -> Segment:
+def _open_cleaned(
+    partition: CleanablePartition, result: CleaningResult, base_offset: int
+) -> Segment:
     item = next(item for item in result.replaced if item.base_offset == base_offset)
     segment = Segment(partition.directory, base_offset, partition.config.segment_index_bytes)
     if not segment.load(item.end_offset):  # written and synced by us: should not happen

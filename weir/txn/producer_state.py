@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict, deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import crc32c
@@ -120,9 +119,6 @@ class ProducerStateTable:
 
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._entries.get(producer_id)
-
-    def entries(self) -> Iterator[ProducerEntry]:
-        return iter(self._entries.values())
 
     # -- the append path -------------------------------------------------
 
