@@ -326,7 +326,14 @@ class ConnectionWatchdog:
     The reader and writer only stamp deadlines as they move between states;
     one task per connection checks them a few times per timeout. A cancel
     scope with a deadline around every read cost the reader a fifth of its
-    CPU; a deadline is now enforced up to one check interval late."""
+    CPU; a deadline is now enforced up to two check intervals late.
+
+    A deadline closes the connection only when two checks in a row see it
+    passed and unchanged. After an event-loop stall longer than a timeout the
+    watchdog and the reader wake in the same batch, and the peer's frame may
+    have arrived during the stall, unread: the first check only gives the
+    reader and writer an interval to restamp (issue 9: a client pinging every
+    10 ms was reset during a long produce)."""
 
     CHECK_INTERVAL_S_MIN = 0.02
     CHECK_INTERVAL_S_MAX = 1.0
@@ -370,14 +377,21 @@ class ConnectionWatchdog:
         return None
 
     async def run(self, connection_scope: trio.CancelScope) -> None:
+        seen_passed: tuple[float, float] | None = None
         while True:
             await trio.sleep(self.check_interval_s)
             reason = self._expired(trio.current_time())
-            if reason is not None:
-                self.expired_reason = reason
-                log.debug("closing connection: %s", reason)
-                connection_scope.cancel()
-                return
+            if reason is None:
+                seen_passed = None
+                continue
+            deadlines = (self.deadline, self.send_deadline)
+            if deadlines != seen_passed:
+                seen_passed = deadlines  # maybe only the loop was late: look again
+                continue
+            self.expired_reason = reason
+            log.debug("closing connection: %s", reason)
+            connection_scope.cancel()
+            return
 
 
 # Not frozen: a frozen dataclass costs about 7x more to construct; this is built
