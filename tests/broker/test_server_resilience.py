@@ -29,7 +29,7 @@ def metadata_frame() -> bytes:
 async def test_unencodable_handler_body_closes_only_that_connection(
     broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def broken_handler(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    def broken_handler(ctx: RequestContext, request: Any) -> dict[str, Any]:
         return {"brokers": "not a list"}
 
     monkeypatch.setitem(dispatch.HANDLERS, ApiKey.METADATA, broken_handler)
