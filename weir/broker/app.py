@@ -121,16 +121,16 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
                 register_group_metrics(broker, groups)
                 await nursery.start(broker.flusher.run)
                 await nursery.start(groups.run, wall_clock_ms)
-                # Unlike Kafka, which waits for the first group request: librdkafka's
-                # admin client retries COORDINATOR_NOT_AVAILABLE for a few hundred ms
-                # only, then waits out its whole timeout, so the window in which
-                # FindCoordinator must answer it is kept to the broker's first moments.
-                groups.ensure_ready(wall_clock_ms())
                 kafka = KafkaServer(broker)
                 async with trio.open_nursery() as kafka_nursery:
                     await kafka_nursery.start(kafka.run)
                     nursery.start_soon(broker.run_retention)
                     broker.ready = started = True
+                    # Once serving, unlike Kafka, which waits for the first group
+                    # request: librdkafka's admin client retries COORDINATOR_NOT_AVAILABLE
+                    # for a few hundred ms only, then waits out its whole timeout, so
+                    # the window in which FindCoordinator answers it is kept short.
+                    groups.ensure_ready(wall_clock_ms())
                     log.info(
                         "weir broker %d ready, data in %s, fsync method %s",
                         config.node_id, config.data_dir, broker.flusher.method,
