@@ -12,9 +12,11 @@ import trio
 import trio.testing
 
 from weir.log.config import LogConfig
+from weir.log.disk_executor import DiskExecutor, DiskJob
 from weir.log.errors import LogClosed
 from weir.log.flusher import GroupFlusher
 from weir.log.manager import LogManager, parse_partition_directory_name
+from weir.log.partition import DURABLE_OFFSET_CHECKPOINT_FILE_NAME, read_single_checkpoint
 from weir.log.partition_metadata import read_partition_metadata
 from weir.log.settings import LogSettings
 
@@ -149,3 +151,21 @@ def test_refuses_topic_names_kafka_forbids(tmp_path: Path, topic: str) -> None:
     manager = LogManager(tmp_path, GroupFlusher())
     with pytest.raises(ValueError):
         new_partition(manager, topic, 0)
+
+
+async def test_durable_offsets_are_written_by_one_disk_executor_job_for_the_logs_that_moved(
+    tmp_path: Path, batch: MakeBatch, now_ms: int
+) -> None:
+    manager = LogManager(tmp_path, GroupFlusher())
+    moved, idle = new_partition(manager, "moved", 0), new_partition(manager, "idle", 0)
+    moved.append(batch(3), leader_epoch=0, now_ms=now_ms)
+    moved.flush()
+    disk = DiskExecutor()
+
+    await manager.write_durable_checkpoints(disk)
+    assert disk.jobs_count[DiskJob.DURABLE_CHECKPOINTS] == 1
+    assert read_single_checkpoint(moved.directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME, -1) == 3
+    assert not (idle.directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME).exists()
+    await manager.write_durable_checkpoints(disk)  # nothing moved since: no job
+    assert disk.jobs_count[DiskJob.DURABLE_CHECKPOINTS] == 1
+    manager.close_all()

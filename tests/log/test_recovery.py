@@ -18,6 +18,7 @@ from weir.log.partition import (
     CLEAN_SHUTDOWN_FILE_NAME,
     DURABLE_OFFSET_CHECKPOINT_FILE_NAME,
     PartitionLog,
+    write_durable_checkpoints,
 )
 from weir.log.segment import Segment
 
@@ -29,9 +30,17 @@ def crash(log: PartitionLog) -> None:
     """Drop the log without a clean close (files stay as written), after the
     broker's last fsync round and its record of the fsynced offset."""
     log.flush()
-    log.checkpoint_durable()
+    record_durable_offset(log)
     for segment in log.segments:
         segment.close()
+
+
+def record_durable_offset(log: PartitionLog) -> None:
+    """What LogManager's once-a-second job does for this log, in place."""
+    due = log.durable_checkpoint_due()
+    if due is not None:
+        for checkpoint in write_durable_checkpoints([due]):
+            log.durable_checkpoint_written(checkpoint)
 
 
 def forget_durable_offset(log: PartitionLog) -> None:
@@ -131,6 +140,32 @@ def test_truncation_lowers_the_durable_offset_so_a_restart_is_clean(
     log.truncate_to(4)
     crash(log)
     assert open_log().log_end_offset == 4
+
+
+def test_a_truncation_while_the_durable_offset_is_written_keeps_its_lower_value(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    """The once-a-second record is written on a worker thread: if a truncation
+    lowers it meanwhile, the worker's older, higher value must not stay on disk
+    (a restart would take the records below it for lost and go offline)."""
+    log = open_log()
+    fill(log, batch, now_ms, 6)
+    log.flush()
+    taken = log.durable_checkpoint_due()  # collected on the Trio thread
+    assert taken is not None and taken.offset == 12
+    log.truncate_to(4)  # writes 4
+    written = write_durable_checkpoints([taken])  # the worker finishes: 12 on disk
+    assert read_durable_offset(log) == 12
+    for checkpoint in written:
+        log.durable_checkpoint_written(checkpoint)  # back on the Trio thread
+    assert read_durable_offset(log) == 4
+    crash(log)
+    assert open_log().log_end_offset == 4
+
+
+def read_durable_offset(log: PartitionLog) -> int:
+    text = (log.directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME).read_text()
+    return int(text.split()[-1])
 
 
 def test_damage_followed_by_intact_batches_takes_the_log_offline_untouched(

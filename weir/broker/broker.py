@@ -230,7 +230,7 @@ class Broker:
         """Retention, producer-state expiry and compaction passes, and the
         durable-offset checkpoints, until cancelled."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.log_manager.run_durable_checkpoints)
+            nursery.start_soon(self.log_manager.run_durable_checkpoints, self.disk)
             await self._run_retention_passes()
 
     async def _run_retention_passes(self) -> None:

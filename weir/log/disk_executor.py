@@ -45,6 +45,7 @@ class DiskJob(enum.Enum):
     PARTITIONS_CREATE = "partitions_create"
     PARTITIONS_REMOVE = "partitions_remove"
     COLD_READ = "cold_read"
+    DURABLE_CHECKPOINTS = "durable_checkpoints"
 
 
 class DiskExecutor:

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -18,9 +19,14 @@ import trio
 from weir.log.checkpoint import fsync_directory
 from weir.log.compaction import LogCleaner, compacts
 from weir.log.config import LogConfig
+from weir.log.disk_executor import DiskExecutor, DiskJob
 from weir.log.errors import LogDamaged, LogError
 from weir.log.flusher import GroupFlusher
-from weir.log.partition import DURABLE_CHECKPOINT_INTERVAL_MS, PartitionLog
+from weir.log.partition import (
+    DURABLE_CHECKPOINT_INTERVAL_MS,
+    PartitionLog,
+    write_durable_checkpoints,
+)
 from weir.log.partition_metadata import (
     PARTITION_METADATA_FILE_NAME,
     PartitionIdentity,
@@ -348,13 +354,23 @@ class LogManager:
                 next_compaction_ms = clock_ms() + self.settings.log_cleaner_backoff_ms
 
     async def run_durable_checkpoints(
-        self, interval_ms: int = DURABLE_CHECKPOINT_INTERVAL_MS
+        self, disk: DiskExecutor, interval_ms: int = DURABLE_CHECKPOINT_INTERVAL_MS
     ) -> None:
-        """Record each log's fsynced end every `interval_ms`, until cancelled."""
+        """Record each log's fsynced end every `interval_ms` (the files written on
+        the disk executor, one job for every log that moved), until cancelled."""
         while True:
             await trio.sleep(interval_ms / 1000)
-            for _, partition_log in self:
-                partition_log.checkpoint_durable()
+            await self.write_durable_checkpoints(disk)
+
+    async def write_durable_checkpoints(self, disk: DiskExecutor) -> None:
+        due = [c for _, log in self if (c := log.durable_checkpoint_due()) is not None]
+        if not due:
+            return
+        written = await disk.run(
+            DiskJob.DURABLE_CHECKPOINTS, partial(write_durable_checkpoints, due)
+        )
+        for checkpoint in written:
+            checkpoint.log.durable_checkpoint_written(checkpoint)
 
     def close_all(
         self,

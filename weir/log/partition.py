@@ -47,7 +47,7 @@ import os
 import random
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -154,6 +154,33 @@ class _Waiter:
     offset: int
     event: trio.Event = field(default_factory=trio.Event)
     error: LogError | None = None
+
+
+@dataclass(frozen=True)
+class DurableCheckpoint:
+    """A log's fsynced end to record in its `durable-offset-checkpoint`, taken on
+    the Trio thread in the log's truncation `generation`."""
+
+    log: PartitionLog
+    path: Path
+    offset: int
+    generation: int
+
+
+def write_durable_checkpoints(due: Sequence[DurableCheckpoint]) -> list[DurableCheckpoint]:
+    """Write each checkpoint, unsynced (a lost write only leaves the record older,
+    which is safe); on the disk executor. Returns those written."""
+    written = []
+    for checkpoint in due:
+        try:
+            write_checkpoint(checkpoint.path, [[checkpoint.offset]], sync=False)
+        except FileNotFoundError:  # the topic was deleted meanwhile
+            continue
+        except OSError as exc:  # only weakens what recovery can tell
+            log.warning("%s: durable offset not recorded: %s", checkpoint.path.parent.name, exc)
+            continue
+        written.append(checkpoint)
+    return written
 
 
 class PartitionLog:
@@ -649,22 +676,24 @@ class PartitionLog:
         if not self._closed and (self._unsynced or self._directory_unsynced or self._waiters):
             self.flusher.request(self)
 
-    def checkpoint_durable(self) -> None:
-        """Record how far the log is fsynced (LogManager calls it every
-        DURABLE_CHECKPOINT_INTERVAL_MS): recovery then refuses to cut there.
-        Unsynced; a lost write only leaves it older, which is safe."""
+    def durable_checkpoint_due(self) -> DurableCheckpoint | None:
+        """How far the log is fsynced, when that moved since it was last recorded
+        (LogManager collects these every DURABLE_CHECKPOINT_INTERVAL_MS and writes
+        them on the disk executor: `write_durable_checkpoints`)."""
         if self._closed or self._fsynced_end_offset <= self._durable_checkpoint:
+            return None
+        path = self.directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME
+        return DurableCheckpoint(self, path, self._fsynced_end_offset, self._generation)
+
+    def durable_checkpoint_written(self, checkpoint: DurableCheckpoint) -> None:
+        """On the Trio thread, once `checkpoint` is written. A truncation in the
+        meantime (a new generation) wrote a lower value that this write may have
+        replaced: that lower value is written again."""
+        if checkpoint.generation != self._generation:
+            self._durable_checkpoint = max(self._durable_checkpoint, checkpoint.offset)
+            self._lower_durable_checkpoint()
             return
-        try:
-            write_checkpoint(
-                self.directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME,
-                [[self._fsynced_end_offset]],
-                sync=False,
-            )
-        except OSError as exc:  # only weakens what recovery can tell
-            log.warning("%s: durable offset not recorded: %s", self.directory.name, exc)
-            return
-        self._durable_checkpoint = self._fsynced_end_offset
+        self._durable_checkpoint = max(self._durable_checkpoint, checkpoint.offset)
 
     def _lower_durable_checkpoint(self) -> None:
         """After a truncation: recovery must not take the cut for lost records."""
