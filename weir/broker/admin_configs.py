@@ -266,16 +266,9 @@ def handle_alter_configs(
     )
 
     def response(done: list[ConfigOutcome]) -> AlterConfigsResponse:
-        responses = [
-            AlterConfigsResponseResponse(
-                error_code=outcome.error,
-                error_message=outcome.message,
-                resource_type=outcome.resource_type,
-                resource_name=outcome.resource_name,
-            )
-            for outcome in done
-        ]
-        return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
+        return AlterConfigsResponse(
+            throttle_time_ms=0, responses=_outcome_items(done, AlterConfigsResponseResponse)
+        )
 
     return answer_in_order(outcomes, ConfigOutcome, response)
 
@@ -303,18 +296,30 @@ def handle_incremental_alter_configs(
     )
 
     def response(done: list[ConfigOutcome]) -> IncrementalAlterConfigsResponse:
-        responses = [
-            IncrementalAlterConfigsResponseResponse(
-                error_code=outcome.error,
-                error_message=outcome.message,
-                resource_type=outcome.resource_type,
-                resource_name=outcome.resource_name,
-            )
-            for outcome in done
-        ]
-        return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
+        return IncrementalAlterConfigsResponse(
+            throttle_time_ms=0,
+            responses=_outcome_items(done, IncrementalAlterConfigsResponseResponse),
+        )
 
     return answer_in_order(outcomes, ConfigOutcome, response)
+
+
+OutcomeItemT = TypeVar(
+    "OutcomeItemT", AlterConfigsResponseResponse, IncrementalAlterConfigsResponseResponse
+)
+
+
+def _outcome_items(done: list[ConfigOutcome], item_type: type[OutcomeItemT]) -> list[OutcomeItemT]:
+    """Both AlterConfigs responses list the same four fields per resource."""
+    return [
+        item_type(
+            error_code=outcome.error,
+            error_message=outcome.message,
+            resource_type=outcome.resource_type,
+            resource_name=outcome.resource_name,
+        )
+        for outcome in done
+    ]
 
 
 @dataclass(frozen=True)

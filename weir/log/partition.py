@@ -689,11 +689,9 @@ class PartitionLog:
         """On the Trio thread, once `checkpoint` is written. A truncation in the
         meantime (a new generation) wrote a lower value that this write may have
         replaced: that lower value is written again."""
-        if checkpoint.generation != self._generation:
-            self._durable_checkpoint = max(self._durable_checkpoint, checkpoint.offset)
-            self._lower_durable_checkpoint()
-            return
         self._durable_checkpoint = max(self._durable_checkpoint, checkpoint.offset)
+        if checkpoint.generation != self._generation:
+            self._lower_durable_checkpoint()
 
     def _lower_durable_checkpoint(self) -> None:
         """After a truncation: recovery must not take the cut for lost records."""
