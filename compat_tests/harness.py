@@ -288,6 +288,31 @@ class WeirProcess:
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read()
 
+    def metric_samples(self, name: str) -> dict[str, float]:
+        """Every sample of the Prometheus family `name`, keyed by its label
+        text (`reason="timeout"`; "" for a sample without labels)."""
+        status, body = self.http_get("/metrics")
+        assert status == 200, f"/metrics answered {status}"
+        samples: dict[str, float] = {}
+        pattern = re.compile(rf"^{re.escape(name)}(?:{{(.*)}})? (\S+)$", re.MULTILINE)
+        for match in pattern.finditer(body.decode()):
+            samples[match.group(1) or ""] = float(match.group(2))
+        return samples
+
+    def connection_trouble(self) -> dict[str, float]:
+        """Request errors and connections the broker closed, by label: what a
+        client suite asserts stays empty (a client the broker cannot serve
+        shows up here even when the client retries and passes)."""
+        trouble = {
+            f"request_errors {key}": value
+            for key, value in self.metric_samples("weir_request_errors_total").items()
+        }
+        trouble.update(
+            (f"closed_by_broker {key}", value)
+            for key, value in self.metric_samples("weir_connections_closed_by_broker_total").items()
+        )
+        return {key: value for key, value in trouble.items() if value}
+
     def describe(self) -> str:
         state = "running" if self.is_running() else "not running"
         return f"weir pid {self.process.pid if self.process else '-'} ({state}) on {self.bootstrap}"

@@ -272,6 +272,22 @@ def test_out_of_range_size_prefix_closes_connection_at_once(broker: WeirProcess,
     assert_serves_api_versions(broker)
 
 
+def test_a_connection_the_broker_closes_is_counted_by_its_reason(broker: WeirProcess) -> None:
+    def closed(reason: str) -> float:
+        samples = broker.metric_samples("weir_connections_closed_by_broker_total")
+        return samples.get(f'reason="{reason}"', 0.0)
+
+    frame_size_before, request_before = closed("frame_size"), closed("request")
+    with connect(broker) as sock:
+        sock.sendall(struct.pack(">i", 2**31 - 1))
+        assert closed_by_peer(sock)
+    with connect(broker) as sock:
+        sock.sendall(frame(request_header(METADATA, 1, 7, flexible=False) + b"\xff" * 3))
+        assert closed_by_peer(sock)
+    assert closed("frame_size") == frame_size_before + 1
+    assert closed("request") == request_before + 1
+
+
 def test_truncated_frame_then_close_is_survived(broker: WeirProcess) -> None:
     for cut in (1, 3, 4, 9, 14):
         request = api_versions_v0(cut)

@@ -22,6 +22,7 @@ class HistogramSample:
 class Metrics:
     requests_total: Counter[str] = field(default_factory=Counter)
     request_errors_total: Counter[str] = field(default_factory=Counter)
+    connections_closed_by_broker_total: Counter[str] = field(default_factory=Counter)
     connections_open: int = 0
     connections_total: int = 0
     connections_rejected_total: int = 0
@@ -64,6 +65,14 @@ class Metrics:
             "Requests that failed or closed the connection, by API.",
             "api",
             self.request_errors_total,
+        )
+        _counter_family(
+            lines,
+            "weir_connections_closed_by_broker_total",
+            "Kafka connections the broker closed, by reason: request (a request it "
+            "could not answer), timeout (idle or mid-frame), frame_size.",
+            "reason",
+            self.connections_closed_by_broker_total,
         )
         scalars: list[tuple[str, str, str, float]] = [
             ("weir_connections_open", "gauge", "Open Kafka connections.", self.connections_open),

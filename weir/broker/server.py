@@ -53,6 +53,10 @@ class ConnectionClosedError(Exception):
     """The peer closed, broke the framing rules, or timed out."""
 
 
+class FrameSizeError(ConnectionClosedError):
+    """A frame's size prefix is outside the limits: the broker closes."""
+
+
 class FrameReader:
     """Reads size-prefixed frames, allocating only as bytes actually arrive.
 
@@ -109,7 +113,7 @@ class FrameReader:
     def _checked_size(self) -> int:
         (size,) = FRAME_SIZE_PREFIX.unpack_from(self._buffer)
         if size < REQUEST_HEADER_BYTES_MIN or size > self._frame_bytes_max:
-            raise ConnectionClosedError(f"frame size {size} outside [10, {self._frame_bytes_max}]")
+            raise FrameSizeError(f"frame size {size} outside [10, {self._frame_bytes_max}]")
         return int(size)
 
     def _take(self, size: int) -> memoryview:
@@ -431,6 +435,9 @@ async def _run_connection(
                     with reader.scope:
                         await _read_requests(server, stream, send_items, account, watchdog, reader)
                     drained = server.draining
+            except FrameSizeError as exc:
+                log.debug("closing connection: %s", exc)
+                server.broker.metrics.connections_closed_by_broker_total["frame_size"] += 1
             except STREAM_ERRORS as exc:
                 log.debug("connection closed while reading: %r", exc)
             if not drained:
@@ -439,6 +446,8 @@ async def _run_connection(
     finally:
         CONNECTION_BUDGET.reset(token)
         server._readers.discard(reader)
+        if watchdog.expired_reason is not None:
+            server.broker.metrics.connections_closed_by_broker_total["timeout"] += 1
 
 
 async def _read_requests(
@@ -475,6 +484,7 @@ async def _read_requests(
             item.charged_bytes += len(outcome.response)
         await send_items.send(item)
         if outcome.close_connection:
+            broker.metrics.connections_closed_by_broker_total["request"] += 1
             return
 
 
