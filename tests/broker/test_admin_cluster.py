@@ -18,6 +18,9 @@ from weir.wire.protocol import (
 from .handler_calls import call
 
 AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
+# Kafka's cluster operations without an authorizer: CREATE(5), ALTER(7), DESCRIBE(8),
+# CLUSTER_ACTION(9), DESCRIBE_CONFIGS(10), ALTER_CONFIGS(11), IDEMPOTENT_WRITE(12).
+CLUSTER_OPERATION_CODES = {5, 7, 8, 9, 10, 11, 12}
 
 
 async def describe_cluster(broker: Broker, version: int, **body: Any) -> Any:
@@ -49,7 +52,11 @@ async def test_describes_this_node_as_the_whole_cluster(
     assert [(b.broker_id, b.host, b.port, b.rack) for b in response.brokers] == [
         (5, "broker.example", 29092, None)
     ]
-    assert response.cluster_authorized_operations == AUTHORIZED_OPERATIONS_UNKNOWN
+    if include_operations:
+        bits = response.cluster_authorized_operations
+        assert {code for code in range(32) if bits >> code & 1} == CLUSTER_OPERATION_CODES
+    else:
+        assert response.cluster_authorized_operations == AUTHORIZED_OPERATIONS_UNKNOWN
     if version >= 1:
         assert response.endpoint_type == 1
 

@@ -4,14 +4,15 @@ A single Weir node is the whole cluster and its own controller. KIP-919's
 endpoint type (v1): brokers (1) are described; asking a broker listener for the
 controllers (2) is MISMATCHED_ENDPOINT_TYPE, any other type
 UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0, which cannot name one).
-Authorized operations are never computed (no authorizer): the schema's
-"not provided" value is sent.
+KIP-430: asked for, the cluster's authorized operations are every cluster
+operation (no authorizer, weir/broker/acl_operations.py); otherwise "not provided".
 """
 
 from __future__ import annotations
 
 import enum
 
+from weir.broker.acl_operations import OPERATIONS_NOT_REQUESTED, cluster_operations
 from weir.broker.context import RequestContext
 from weir.format.errors import ErrorCode
 from weir.wire.messages.cluster import (
@@ -19,8 +20,6 @@ from weir.wire.messages.cluster import (
     DescribeClusterResponse,
     DescribeClusterResponseBroker,
 )
-
-AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 
 
 class EndpointType(enum.IntEnum):
@@ -59,7 +58,9 @@ def handle_describe_cluster(
                 broker_id=node_id, host=advertised.host, port=advertised.port, rack=None
             )
         ],
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN,
+        cluster_authorized_operations=cluster_operations(
+            request.include_cluster_authorized_operations
+        ),
     )
 
 
@@ -73,5 +74,5 @@ def _refusal(error: ErrorCode, message: str) -> DescribeClusterResponse:
         cluster_id="",
         controller_id=-1,
         brokers=[],
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN,
+        cluster_authorized_operations=OPERATIONS_NOT_REQUESTED,
     )

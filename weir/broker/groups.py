@@ -8,9 +8,10 @@ answer until the records are durable (weir.broker.group_service).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from weir.broker.acl_operations import group_operations
 from weir.broker.context import Deferred, RequestContext
 from weir.broker.group_service import GroupService
 from weir.format.errors import ErrorCode
@@ -444,11 +445,23 @@ def handle_consumer_group_describe(
 ) -> ConsumerGroupDescribeResponse:
     service = _service(ctx)
     service.ensure_ready(ctx.now_ms())
-    described = service.consumer_groups.describe(request.group_ids, service.topic_name)
-    return ConsumerGroupDescribeResponse(
-        throttle_time_ms=0,
-        groups=[strict_value(ConsumerGroupDescribeResponseGroup, group) for group in described],
-    )
+    described = [
+        strict_value(ConsumerGroupDescribeResponseGroup, group)
+        for group in service.consumer_groups.describe(request.group_ids, service.topic_name)
+    ]
+    _set_group_operations(described, request.include_authorized_operations)
+    return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=described)
+
+
+def _set_group_operations(
+    described: Sequence[DescribeGroupsResponseGroup | ConsumerGroupDescribeResponseGroup],
+    requested: bool,
+) -> None:
+    """KIP-430: the groups described without error carry every group operation
+    when the client asked (no authorizer), as Kafka's KafkaApis sets them."""
+    for group in described:
+        if group.error_code == ErrorCode.NONE:
+            group.authorized_operations = group_operations(requested)
 
 
 # -- Classic groups: JoinGroup, SyncGroup, Heartbeat, LeaveGroup ------------------------
@@ -659,6 +672,7 @@ def handle_describe_groups(
         else:
             classic = service.classic.describe_group(group_id).response()
             described.append(strict_value(DescribeGroupsResponseGroup, classic))
+    _set_group_operations(described, ctx.api_version >= 3 and request.include_authorized_operations)
     return DescribeGroupsResponse(throttle_time_ms=0, groups=described)
 
 

@@ -9,6 +9,11 @@ from __future__ import annotations
 import uuid
 from functools import partial
 
+from weir.broker.acl_operations import (
+    OPERATIONS_NOT_REQUESTED,
+    cluster_operations,
+    topic_operations,
+)
 from weir.broker.broker import Broker
 from weir.broker.context import Deferred, ItemAnswer, RequestContext, answer_in_order
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
@@ -23,7 +28,6 @@ from weir.wire.messages.metadata import (
     MetadataResponseTopic,
 )
 
-AUTHORIZED_OPERATIONS_UNKNOWN = -2147483648
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -35,14 +39,23 @@ def handle_metadata(
     allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
     requested = request.topics
     topics: list[ItemAnswer[MetadataResponseTopic]]
+    # KIP-430: v8+ (the cluster's only up to v10: v11 dropped the field).
+    topic_ops = topic_operations(version >= 8 and request.include_topic_authorized_operations)
+    cluster_ops = cluster_operations(
+        8 <= version <= 10 and request.include_cluster_authorized_operations
+    )
     if requested is None or (version == 0 and len(requested) == 0):
-        topics = [_describe_topic(broker, record) for record in broker.controller.topics()]
+        topics = [
+            _describe_topic(broker, record, topic_ops) for record in broker.controller.topics()
+        ]
     else:
-        topics = [_lookup_topic(broker, t, allow_auto_create) for t in requested]
-    return answer_in_order(topics, MetadataResponseTopic, partial(_response, broker))
+        topics = [_lookup_topic(broker, t, allow_auto_create, topic_ops) for t in requested]
+    return answer_in_order(topics, MetadataResponseTopic, partial(_response, broker, cluster_ops))
 
 
-def _response(broker: Broker, topics: list[MetadataResponseTopic]) -> MetadataResponse:
+def _response(
+    broker: Broker, cluster_ops: int, topics: list[MetadataResponseTopic]
+) -> MetadataResponse:
     advertised = broker.config.advertised
     return MetadataResponse(
         throttle_time_ms=0,
@@ -54,12 +67,12 @@ def _response(broker: Broker, topics: list[MetadataResponseTopic]) -> MetadataRe
         cluster_id=broker.controller.cluster_id,
         controller_id=broker.config.node_id,
         topics=topics,
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN,
+        cluster_authorized_operations=cluster_ops,
     )
 
 
 def _lookup_topic(
-    broker: Broker, requested: MetadataRequestTopic, allow_auto_create: bool
+    broker: Broker, requested: MetadataRequestTopic, allow_auto_create: bool, topic_ops: int
 ) -> ItemAnswer[MetadataResponseTopic]:
     name = requested.name
     topic_id = requested.topic_id  # the zero UUID before v10
@@ -67,20 +80,20 @@ def _lookup_topic(
         record = broker.controller.topic_by_id(topic_id) if topic_id != ZERO_UUID else None
         if record is None:
             return _topic_error(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
-        return _describe_topic(broker, record)
+        return _describe_topic(broker, record, topic_ops)
     record = broker.controller.topic(name)
     if record is not None:
-        return _describe_topic(broker, record)
+        return _describe_topic(broker, record, topic_ops)
     try:
         validate_topic_name(name)
     except ControllerError as exc:
         return _topic_error(name, ZERO_UUID, exc.error_code)
     if allow_auto_create and not is_internal_topic(name) and broker.config.auto_create_topics:
-        return partial(_auto_create, broker, name)
+        return partial(_auto_create, broker, name, topic_ops)
     return _topic_error(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
-async def _auto_create(broker: Broker, name: str) -> MetadataResponseTopic:
+async def _auto_create(broker: Broker, name: str, topic_ops: int) -> MetadataResponseTopic:
     """Created on the disk executor (another request may have created it meanwhile)."""
     try:
         created = await broker.auto_create_topic_async(name)
@@ -88,7 +101,7 @@ async def _auto_create(broker: Broker, name: str) -> MetadataResponseTopic:
         return _topic_error(name, ZERO_UUID, exc.error_code)
     except OSError:
         return _topic_error(name, ZERO_UUID, ErrorCode.KAFKA_STORAGE_ERROR)
-    return _describe_topic(broker, created)
+    return _describe_topic(broker, created, topic_ops)
 
 
 def _topic_error(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> MetadataResponseTopic:
@@ -98,11 +111,11 @@ def _topic_error(name: str | None, topic_id: uuid.UUID, error: ErrorCode) -> Met
         topic_id=topic_id,
         is_internal=False,
         partitions=[],
-        topic_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN,
+        topic_authorized_operations=OPERATIONS_NOT_REQUESTED,
     )
 
 
-def _describe_topic(broker: Broker, record: TopicRecord) -> MetadataResponseTopic:
+def _describe_topic(broker: Broker, record: TopicRecord, topic_ops: int) -> MetadataResponseTopic:
     return MetadataResponseTopic(
         error_code=ErrorCode.NONE,
         name=record.name,
@@ -111,7 +124,7 @@ def _describe_topic(broker: Broker, record: TopicRecord) -> MetadataResponseTopi
         partitions=[
             _describe_partition(broker, record, index) for index in range(record.partition_count)
         ],
-        topic_authorized_operations=AUTHORIZED_OPERATIONS_UNKNOWN,
+        topic_authorized_operations=topic_ops,
     )
 
 
