@@ -67,7 +67,7 @@ def test_overrides_are_parsed_by_type() -> None:
         ("min.cleanable.dirty.ratio", "1.5"),
         ("preallocate", "yes"),
         ("unclean.leader.election.enable", "true"),
-        ("compression.type", "zstd"),
+        ("compression.type", "brotli"),
     ],
 )
 def test_rejects_unknown_names_and_bad_values(name: str, value: str) -> None:

@@ -30,6 +30,9 @@ partitions = st.builds(
     log_append_time_ms=INT64,
     log_start_offset=INT64,
     error_message=st.none() | st.text(max_size=40),
+    record_errors=st.lists(st.tuples(INT32, st.none() | st.text(max_size=20)), max_size=3).map(
+        tuple
+    ),
 )
 topics = st.lists(st.tuples(st.text(max_size=30), st.lists(partitions, max_size=5)), max_size=4)
 
@@ -48,7 +51,10 @@ def schema_frame(
                         "base_offset": p.base_offset,
                         "log_append_time_ms": p.log_append_time_ms,
                         "log_start_offset": p.log_start_offset,
-                        "record_errors": [],
+                        "record_errors": [
+                            {"batch_index": index, "batch_index_error_message": message}
+                            for index, message in p.record_errors
+                        ],
                         "error_message": p.error_message,
                     }
                     for p in partition_results

@@ -7,12 +7,17 @@ transactional batch without a transactional id; Weir serves no transactions, so
 no transaction is ever open); a batch whose producer id the broker never issued
 (UNKNOWN_PRODUCER_ID: ids at or past the controller's `next_producer_id` were
 never reserved). The log checks the rest (format, CRC, sequences, epochs).
+
+Record by record, only where a feature needs it: a compacted topic's records
+must have keys, and a topic whose `compression.type` is not `producer` gets its
+batches rewritten with that codec (weir/log/recompression.py). A batch refused
+for some of its records (KIP-467) is answered with `record_errors` naming them.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 
@@ -28,7 +33,8 @@ from weir.format.record_batch import (
     verify_crc,
 )
 from weir.log.compaction import compacts, require_keys
-from weir.log.errors import LogError
+from weir.log.errors import LogError, RecordErrors
+from weir.log.recompression import recompress
 from weir.wire.messages.produce import (
     ProduceRequest,
     ProduceRequestPartitionData,
@@ -54,6 +60,7 @@ class PartitionOutcome:
     log_start_offset: int = -1
     replica: PartitionReplica | None = None
     next_offset: int = 0
+    record_errors: list[tuple[int, str]] = field(default_factory=list)  # KIP-467
 
 
 def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[ProduceResponse]:
@@ -131,13 +138,20 @@ def _append(
     if refusal is not None:
         outcome.error_code, outcome.error_message = refusal
         return outcome
+    config = replica.log.config
     try:
         if compacts(replica.log):
-            require_keys(records)
+            require_keys(records, f"{topic}-{partition.index}")
+        if config.stored_codec is not None:  # compression.type is not `producer`
+            records = recompress(
+                records, config.stored_codec, batch_bytes_max=config.max_message_bytes
+            )
         result = replica.log.append(records, leader_epoch=replica.leader_epoch, now_ms=now_ms)
     except LogError as exc:
         outcome.error_code = exc.error_code
         outcome.error_message = str(exc)
+        if isinstance(exc, RecordErrors):
+            outcome.record_errors = exc.record_errors
         return outcome
     if result.duplicate:
         broker.metrics.produced_duplicate_batches_total += 1
@@ -211,4 +225,5 @@ def _partition_result(outcome: PartitionOutcome) -> PartitionResult:
         outcome.log_append_time_ms,
         outcome.log_start_offset,
         outcome.error_message,
+        tuple(outcome.record_errors),
     )

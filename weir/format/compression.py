@@ -77,7 +77,8 @@ def compress(codec: int, data: Buffer) -> bytes:
         case Codec.SNAPPY:
             return bytes(snappy.compress(bytes(data)))
         case Codec.LZ4:
-            return bytes(lz4.frame.compress(bytes(data)))
+            # Independent blocks: Java's KafkaLZ4BlockInputStream refuses linked ones.
+            return bytes(lz4.frame.compress(bytes(data), block_linked=False))
         case Codec.ZSTD:
             return zstandard.ZstdCompressor(level=3).compress(bytes(data))
     raise UnsupportedCodecError(f"unknown compression codec {codec}")

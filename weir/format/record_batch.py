@@ -38,6 +38,7 @@ __all__ = [
     "build_batch",
     "decode_records",
     "rebuild_batch",
+    "recompress_batch",
     "iter_batch_headers",
     "parse_batch_header",
     "patch_base_offset",
@@ -430,6 +431,37 @@ def rebuild_batch(
             header.base_offset, header.partition_leader_epoch, attributes,
             header.last_offset_delta, base_timestamp, max_timestamp, header.producer_id,
             header.producer_epoch, header.base_sequence, len(records),
+        ),
+    )  # fmt: skip
+
+
+def recompress_batch(header: BatchHeader, records: Sequence[Record], codec: int) -> bytes:
+    """The batch `header` describes, holding `records` (all of its records, decoded),
+    compressed with `codec` (0: uncompressed), as Kafka's broker rewrites a batch
+    whose codec differs from its topic's `compression.type`: base offset, partition
+    leader epoch, producer id/epoch, base sequence and the other attribute bits are
+    kept; records are numbered densely from the base offset (offset deltas
+    0..n-1) with their timestamps, keys, values and headers; the max timestamp is
+    recomputed under CreateTime; length and CRC are new."""
+    if not records:
+        raise ValueError("a record batch needs at least one record")
+    log_append_time = header.timestamp_type == TIMESTAMP_LOG_APPEND_TIME
+    timestamps_ms = [r.timestamp_ms for r in records]
+    base_timestamp = header.base_timestamp if log_append_time else min(timestamps_ms)
+    max_timestamp = header.max_timestamp if log_append_time else max(timestamps_ms)
+    body = bytearray()
+    for offset_delta, record in enumerate(records):
+        _append_record(
+            body, offset_delta, record.timestamp_ms - base_timestamp, record.key,
+            record.value, record.headers,
+        )  # fmt: skip
+    attributes = (header.attributes & ~COMPRESSION_MASK) | (codec & COMPRESSION_MASK)
+    return _pack_batch(
+        body,
+        _PackedFields(
+            header.base_offset, header.partition_leader_epoch, attributes, len(records) - 1,
+            base_timestamp, max_timestamp, header.producer_id, header.producer_epoch,
+            header.base_sequence, len(records),
         ),
     )  # fmt: skip
 

@@ -100,6 +100,7 @@ from weir.format.record_batch import (
     InvalidBatch,
     Record,
     decode_records,
+    iter_batch_headers,
     parse_batch_header,
     rebuild_batch,
     verify_crc,
@@ -107,7 +108,7 @@ from weir.format.record_batch import (
 from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
 from weir.log.config import INT64_MAX, LogConfig
 from weir.log.descriptors import SEGMENT_FILES_COUNT, DescriptorCache
-from weir.log.errors import LogError
+from weir.log.errors import LogError, RecordErrors, record_errors_message
 from weir.log.segment import SEGMENT_SUFFIXES, AppendedBatch, Segment, segment_file_name
 from weir.log.settings import BATCH_INFLATE_BYTES_MAX
 
@@ -210,16 +211,26 @@ def compacts(partition: CleanablePartition) -> bool:
     return "compact" in partition.config.cleanup_policy
 
 
-def require_keys(batches: memoryview | bytes | bytearray) -> None:
+def require_keys(batches: memoryview | bytes | bytearray, partition_name: str) -> None:
     """Producers may not write keyless records to a compacted topic (Kafka answers
     INVALID_RECORD): compaction keeps the latest record per key. The produce path
-    calls this for compacted topics only; it is the one place a client's records
-    are decoded, within a bound. Raises LogError."""
+    calls this for compacted topics only, where a client's records are decoded
+    within a bound. The first batch holding keyless records is refused with each
+    of them listed (KIP-467, RecordErrors: its index in that batch). Raises LogError."""
     try:
-        for record in decode_records(batches, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX):
-            if record.key is None:
-                raise LogError(
-                    ErrorCode.INVALID_RECORD, "Compacted topic cannot accept message without key"
+        for position, header in iter_batch_headers(batches):
+            batch = memoryview(batches)[position : position + header.size]
+            records = decode_records(batch, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX)
+            keyless = [
+                (index, f"Compacted topic cannot accept message without key in topic "
+                        f"partition {partition_name}")
+                for index, record in enumerate(records) if record.key is None
+            ]  # fmt: skip
+            if keyless:
+                raise RecordErrors(
+                    ErrorCode.INVALID_RECORD,
+                    record_errors_message(ErrorCode.INVALID_RECORD, keyless),
+                    keyless,
                 )
     except InvalidBatch as exc:
         raise LogError(exc.error_code, str(exc)) from exc

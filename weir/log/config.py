@@ -4,8 +4,10 @@ Names, types, defaults and valid ranges are Kafka's (3.x), with these exceptions
 
 - `segment.bytes` must be at least 1024 (Kafka: 14; Kafka 4.0: 1 MiB), so that
   tests can roll small segments without allowing absurd ones.
-- `compression.type` accepts only `producer`: batches are stored as the producer
-  compressed them; Weir does not recompress, and will not pretend to.
+- `compression.type`: `producer` (the default) stores batches as the producer
+  compressed them; `uncompressed`, `gzip`, `snappy`, `lz4` or `zstd` make the
+  produce path rewrite a batch of another codec (weir/log/recompression.py).
+  Kafka's per-codec levels (`compression.gzip.level`, ...) are not accepted yet.
 - `segment.index.bytes` must be at least 12 (one time index entry).
 - `remote.storage.enable` and `unclean.leader.election.enable` must be false.
 - `cleanup.policy=compact` compacts the log (weir/log/compaction.py) and keeps
@@ -36,6 +38,9 @@ INT32_MIN = -(2**31)
 INT64_MIN = -(2**63)
 
 SEGMENT_BYTES_MIN = 1024
+
+# compression.type values other than `producer` -> Kafka's codec number.
+STORED_CODECS: dict[str, int] = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
 class InvalidConfig(ValueError):  # noqa: N818 (the contract names it)
@@ -175,8 +180,9 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "delete: drop old segments by retention; compact: keep the latest record per key.",
               subset_of("delete", "compact")),
     ConfigDef("compression.type", _S, "producer",
-              "Stored compression; only 'producer' (keep the producer's) is implemented.",
-              one_of("producer")),
+              "Codec batches are stored with: producer keeps the producer's; uncompressed, "
+              "gzip, snappy, lz4 or zstd recompress batches of another codec.",
+              one_of("producer", *STORED_CODECS)),
     ConfigDef("delete.retention.ms", _L, 86_400_000,
               "How long delete tombstones are kept (compacted topics).", at_least(0)),
     ConfigDef("file.delete.delay.ms", _L, 60_000,
@@ -293,6 +299,11 @@ class LogConfig:
     def value(self, name: str) -> Any:
         """The typed value of a config by its Kafka name."""
         return getattr(self, TOPIC_CONFIGS[name].attribute)
+
+    @property
+    def stored_codec(self) -> int | None:
+        """The codec every stored batch must have, or None (`producer`: any)."""
+        return STORED_CODECS.get(self.compression_type)
 
     @property
     def log_append_time(self) -> bool:

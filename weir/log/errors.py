@@ -13,6 +13,30 @@ class LogError(Exception):
         self.error_code = error_code
 
 
+class RecordErrors(LogError):  # noqa: N818
+    """KIP-467: some records of a batch are invalid; the whole batch is refused and
+    `record_errors` names them: (index of the record in its batch, why)."""
+
+    def __init__(
+        self, error_code: ErrorCode, message: str, record_errors: list[tuple[int, str]]
+    ) -> None:
+        super().__init__(error_code, message)
+        self.record_errors = record_errors
+
+
+def record_errors_message(error_code: ErrorCode, record_errors: list[tuple[int, str]]) -> str:
+    """The partition's error message, worded as Kafka's LogValidator words it."""
+    if error_code == ErrorCode.INVALID_TIMESTAMP:
+        return "One or more records have been rejected due to invalid timestamp"
+    shown = ", ".join(
+        f"RecordError(batchIndex={index}, message='{why}')" for index, why in record_errors[:3]
+    )
+    return (
+        f"One or more records have been rejected due to {len(record_errors)} record errors "
+        f"in total, and only showing the first three errors at most: [{shown}]"
+    )
+
+
 class OffsetOutOfRange(LogError):  # noqa: N818 (the contract names it)
     """The offset lies before the log start offset or after the log end offset."""
 

@@ -78,6 +78,8 @@ from weir.log.errors import (
     LogError,
     LogTruncated,
     OffsetOutOfRange,
+    RecordErrors,
+    record_errors_message,
 )
 from weir.log.flusher import CacheDrop, FlushJob, GroupFlusher
 from weir.log.producer_snapshots import (
@@ -181,6 +183,33 @@ def write_durable_checkpoints(due: Sequence[DurableCheckpoint]) -> list[DurableC
             continue
         written.append(checkpoint)
     return written
+
+
+def _timestamp_errors(batch: memoryview | bytes | bytearray, low_ms: int, high_ms: int) -> LogError:
+    """INVALID_TIMESTAMP listing each record of `batch` outside [low_ms, high_ms], as
+    Kafka's LogValidator words them; without the list when the records cannot be
+    decoded within the bound or none is outside (the header lied)."""
+    try:
+        errors = [
+            (index, f"Timestamp {record.timestamp_ms} of message with offset {record.offset} "
+                    f"is out of range. The timestamp should be within [{low_ms}, {high_ms}]")
+            for index, record in enumerate(
+                decode_records(batch, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX)
+            )
+            if not low_ms <= record.timestamp_ms <= high_ms
+        ]  # fmt: skip
+    except InvalidBatch:
+        errors = []
+    if not errors:
+        return LogError(
+            ErrorCode.INVALID_TIMESTAMP,
+            f"the batch's timestamps are outside [{low_ms}, {high_ms}]",
+        )
+    return RecordErrors(
+        ErrorCode.INVALID_TIMESTAMP,
+        record_errors_message(ErrorCode.INVALID_TIMESTAMP, errors),
+        errors,
+    )
 
 
 class PartitionLog:
@@ -447,21 +476,24 @@ class PartitionLog:
         if not verify_crc(view, position, header):
             raise LogError(ErrorCode.CORRUPT_MESSAGE, "record batch CRC32C mismatch")
         if not self.config.log_append_time:
-            self._check_timestamps(header, now_ms)
+            self._check_timestamps(view, position, header, now_ms)
         return header
 
-    def _check_timestamps(self, header: BatchHeader, now_ms: int) -> None:
+    def _check_timestamps(
+        self, view: memoryview | bytes | bytearray, position: int, header: BatchHeader, now_ms: int
+    ) -> None:
+        """The batch's timestamp range (its base and max timestamps) must lie in the
+        topic's window; only when it does not are its records decoded, to name
+        the ones outside it (KIP-467)."""
         config = self.config
         before_max = min(config.message_timestamp_before_max_ms,
                          config.message_timestamp_difference_max_ms)  # fmt: skip
         after_max = min(config.message_timestamp_after_max_ms,
                         config.message_timestamp_difference_max_ms)  # fmt: skip
+        low_ms, high_ms = now_ms - before_max, now_ms + after_max
         for timestamp_ms in (header.base_timestamp, header.max_timestamp):
-            if timestamp_ms < now_ms - before_max or timestamp_ms > now_ms + after_max:
-                raise LogError(
-                    ErrorCode.INVALID_TIMESTAMP,
-                    f"timestamp {timestamp_ms} is out of range of the broker's {now_ms}",
-                )
+            if not low_ms <= timestamp_ms <= high_ms:
+                raise _timestamp_errors(view[position : position + header.size], low_ms, high_ms)
 
     def _assign(
         self,

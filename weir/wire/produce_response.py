@@ -7,7 +7,7 @@ the fields directly. `tests/wire/test_produce_response.py` proves it produces
 byte for byte what the schema encoder produces, for every version and for
 random field values, so the schema stays the single definition of the format.
 
-Weir never returns per-record errors, so `record_errors` (v8+) is always empty.
+`record_errors` (v8+, KIP-467) lists the records that made a batch be refused.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ class PartitionResult(NamedTuple):
     log_append_time_ms: int
     log_start_offset: int
     error_message: str | None
+    record_errors: tuple[tuple[int, str | None], ...] = ()  # (batch_index, message)
 
 
 def encode_produce_response(
@@ -79,7 +80,12 @@ def _write_partition(
             partition.log_append_time_ms,
         )  # fmt: skip
     if api_version >= 8:
-        _write_array_length(out, 0, flexible)  # record_errors
+        _write_array_length(out, len(partition.record_errors), flexible)
+        for batch_index, message in partition.record_errors:
+            out += _INT32.pack(batch_index)
+            _write_nullable_string(out, message, flexible)
+            if flexible:
+                out += b"\x00"
         _write_nullable_string(out, partition.error_message, flexible)
     if flexible:
         out += b"\x00"
