@@ -8,7 +8,6 @@ confluent-kafka's admin client, which turns the bit fields into AclOperations.""
 from __future__ import annotations
 
 import socket
-import struct
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +17,7 @@ from confluent_kafka import Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AclOperation, AdminClient
 
 from compat_tests.harness import WeirProcess, create_topic
-from weir.wire.protocol import decode_response, encode_request
+from compat_tests.wire_client import connect, round_trip
 
 TIMEOUT_S = 20.0
 NOT_PROVIDED = -(2**31)
@@ -45,27 +44,8 @@ def codes(bits: int) -> set[int]:
 
 @pytest.fixture
 def sock(broker: WeirProcess) -> Iterator[socket.socket]:
-    with socket.create_connection(("127.0.0.1", broker.kafka_port), timeout=10) as connection:
+    with connect(broker) as connection:
         yield connection
-
-
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        assert chunk, "the broker closed the connection"
-        data += chunk
-    return bytes(data)
-
-
-def round_trip(sock: socket.socket, api_key: int, version: int, body: dict[str, Any]) -> Any:
-    sock.sendall(encode_request(api_key, version, 11, "kip-430-test", body))
-    (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-    correlation_id, response = decode_response(
-        api_key, version, memoryview(_recv_exact(sock, size))
-    )
-    assert correlation_id == 11
-    return response
 
 
 def commit_as(bootstrap: str, group_id: str, topic: str) -> None:
