@@ -21,7 +21,8 @@ from compat_tests.wire_client import connect, round_trip
 
 TIMEOUT_S = 20.0
 NOT_PROVIDED = -(2**31)
-METADATA, DESCRIBE_GROUPS, DESCRIBE_CLUSTER, CONSUMER_GROUP_DESCRIBE = 3, 15, 60, 69
+METADATA, DESCRIBE_GROUPS, DESCRIBE_CLUSTER = 3, 15, 60
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 
 # Kafka's AclEntry.supportedOperations, by ACL operation code.
 TOPIC_CODES = {3, 4, 5, 6, 7, 8, 10, 11}  # READ WRITE CREATE DELETE ALTER DESCRIBE *_CONFIGS
@@ -107,6 +108,34 @@ def test_describe_groups_reports_group_operations_only_when_asked(
             assert codes(group.authorized_operations) == GROUP_CODES
         else:
             assert group.authorized_operations == NOT_PROVIDED
+
+
+def test_consumer_group_describe_reports_a_kip848_group_with_its_members_and_operations(
+    broker: WeirProcess, sock: socket.socket, topic: str
+) -> None:
+    """Also a regression test: describing a KIP-848 group that had members failed
+    in the broker (stale assignment fields) and closed the connection."""
+    create_topic(broker.bootstrap, topic)
+    group_id = f"g-{uuid.uuid4().hex[:8]}"
+    member_id = str(uuid.uuid4())
+    joined = round_trip(sock, CONSUMER_GROUP_HEARTBEAT, 0, {
+        "group_id": group_id, "member_id": member_id, "member_epoch": 0,
+        "rebalance_timeout_ms": 30_000, "subscribed_topic_names": [topic], "topic_partitions": [],
+    })  # fmt: skip
+    assert joined.error_code == 0
+    for asked in (True, False):
+        body = {"group_ids": [group_id], "include_authorized_operations": asked}
+        [group] = round_trip(sock, CONSUMER_GROUP_DESCRIBE, 0, body).groups
+        assert (group.error_code, group.group_id) == (0, group_id)
+        [member] = group.members
+        assert member.member_id == member_id
+        [assigned] = member.assignment.topic_partitions
+        assert (assigned.topic_name, assigned.partitions) == (topic, [0])
+        if asked:
+            assert codes(group.authorized_operations) == GROUP_CODES
+        else:
+            assert group.authorized_operations == NOT_PROVIDED
+    assert broker.connection_trouble() == {}
 
 
 def test_consumer_group_describe_leaves_unknown_groups_without_operations(

@@ -36,6 +36,8 @@ def group_broker(tmp_path: Path) -> Iterator[WeirProcess]:
     config.write_text(
         f"group_consumer_session_timeout_ms = {SESSION_TIMEOUT_MS}\n"
         "group_consumer_heartbeat_interval_ms = 500\n"
+        f"group_consumer_min_session_timeout_ms = {SESSION_TIMEOUT_MS}\n"
+        "group_consumer_min_heartbeat_interval_ms = 500\n"
         "offsets_topic_partition_count = 5\n"
         "group_initial_rebalance_delay_ms = 500\n"
     )

@@ -162,7 +162,11 @@ def test_kafka_python_alter_configs_sets_the_codec(broker: WeirProcess, topic: s
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
         admin.alter_configs(
-            [KafkaPythonConfigResource(ConfigResourceType.TOPIC, topic, {"compression.type": "lz4"})]
+            [
+                KafkaPythonConfigResource(
+                    ConfigResourceType.TOPIC, topic, {"compression.type": "lz4"}
+                )
+            ]
         )
     finally:
         admin.close()

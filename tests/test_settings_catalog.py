@@ -177,11 +177,12 @@ def test_every_layer_setting_is_set_by_a_broker_setting(layer: type[Any], build:
 
 
 def file_value(name: str, default: object) -> str:
-    """A TOML value for `name` other than its default."""
+    """A TOML value for `name` other than its default (a lower bound is lowered,
+    so that the setting it bounds stays within it)."""
     if isinstance(default, bool):
         return "false" if default else "true"
     if isinstance(default, int):
-        return str(default + 1)
+        return str(default - 1 if "_min_" in name else default + 1)
     if name == "fsync_method":
         return '"fdatasync"'
     if name == "data_dir":

@@ -296,7 +296,7 @@ async def test_describe_other_broker_is_invalid(broker: Broker, name: str) -> No
     assert result.configs == []
 
 
-@pytest.mark.parametrize("resource_type", [0, 1, 8, 16, 32, 99])
+@pytest.mark.parametrize("resource_type", [0, 1, 8, 16, 99])
 async def test_describe_unsupported_resource_types(broker: Broker, resource_type: int) -> None:
     result = await describe_one(broker, resource_type, "1")
     assert result.error_code == ErrorCode.INVALID_REQUEST

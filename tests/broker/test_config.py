@@ -65,3 +65,28 @@ def test_unusable_data_dir_is_a_config_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(ConfigError, match="not usable"):
         check_data_dir(blocker / "sub")
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "group_consumer_session_timeout_ms = 44000",
+        "group_consumer_session_timeout_ms = 61000",
+        "group_consumer_heartbeat_interval_ms = 4000",
+        "group_consumer_max_heartbeat_interval_ms = 4000",
+    ],
+)
+def test_kip848_group_defaults_must_lie_within_their_bounds(tmp_path: Path, setting: str) -> None:
+    settings = tmp_path / "weir.toml"
+    settings.write_text(setting + "\n")
+    with pytest.raises(ConfigError, match="must lie within"):
+        load_config(["--config", str(settings)], {})
+
+
+def test_lowering_a_bound_admits_a_shorter_kip848_session(tmp_path: Path) -> None:
+    settings = tmp_path / "weir.toml"
+    settings.write_text(
+        "group_consumer_min_session_timeout_ms = 6000\ngroup_consumer_session_timeout_ms = 6000\n"
+    )
+    config = load_config(["--config", str(settings)], {})
+    assert config.group_settings().consumer_session_timeout_ms == 6000

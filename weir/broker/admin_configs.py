@@ -2,7 +2,10 @@
 
 Topic configs are the overrides the controller stores per topic, on top of the
 catalog defaults (`weir.log.config.TOPIC_CONFIGS`). Broker configs are static
-(`weir.broker.broker_configs`): described, never altered.
+(`weir.broker.broker_configs`): described, never altered. Group configs (the GROUP
+resource, KIP-848: `weir.groupcoord.group_configs`) are overrides the controller
+stores per group id, on top of the broker's group settings; a group need not exist
+to be configured, and the KIP-848 coordinator uses them from the change on.
 
 Kafka's rules, resource by resource (one bad resource never fails the others;
 one bad config fails its whole resource):
@@ -17,6 +20,8 @@ one bad config fails its whole resource):
 - an internal topic (`__consumer_offsets`, ...): INVALID_REQUEST, also with
   `validate_only`; its configs are the broker's (Kafka has no such rule; a
   client's retention on the offsets topic lost committed offsets);
+- a group resource needs a name (INVALID_REQUEST); an unknown group config or a
+  value outside the broker's bounds: INVALID_CONFIG, with Kafka's reason;
 - `validate_only` checks everything and changes nothing.
 """
 
@@ -34,13 +39,21 @@ from weir.broker.broker import Broker
 from weir.broker.broker_configs import (
     CONFIG_TYPE_CODES,
     ConfigSource,
+    KafkaConfigType,
     broker_config_entries,
     broker_synonym_of,
 )
 from weir.broker.context import Deferred, ItemAnswer, RequestContext, answer_in_order
+from weir.broker.group_service import GroupService
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
+from weir.groupcoord.group_configs import (
+    GROUP_CONFIGS,
+    GroupConfig,
+    InvalidGroupConfig,
+    validate_group_configs,
+)
 from weir.log.config import TOPIC_CONFIGS, ConfigType, InvalidConfig, LogConfig
 from weir.wire.messages.configs import (
     AlterConfigsRequest,
@@ -183,6 +196,46 @@ def broker_entries(
     return entries
 
 
+def group_config_entries(
+    broker: Broker,
+    group_id: str,
+    *,
+    keys: Collection[str] | None = None,
+    include_synonyms: bool = False,
+    include_documentation: bool = False,
+) -> list[DescribeConfigsResponseConfig]:
+    """Every group config (or those in `keys`) with its effective value: the
+    group's override (DYNAMIC_GROUP_CONFIG) or the broker's setting (DEFAULT_CONFIG)."""
+    overrides = broker.controller.group_configs(group_id)
+    settings = broker.config.group_settings()
+    try:
+        config = GroupConfig.from_overrides(overrides, settings)
+    except InvalidGroupConfig:
+        config = GroupConfig.defaults(settings)
+    entries = []
+    for name, definition in GROUP_CONFIGS.items():
+        if keys and name not in keys:
+            continue
+        value = str(config.value(name))
+        source = (
+            ConfigSource.DYNAMIC_GROUP_CONFIG if name in overrides else ConfigSource.DEFAULT_CONFIG
+        )
+        entries.append(
+            DescribeConfigsResponseConfig(
+                name=name,
+                value=value,
+                read_only=False,
+                is_default=source == ConfigSource.DEFAULT_CONFIG,
+                config_source=source,
+                is_sensitive=False,
+                synonyms=[_synonym(name, value, source)] if include_synonyms else [],
+                config_type=KafkaConfigType.INT,
+                documentation=definition.doc if include_documentation else None,
+            )
+        )
+    return entries
+
+
 def _synonym(name: str, value: str | None, source: ConfigSource) -> DescribeConfigsResponseSynonym:
     return DescribeConfigsResponseSynonym(name=name, value=value, source=source)
 
@@ -217,6 +270,15 @@ def _describe(
         record = _existing_topic(broker, name)
         return topic_config_entries(
             record,
+            keys=keys,
+            include_synonyms=include_synonyms,
+            include_documentation=include_documentation,
+        )
+    if resource_type == ResourceType.GROUP:
+        _check_group_name(name)
+        return group_config_entries(
+            broker,
+            name,
             keys=keys,
             include_synonyms=include_synonyms,
             include_documentation=include_documentation,
@@ -370,9 +432,12 @@ async def _store(
     broker: Broker, resource: AlterResource, overrides_now: Callable[[], dict[str, str]]
 ) -> ConfigOutcome:
     """The metadata save on the disk executor; the overrides are computed again
-    from the topic's configs when the change's turn comes."""
+    from the topic's (or group's) configs when the change's turn comes."""
     try:
-        await broker.set_topic_configs_async(resource.resource_name, overrides_now)
+        if resource.resource_type == ResourceType.GROUP:
+            await _store_group_configs(broker, resource.resource_name, overrides_now)
+        else:
+            await broker.set_topic_configs_async(resource.resource_name, overrides_now)
     except ResourceError as exc:
         return ConfigOutcome.of(resource, exc.error_code, exc.message)
     except ControllerError as exc:
@@ -382,6 +447,16 @@ async def _store(
             resource, ErrorCode.KAFKA_STORAGE_ERROR, f"storing the configs failed: {exc}"
         )
     return ConfigOutcome.of(resource, ErrorCode.NONE, None)
+
+
+async def _store_group_configs(
+    broker: Broker, group_id: str, overrides_now: Callable[[], dict[str, str]]
+) -> None:
+    await broker.commit_metadata(
+        lambda: broker.controller.stage_set_group_configs(group_id, overrides_now())
+    )
+    if isinstance(broker.groups, GroupService):
+        broker.groups.refresh_group_config(group_id)
 
 
 def _alter(
@@ -416,6 +491,8 @@ def _alter(
                 f"Cannot update these configs dynamically: {changed}. {BROKER_CONFIGS_ARE_STATIC}",
             )
         return None
+    if resource_type == ResourceType.GROUP:
+        return _alter_group(broker, name, changes, validate_only, replace=replace)
     if resource_type != ResourceType.TOPIC:
         raise ResourceError(ErrorCode.INVALID_REQUEST, _unsupported_type_message(resource_type))
     if is_internal_topic(name):
@@ -432,6 +509,46 @@ def _alter(
         try:
             LogConfig.from_overrides(overrides)
         except InvalidConfig as exc:
+            raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        return overrides
+
+    overrides_now()
+    return None if validate_only else overrides_now
+
+
+def _alter_group(
+    broker: Broker,
+    group_id: str,
+    changes: list[ConfigChange],
+    validate_only: bool,
+    *,
+    replace: bool,
+) -> Callable[[], dict[str, str]] | None:
+    _check_group_name(group_id)
+    settings = broker.config.group_settings()
+
+    def overrides_now() -> dict[str, str]:
+        base = {} if replace else broker.controller.group_configs(group_id)
+        overrides = dict(base)
+        for change in changes:
+            if change.name not in GROUP_CONFIGS:
+                raise ResourceError(
+                    ErrorCode.INVALID_CONFIG, f"Unknown group config name: {change.name}"
+                )
+            if change.operation == ConfigOperation.SET:
+                assert change.value is not None
+                overrides[change.name] = change.value
+            elif change.operation == ConfigOperation.DELETE:
+                overrides.pop(change.name, None)
+            else:
+                verb = "append" if change.operation == ConfigOperation.APPEND else "subtract"
+                raise ResourceError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Config value {verb} is not allowed for config key: {change.name}",
+                )
+        try:
+            validate_group_configs(overrides, settings)
+        except InvalidGroupConfig as exc:
             raise ResourceError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         return overrides
 
@@ -501,6 +618,11 @@ def _existing_topic(broker: Broker, name: str) -> TopicRecord:
     return record
 
 
+def _check_group_name(name: str) -> None:
+    if not name:
+        raise ResourceError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+
+
 def _check_this_node(broker: Broker, name: str) -> None:
     node_id = broker.config.node_id
     if not _INTEGER.fullmatch(name):
@@ -519,4 +641,6 @@ def _unsupported_type_message(resource_type: int) -> str:
         label = ResourceType(resource_type).name
     except ValueError:
         label = "UNKNOWN"
-    return f"Unsupported resource type {resource_type} ({label}): Weir serves TOPIC and BROKER"
+    return (
+        f"Unsupported resource type {resource_type} ({label}): Weir serves TOPIC, BROKER and GROUP"
+    )

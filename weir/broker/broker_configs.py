@@ -37,6 +37,8 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    DYNAMIC_CLIENT_METRICS_CONFIG = 7
+    DYNAMIC_GROUP_CONFIG = 8
 
 
 class KafkaConfigType(enum.IntEnum):
@@ -197,6 +199,25 @@ _SETTINGS: tuple[_Setting, ...] = (
              "The most client connections served at once."),
     _Setting("fetch.max.bytes", _I, lambda c: c.limits.fetch_response_bytes_max,
              "The most record bytes returned by one Fetch response."),
+    _Setting("group.consumer.session.timeout.ms", _I, lambda c: c.group_consumer_session_timeout_ms,
+             "KIP-848 members are fenced after this long without a heartbeat (a group's "
+             "consumer.session.timeout.ms overrides it)."),
+    _Setting("group.consumer.heartbeat.interval.ms", _I,
+             lambda c: c.group_consumer_heartbeat_interval_ms,
+             "How often KIP-848 members heartbeat (a group's consumer.heartbeat.interval.ms "
+             "overrides it)."),
+    _Setting("group.consumer.min.session.timeout.ms", _I,
+             lambda c: c.group_consumer_min_session_timeout_ms,
+             "The lowest consumer session timeout a group may be given."),
+    _Setting("group.consumer.max.session.timeout.ms", _I,
+             lambda c: c.group_consumer_max_session_timeout_ms,
+             "The highest consumer session timeout a group may be given."),
+    _Setting("group.consumer.min.heartbeat.interval.ms", _I,
+             lambda c: c.group_consumer_min_heartbeat_interval_ms,
+             "The lowest consumer heartbeat interval a group may be given."),
+    _Setting("group.consumer.max.heartbeat.interval.ms", _I,
+             lambda c: c.group_consumer_max_heartbeat_interval_ms,
+             "The highest consumer heartbeat interval a group may be given."),
 )  # fmt: skip
 
 _FIXED_ENTRIES: tuple[BrokerConfigEntry, ...] = (

@@ -117,6 +117,10 @@ class BrokerConfig:
     group_max_size: int = GroupSettings.group_max_size
     group_consumer_session_timeout_ms: int = GroupSettings.consumer_session_timeout_ms
     group_consumer_heartbeat_interval_ms: int = GroupSettings.consumer_heartbeat_interval_ms
+    group_consumer_min_session_timeout_ms: int = GroupSettings.consumer_session_timeout_min_ms
+    group_consumer_max_session_timeout_ms: int = GroupSettings.consumer_session_timeout_max_ms
+    group_consumer_min_heartbeat_interval_ms: int = GroupSettings.consumer_heartbeat_interval_min_ms
+    group_consumer_max_heartbeat_interval_ms: int = GroupSettings.consumer_heartbeat_interval_max_ms
     group_min_session_timeout_ms: int = GroupSettings.classic_session_timeout_min_ms
     group_max_session_timeout_ms: int = GroupSettings.classic_session_timeout_max_ms
     group_initial_rebalance_delay_ms: int = GroupSettings.classic_initial_rebalance_delay_ms
@@ -131,6 +135,10 @@ class BrokerConfig:
             group_max_size=self.group_max_size,
             consumer_session_timeout_ms=self.group_consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms=self.group_consumer_heartbeat_interval_ms,
+            consumer_session_timeout_min_ms=self.group_consumer_min_session_timeout_ms,
+            consumer_session_timeout_max_ms=self.group_consumer_max_session_timeout_ms,
+            consumer_heartbeat_interval_min_ms=self.group_consumer_min_heartbeat_interval_ms,
+            consumer_heartbeat_interval_max_ms=self.group_consumer_max_heartbeat_interval_ms,
             classic_session_timeout_min_ms=self.group_min_session_timeout_ms,
             classic_session_timeout_max_ms=self.group_max_session_timeout_ms,
             classic_initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
@@ -234,7 +242,22 @@ def _apply(
     if unknown:
         raise ConfigError(f"unknown setting {sorted(unknown)[0]!r}")
     values = {name: _convert(name, value) for name, value in settings.items()}
-    return replace(config, limits=_apply_limits(limits), **values)
+    resolved = replace(config, limits=_apply_limits(limits), **values)
+    _check_consumer_group_bounds(resolved)
+    return resolved
+
+
+def _check_consumer_group_bounds(config: BrokerConfig) -> None:
+    """KIP-848 defaults lie within their bounds, as Kafka requires at start."""
+    for name in ("session_timeout", "heartbeat_interval"):
+        low = getattr(config, f"group_consumer_min_{name}_ms")
+        value = getattr(config, f"group_consumer_{name}_ms")
+        high = getattr(config, f"group_consumer_max_{name}_ms")
+        if not low <= value <= high:
+            raise ConfigError(
+                f"group_consumer_{name}_ms ({value}) must lie within "
+                f"group_consumer_min_{name}_ms ({low}) and group_consumer_max_{name}_ms ({high})"
+            )
 
 
 def _apply_limits(settings: Mapping[str, Any]) -> Limits:

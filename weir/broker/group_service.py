@@ -48,6 +48,7 @@ from weir.groupcoord.consumer_group import (
     ConsumerGroupCoordinator,
     TopicInfo,
 )
+from weir.groupcoord.group_configs import GroupConfig, InvalidGroupConfig
 from weir.groupcoord.pending import Effects, Pending
 from weir.groupcoord.placement import group_partition
 from weir.groupcoord.record_schemas import GroupRecord
@@ -95,6 +96,19 @@ class GroupService:
         # Where the offsets topic is created in the background (set by `run`).
         self.background: trio.Nursery | None = None
         self._preparing = False
+        for group_id in broker.controller.metadata.group_configs:
+            self.refresh_group_config(group_id)
+
+    def refresh_group_config(self, group_id: str) -> None:
+        """Hand the KIP-848 coordinator the group's stored config overrides (at
+        start, and after IncrementalAlterConfigs/AlterConfigs saved a change)."""
+        overrides = self.broker.controller.group_configs(group_id)
+        try:
+            config = GroupConfig.from_overrides(overrides, self.settings) if overrides else None
+        except InvalidGroupConfig as exc:
+            log.warning("group %r: stored group configs ignored: %s", group_id, exc)
+            config = None
+        self.consumer_groups.set_group_config(group_id, config)
 
     # -- the offsets topic ---------------------------------------------------
 

@@ -173,6 +173,7 @@ class Controller:
         topics: dict[str, TopicRecord] | None = None,
         next_producer_id: int | None = None,
         deleting_topic_ids: list[uuid.UUID] | None = None,
+        group_configs: dict[str, dict[str, str]] | None = None,
     ) -> MetadataChange:
         current = self.metadata
         document = ClusterMetadata(
@@ -184,6 +185,7 @@ class Controller:
             deleting_topic_ids=(
                 current.deleting_topic_ids if deleting_topic_ids is None else deleting_topic_ids
             ),
+            group_configs=current.group_configs if group_configs is None else group_configs,
         )
         return MetadataChange(document, apply)
 
@@ -318,6 +320,24 @@ class Controller:
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.commit(self.stage_set_topic_configs(name, configs))
+
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        """The group's config overrides (empty when it has none)."""
+        return dict(self.metadata.group_configs.get(group_id, {}))
+
+    def stage_set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> MetadataChange:
+        """Replace the group's config overrides (the broker validated them against
+        its group settings); an empty mapping removes the entry."""
+        updated = dict(self.metadata.group_configs)
+        if configs:
+            updated[group_id] = dict(configs)
+        else:
+            updated.pop(group_id, None)
+
+        def apply() -> None:
+            self.metadata.group_configs = updated
+
+        return self._staged(apply, group_configs=updated)
 
     def _check_configs(self, configs: Mapping[str, str]) -> None:
         try:

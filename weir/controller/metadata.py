@@ -1,4 +1,5 @@
-"""Cluster metadata: topics, their ids, partition counts and config overrides.
+"""Cluster metadata: topics, their ids, partition counts and config overrides;
+group config overrides (KIP-848 GROUP resources, by group id).
 
 The controller owns every decision about topics; a `MetadataStore` only persists
 the result. The embedded store keeps one JSON document in the data directory,
@@ -71,6 +72,9 @@ class ClusterMetadata:
     # Topics deleted from the metadata whose partition directories may still be
     # on disk (a crash interrupted the removal): the next start removes them.
     deleting_topic_ids: list[uuid.UUID] = field(default_factory=list)
+    # Group id -> its group config overrides (Kafka names -> values); a group id
+    # without overrides has no entry. Kept like topic configs: in the metadata.
+    group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class MetadataStore(Protocol):
@@ -116,6 +120,7 @@ class EmbeddedMetadataStore:
                 topics={t.name: t for t in topics},
                 next_producer_id=int(doc.get("next_producer_id", 0)),
                 deleting_topic_ids=[uuid.UUID(str(i)) for i in doc.get("deleting_topic_ids", [])],
+                group_configs=_group_configs_from_json(doc.get("group_configs", {})),
             )
         except (ValueError, KeyError, TypeError, AssertionError) as exc:
             raise MetadataCorruptError(f"{self._path}: {exc}") from exc
@@ -127,6 +132,7 @@ class EmbeddedMetadataStore:
             "topics": [t.to_json() for t in metadata.topics.values()],
             "next_producer_id": metadata.next_producer_id,
             "deleting_topic_ids": [str(i) for i in metadata.deleting_topic_ids],
+            "group_configs": {g: dict(c) for g, c in metadata.group_configs.items()},
         }
         temp_path = self._path.with_suffix(".tmp")
         with open(temp_path, "w", encoding="utf-8") as f:
@@ -135,6 +141,15 @@ class EmbeddedMetadataStore:
             os.fsync(f.fileno())
         os.replace(temp_path, self._path)
         _fsync_directory(self._path.parent)
+
+
+def _group_configs_from_json(doc: object) -> dict[str, dict[str, str]]:
+    assert isinstance(doc, dict)
+    configs: dict[str, dict[str, str]] = {}
+    for group_id, overrides in doc.items():
+        assert isinstance(overrides, dict)
+        configs[str(group_id)] = {str(k): str(v) for k, v in overrides.items()}
+    return configs
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 from weir.format.errors import ErrorCode
 from weir.groupcoord import consumer_group_records as rec
 from weir.groupcoord.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, Assignor, MemberSpec
+from weir.groupcoord.group_configs import GroupConfig
 from weir.groupcoord.record_schemas import GroupRecord
 from weir.groupcoord.settings import GroupSettings
 
@@ -241,6 +242,22 @@ class ConsumerGroupCoordinator:
             raise ValueError(f"unknown default assignor {DEFAULT_ASSIGNOR!r}")
         self.groups: dict[str, ConsumerGroup] = {}
         self._new_member_id = member_id_factory or (lambda: str(uuid.uuid4()))
+        # Groups with configs of their own (weir.groupcoord.group_configs); the
+        # others use the broker's settings. A group id may be configured before
+        # the group exists, and keeps its config when the group is deleted.
+        self._group_configs: dict[str, GroupConfig] = {}
+
+    def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:
+        """Use `config` for `group_id` from its members' next heartbeat on (None: the
+        broker's settings again), as Kafka applies a changed group config."""
+        if config is None:
+            self._group_configs.pop(group_id, None)
+        else:
+            self._group_configs[group_id] = config
+
+    def group_config(self, group_id: str) -> GroupConfig:
+        config = self._group_configs.get(group_id)
+        return config if config is not None else GroupConfig.defaults(self.settings)
 
     # ---- queries --------------------------------------------------------------------
 
@@ -573,7 +590,8 @@ class ConsumerGroupCoordinator:
 
         # 3. Reconcile this member towards its target.
         records += self._reconcile(group, member, owned, now_ms)
-        member.session_deadline_ms = now_ms + self.settings.consumer_session_timeout_ms
+        config = self.group_config(group_id)
+        member.session_deadline_ms = now_ms + config.consumer_session_timeout_ms
 
         full_request = joining or (
             rebalance_timeout_ms != -1 and subscribed_topic_names is not None and owned is not None
@@ -584,7 +602,7 @@ class ConsumerGroupCoordinator:
             None,
             member_id,
             member.member_epoch,
-            self.settings.consumer_heartbeat_interval_ms,
+            config.consumer_heartbeat_interval_ms,
             _sorted_assignment(member.assigned) if full_request or changed else None,
             records,
         )
@@ -943,12 +961,13 @@ class ConsumerGroupCoordinator:
 
     def finish_loading(self, now_ms: int) -> None:
         """After replay: rebuild ownership and start every member's timers from now."""
-        for group in self.groups.values():
+        for group_id, group in self.groups.items():
             group.owners = {}
             group.assignor_name = self._choose_assignor(group)
+            session_timeout_ms = self.group_config(group_id).consumer_session_timeout_ms
             for member in group.members.values():
                 group.claim(member)
-                member.session_deadline_ms = now_ms + self.settings.consumer_session_timeout_ms
+                member.session_deadline_ms = now_ms + session_timeout_ms
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     member.rebalance_deadline_ms = now_ms + max(member.rebalance_timeout_ms, 0)
                     member.rebalance_deadline_epoch = member.member_epoch
@@ -1001,9 +1020,6 @@ class ConsumerGroupCoordinator:
                     {"topic_id": t, "topic_name": topic_names(t) or "", "partitions": ps}
                     for t, ps in _sorted_assignment(parts)
                 ],
-                "error": 0,
-                "metadata_version": 0,
-                "metadata_bytes": b"",
             }
 
         described = []

@@ -31,6 +31,14 @@ class GroupSettings:
     # to heartbeat this often.
     consumer_session_timeout_ms: int = 45_000
     consumer_heartbeat_interval_ms: int = 5_000
+    # group.consumer.{min,max}.session.timeout.ms and
+    # group.consumer.{min,max}.heartbeat.interval.ms: the bounds of the two above
+    # and of a group's own consumer.session.timeout.ms and
+    # consumer.heartbeat.interval.ms (weir.groupcoord.group_configs).
+    consumer_session_timeout_min_ms: int = 45_000
+    consumer_session_timeout_max_ms: int = 60_000
+    consumer_heartbeat_interval_min_ms: int = 5_000
+    consumer_heartbeat_interval_max_ms: int = 15_000
     # group.min.session.timeout.ms and group.max.session.timeout.ms: the session
     # timeouts a classic JoinGroup may ask for.
     classic_session_timeout_min_ms: int = 6_000

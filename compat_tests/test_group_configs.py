@@ -1,0 +1,258 @@
+"""Group configs (KIP-848's GROUP config resource, type 32) against the real broker:
+IncrementalAlterConfigs/AlterConfigs and DescribeConfigs on the wire and through
+confluent-kafka's admin client, validated against the broker's bounds as Kafka
+does, kept across a restart, and used by the KIP-848 coordinator for that group:
+the heartbeat interval it tells members and the session timeout that fences them."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
+
+from compat_tests.harness import WeirProcess, create_topic, unique_topic_name
+from compat_tests.wire_client import connect, round_trip
+
+GROUP_RESOURCE = 32
+DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
+NONE, INVALID_REQUEST, INVALID_CONFIG = 0, 42, 40
+DYNAMIC_GROUP_CONFIG, DEFAULT_CONFIG = 8, 5
+INT_TYPE = 3
+SET, DELETE = 0, 1
+SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+TIMEOUT_S = 20.0
+
+
+def new_group() -> str:
+    return f"g-{uuid.uuid4().hex[:8]}"
+
+
+def alter(broker: WeirProcess, group: str, *ops: tuple[str, str | None, int], **kw: Any) -> Any:
+    body = {
+        "resources": [
+            {
+                "resource_type": GROUP_RESOURCE,
+                "resource_name": group,
+                "configs": [
+                    {"name": name, "config_operation": op, "value": value}
+                    for name, value, op in ops
+                ],
+            }
+        ],
+        "validate_only": kw.get("validate_only", False),
+    }
+    with connect(broker) as sock:
+        [answer] = round_trip(sock, INCREMENTAL_ALTER_CONFIGS, 1, body).responses
+    return answer
+
+
+def describe(broker: WeirProcess, group: str) -> dict[str, Any]:
+    body = {
+        "resources": [{"resource_type": GROUP_RESOURCE, "resource_name": group}],
+        "include_synonyms": True,
+        "include_documentation": True,
+    }
+    with connect(broker) as sock:
+        [result] = round_trip(sock, DESCRIBE_CONFIGS, 4, body).results
+    assert (result.error_code, result.resource_type) == (NONE, GROUP_RESOURCE)
+    return {c.name: c for c in result.configs}
+
+
+def values(broker: WeirProcess, group: str) -> dict[str, tuple[str, int]]:
+    return {name: (c.value, c.config_source) for name, c in describe(broker, group).items()}
+
+
+def heartbeat(broker: WeirProcess, group: str, topic: str) -> Any:
+    """A new KIP-848 member joins `group` (epoch 0)."""
+    body = {
+        "group_id": group,
+        "member_id": str(uuid.uuid4()),
+        "member_epoch": 0,
+        "rebalance_timeout_ms": 30_000,
+        "subscribed_topic_names": [topic],
+        "topic_partitions": [],
+    }
+    with connect(broker) as sock:
+        answer = round_trip(sock, CONSUMER_GROUP_HEARTBEAT, 0, body)
+    assert answer.error_code == NONE, answer.error_message
+    return answer
+
+
+def members(broker: WeirProcess, group: str) -> int:
+    with connect(broker) as sock:
+        [described] = round_trip(sock, CONSUMER_GROUP_DESCRIBE, 0, {"group_ids": [group]}).groups
+    return len(described.members)
+
+
+def test_describe_reports_the_brokers_defaults_for_an_unconfigured_group(
+    broker: WeirProcess,
+) -> None:
+    configs = describe(broker, new_group())
+    assert {n: (c.value, c.config_source, c.config_type) for n, c in configs.items()} == {
+        SESSION: ("45000", DEFAULT_CONFIG, INT_TYPE),
+        HEARTBEAT: ("5000", DEFAULT_CONFIG, INT_TYPE),
+    }
+    assert all(c.documentation for c in configs.values())
+
+
+def test_set_and_delete_change_what_describe_reports(broker: WeirProcess) -> None:
+    group = new_group()
+    answer = alter(broker, group, (SESSION, "50000", SET), (HEARTBEAT, "7000", SET))
+    assert (answer.error_code, answer.resource_type, answer.resource_name) == (
+        NONE, GROUP_RESOURCE, group,
+    )  # fmt: skip
+    assert values(broker, group) == {
+        SESSION: ("50000", DYNAMIC_GROUP_CONFIG),
+        HEARTBEAT: ("7000", DYNAMIC_GROUP_CONFIG),
+    }
+    [synonym] = describe(broker, group)[SESSION].synonyms
+    assert (synonym.name, synonym.value, synonym.source) == (SESSION, "50000", 8)
+    assert alter(broker, group, (HEARTBEAT, None, DELETE)).error_code == NONE
+    assert values(broker, group) == {
+        SESSION: ("50000", DYNAMIC_GROUP_CONFIG),
+        HEARTBEAT: ("5000", DEFAULT_CONFIG),
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "error", "reason"),
+    [
+        (SESSION, "44999", INVALID_CONFIG,
+         "must be greater than or equal to group.consumer.min.session.timeout.ms"),
+        (SESSION, "60001", INVALID_CONFIG,
+         "must be less than or equal to group.consumer.max.session.timeout.ms"),
+        (HEARTBEAT, "15001", INVALID_CONFIG,
+         "must be less than or equal to group.consumer.max.heartbeat.interval.ms"),
+        (HEARTBEAT, "1", INVALID_CONFIG,
+         "must be greater than or equal to group.consumer.min.heartbeat.interval.ms"),
+        ("consumer.assignor", "range", INVALID_CONFIG, "Unknown group config name"),
+    ],
+)  # fmt: skip
+def test_values_outside_the_brokers_bounds_are_refused_and_not_stored(
+    broker: WeirProcess, name: str, value: str, error: int, reason: str
+) -> None:
+    group = new_group()
+    answer = alter(broker, group, (name, value, SET))
+    assert answer.error_code == error
+    assert reason in answer.error_message
+    assert {v[1] for v in values(broker, group).values()} == {DEFAULT_CONFIG}
+
+
+def test_validate_only_and_an_unnamed_group_change_nothing(broker: WeirProcess) -> None:
+    group = new_group()
+    assert alter(broker, group, (HEARTBEAT, "6000", SET), validate_only=True).error_code == NONE
+    assert values(broker, group)[HEARTBEAT] == ("5000", DEFAULT_CONFIG)
+    assert alter(broker, "", (HEARTBEAT, "6000", SET)).error_code == INVALID_REQUEST
+
+
+def test_legacy_alter_configs_replaces_the_groups_overrides(broker: WeirProcess) -> None:
+    group = new_group()
+    alter(broker, group, (SESSION, "50000", SET))
+    body = {
+        "resources": [
+            {
+                "resource_type": GROUP_RESOURCE,
+                "resource_name": group,
+                "configs": [{"name": HEARTBEAT, "value": "6000"}],
+            }
+        ],
+        "validate_only": False,
+    }
+    with connect(broker) as sock:
+        [answer] = round_trip(sock, ALTER_CONFIGS, 2, body).responses
+    assert answer.error_code == NONE
+    assert values(broker, group) == {
+        SESSION: ("45000", DEFAULT_CONFIG),
+        HEARTBEAT: ("6000", DYNAMIC_GROUP_CONFIG),
+    }
+
+
+def test_confluent_admin_alters_and_describes_group_configs(broker: WeirProcess) -> None:
+    group = new_group()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        group,
+        incremental_configs=[
+            ConfigEntry(HEARTBEAT, "8000", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    admin.incremental_alter_configs([resource])[resource].result(timeout=TIMEOUT_S)
+    [future] = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
+    entries = future.result(timeout=TIMEOUT_S)
+    assert (entries[HEARTBEAT].value, int(entries[HEARTBEAT].source)) == (
+        "8000",
+        DYNAMIC_GROUP_CONFIG,
+    )
+    assert (entries[SESSION].value, int(entries[SESSION].source)) == ("45000", DEFAULT_CONFIG)
+
+    bad = ConfigResource(
+        ResourceType.GROUP,
+        group,
+        incremental_configs=[
+            ConfigEntry(SESSION, "1000", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    with pytest.raises(KafkaException, match="min.session.timeout.ms"):
+        admin.incremental_alter_configs([bad])[bad].result(timeout=TIMEOUT_S)
+    assert broker.connection_trouble() == {}
+
+
+@pytest.fixture
+def fast_groups_broker(tmp_path: Path) -> Any:
+    """A broker whose bounds allow short KIP-848 session timeouts (its own default
+    stays Kafka's 45 s)."""
+    config = tmp_path / "weir.toml"
+    config.write_text(
+        "group_consumer_min_session_timeout_ms = 1000\n"
+        "group_consumer_min_heartbeat_interval_ms = 500\n"
+        "offsets_topic_partition_count = 3\n"
+    )
+    proc = WeirProcess(tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(config)))
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.close()
+
+
+@pytest.mark.timeout(120)
+def test_the_coordinator_uses_a_groups_configs_and_they_survive_a_restart(
+    fast_groups_broker: WeirProcess,
+) -> None:
+    broker = fast_groups_broker
+    topic = unique_topic_name("group-configs")
+    create_topic(broker.bootstrap, topic)
+    configured, control = new_group(), new_group()
+    alter(broker, configured, (SESSION, "2000", SET), (HEARTBEAT, "700", SET))
+    assert heartbeat(broker, configured, topic).heartbeat_interval_ms == 700
+    assert heartbeat(broker, control, topic).heartbeat_interval_ms == 5000
+
+    broker.restart()
+    assert values(broker, configured) == {
+        SESSION: ("2000", DYNAMIC_GROUP_CONFIG),
+        HEARTBEAT: ("700", DYNAMIC_GROUP_CONFIG),
+    }
+    joined_s = time.monotonic()
+    assert heartbeat(broker, configured, topic).heartbeat_interval_ms == 700
+    heartbeat(broker, control, topic)
+    # The configured group's silent members are fenced after its 2 s session
+    # timeout; the control group's (45 s, the broker's default) are not.
+    while members(broker, configured) > 0:
+        assert time.monotonic() - joined_s < 20, "the configured session timeout never fenced"
+        time.sleep(0.2)
+    assert time.monotonic() - joined_s >= 1.9
+    assert members(broker, control) == 2
+    assert broker.connection_trouble() == {}
