@@ -169,3 +169,28 @@ def test_only_the_broker_plans_an_internal_topic(tmp_path: Path, name: str) -> N
     planned = controller.plan_topic(name, 3, 1, internal=True)
     assert planned.is_internal and planned.partition_count == 3
     assert not controller.plan_topic("orders", 1, 1).is_internal
+
+
+def test_group_configs_survive_reload_and_an_empty_set_removes_them(tmp_path: Path) -> None:
+    controller = make_controller(tmp_path)
+    controller.commit(
+        controller.stage_set_group_configs("g1", {"consumer.session.timeout.ms": "50000"})
+    )
+    controller.commit(
+        controller.stage_set_group_configs("g2", {"consumer.heartbeat.interval.ms": "6000"})
+    )
+    controller.commit(controller.stage_set_group_configs("g2", {}))
+    reloaded = make_controller(tmp_path)
+    assert reloaded.group_configs("g1") == {"consumer.session.timeout.ms": "50000"}
+    assert reloaded.group_configs("g2") == {}
+    assert reloaded.metadata.group_configs == {"g1": {"consumer.session.timeout.ms": "50000"}}
+
+
+def test_a_group_config_change_is_applied_only_after_it_is_saved(tmp_path: Path) -> None:
+    controller = make_controller(tmp_path)
+    change = controller.stage_set_group_configs("g", {"consumer.session.timeout.ms": "50000"})
+    assert controller.group_configs("g") == {}
+    controller.save(change)
+    assert controller.group_configs("g") == {}
+    change.apply()
+    assert controller.group_configs("g") == {"consumer.session.timeout.ms": "50000"}

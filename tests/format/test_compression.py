@@ -132,3 +132,12 @@ def test_random_input_raises_only_compression_errors(codec: Codec) -> None:
             data = bytes(damaged)
         with contextlib.suppress(CompressionError):
             decompress(codec, data, output_bytes_max=1 << 16)
+
+
+def test_lz4_frames_use_independent_blocks_as_java_requires() -> None:
+    """Java's KafkaLZ4BlockInputStream refuses frames whose blocks are linked (FLG bit 5
+    clear): "Dependent block stream is unsupported"."""
+    frame = compress(Codec.LZ4, bytes(range(256)) * 2048)  # 512 KiB: several blocks
+    assert frame[:4] == b"\x04\x22\x4d\x18"  # the LZ4 frame magic
+    assert frame[4] & 0x20, "block independence flag"
+    assert decompress(Codec.LZ4, frame, output_bytes_max=1 << 20) == bytes(range(256)) * 2048
