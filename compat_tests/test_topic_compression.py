@@ -23,10 +23,10 @@ from kafka.admin import ConfigResourceType, KafkaAdminClient
 
 from compat_tests.harness import WeirProcess, create_topic
 from compat_tests.wire_client import connect, round_trip
-from weir.format.record_batch import decode_records, iter_batch_headers
+from weir.format.record_batch import RecordInput, build_batch, decode_records, iter_batch_headers
 
 TIMEOUT_S = 20.0
-FETCH = 1
+PRODUCE, FETCH, INIT_PRODUCER_ID = 0, 1, 22
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 MESSAGES = [(f"key-{i}".encode(), (f"value-{i}-" * (i + 1)).encode()) for i in range(40)]
 
@@ -179,3 +179,38 @@ def test_kafka_python_alter_configs_sets_the_codec(broker: WeirProcess, topic: s
 def test_an_unknown_codec_is_refused(broker: WeirProcess, topic: str) -> None:
     with pytest.raises(Exception, match="compression.type"):
         create_topic(broker.bootstrap, topic, config={"compression.type": "brotli"})
+
+
+def test_a_retried_idempotent_batch_is_stored_once_after_the_rewrite(
+    broker: WeirProcess, topic: str
+) -> None:
+    """The rewrite keeps producer id, epoch and base sequence: the broker still
+    recognises a retry of a recompressed batch and answers it with the first
+    append's offset, as it does for batches stored as sent."""
+    create_topic(broker.bootstrap, topic, config={"compression.type": "zstd"})
+    with connect(broker) as sock:
+        ids = round_trip(
+            sock, INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": 60_000}
+        )
+        assert ids.error_code == 0
+        records: list[RecordInput] = [(key, value, []) for key, value in MESSAGES[:5]]
+        batch = build_batch(
+            records, compression=CODECS["gzip"], producer_id=ids.producer_id,
+            producer_epoch=ids.producer_epoch, base_sequence=0,
+        )  # fmt: skip
+        body = {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout_ms": 10_000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+        }
+        answers = [round_trip(sock, PRODUCE, 9, body) for _ in range(2)]
+    first, retry = (a.responses[0].partition_responses[0] for a in answers)
+    assert (first.error_code, first.base_offset) == (0, 0)
+    assert (retry.error_code, retry.base_offset) == (0, 0)
+    [(_, stored)] = iter_batch_headers(stored_batches(broker, topic))
+    assert stored.compression == CODECS["zstd"]
+    assert (stored.producer_id, stored.base_sequence, stored.records_count) == (
+        ids.producer_id, 0, 5,
+    )  # fmt: skip
+    assert broker.connection_trouble() == {}
