@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -69,7 +69,7 @@ def consume(broker: WeirProcess, topic: str, count: int) -> list[tuple[Any, Any]
             "enable.auto.commit": False,
         }
     )
-    consumer.subscribe([topic])
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])  # no group rebalance to wait for
     received: list[tuple[Any, Any]] = []
     try:
         while len(received) < count:
