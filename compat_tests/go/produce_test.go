@@ -45,14 +45,25 @@ func expectedRecords(partitions int32) []record {
 	return records
 }
 
+// codecIDs are the RecordBatch attribute values of each codec.
+var codecIDs = map[string]uint8{"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
 // assertReadBack reads the topic back and checks every record's partition, key,
-// value and headers, and that each partition holds them in production order.
-func assertReadBack(t *testing.T, topic string, partitions int32) {
+// value and headers, that each partition holds them in production order, and
+// that they were stored in batches of the given codec carrying a producer id
+// (written idempotently).
+func assertReadBack(t *testing.T, topic string, partitions int32, codec string) {
 	t.Helper()
 	want := expectedRecords(partitions)
 	got := consumeAll(t, topic, len(want))
 	byPartition := map[int32][]record{}
 	for _, r := range got {
+		if r.ProducerID < 0 {
+			t.Fatalf("partition %d offset %d: stored without a producer id, not idempotently", r.Partition, r.Offset)
+		}
+		if stored := r.Attrs.CompressionType(); stored != codecIDs[codec] {
+			t.Fatalf("partition %d offset %d: stored with codec %d, produced with %s", r.Partition, r.Offset, stored, codec)
+		}
 		if r.Offset != int64(len(byPartition[r.Partition])) {
 			t.Fatalf("partition %d: offset %d where %d was expected", r.Partition, r.Offset, len(byPartition[r.Partition]))
 		}
@@ -101,7 +112,7 @@ func TestFranzGoIdempotentProducerWritesEveryCodecInOrder(t *testing.T) {
 					t.Fatalf("record at offset %d carries no producer id: not idempotent", r.Offset)
 				}
 			}
-			assertReadBack(t, topic, 2)
+			assertReadBack(t, topic, 2, name)
 		})
 	}
 }
@@ -171,7 +182,7 @@ func TestSaramaIdempotentProducerWritesEveryCodecInOrder(t *testing.T) {
 			if err := producer.Close(); err != nil {
 				t.Fatalf("close producer: %v", err)
 			}
-			assertReadBack(t, topic, 2)
+			assertReadBack(t, topic, 2, name)
 		})
 	}
 }
