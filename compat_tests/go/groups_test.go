@@ -200,7 +200,7 @@ func (h saramaHandler) ConsumeClaim(session sarama.ConsumerGroupSession, claim s
 }
 
 func saramaGroupConfig(strategy sarama.BalanceStrategy) *sarama.Config {
-	config := saramaConfig()
+	config := saramaConfig(sarama.MaxVersion)
 	config.Consumer.Offsets.Initial = sarama.OffsetOldest
 	config.Consumer.Offsets.AutoCommit.Interval = 200 * time.Millisecond
 	config.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{strategy}

@@ -21,9 +21,15 @@ import (
 // BootstrapEnv names the variable holding the broker's host:port.
 const BootstrapEnv = "WEIR_BOOTSTRAP"
 
-// SaramaVersion is the Kafka version sarama is told the broker speaks: without it
-// sarama assumes 2.1 and sends old request versions (and no idempotence).
-var SaramaVersion = sarama.V3_9_0_0
+// saramaVersions are the Kafka versions sarama is told the broker speaks
+// (Config.Version): sarama picks every request's version from it. Its default,
+// 2.8.0, works; the producer and ClusterAdmin tests run at each of these, the
+// group tests at the newest.
+var saramaVersions = map[string]sarama.KafkaVersion{
+	"default-2.8.0": sarama.DefaultVersion,
+	"3.9.0":         sarama.V3_9_0_0,
+	"newest":        sarama.MaxVersion,
+}
 
 var topicCounter atomic.Int64
 
@@ -81,9 +87,9 @@ func createTopic(t *testing.T, partitions int32, configs map[string]*string) str
 	return topic
 }
 
-func saramaConfig() *sarama.Config {
+func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
 	config := sarama.NewConfig()
-	config.Version = SaramaVersion
+	config.Version = version
 	config.ClientID = "weir-go-compat"
 	config.Metadata.Retry.Backoff = 100 * time.Millisecond
 	return config

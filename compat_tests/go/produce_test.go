@@ -128,8 +128,8 @@ func kgoHeaders(encoded string) []kgo.RecordHeader {
 	}
 }
 
-func idempotentSaramaConfig(codec sarama.CompressionCodec) *sarama.Config {
-	config := saramaConfig()
+func idempotentSaramaConfig(version sarama.KafkaVersion, codec sarama.CompressionCodec) *sarama.Config {
+	config := saramaConfig(version)
 	config.Producer.Idempotent = true
 	config.Producer.RequiredAcks = sarama.WaitForAll
 	config.Net.MaxOpenRequests = 1
@@ -143,48 +143,54 @@ func idempotentSaramaConfig(codec sarama.CompressionCodec) *sarama.Config {
 }
 
 func TestSaramaIdempotentProducerWritesEveryCodecInOrder(t *testing.T) {
-	for name, codec := range saramaCodecs {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			topic := createTopic(t, 2, nil)
-			producer, err := sarama.NewAsyncProducer(bootstrap(), idempotentSaramaConfig(codec))
-			if err != nil {
-				t.Fatalf("sarama.NewAsyncProducer: %v", err)
-			}
-			want := expectedRecords(2)
-			go func() {
-				for _, r := range want {
-					var seq int
-					fmt.Sscanf(r.Headers, "seq=%d,origin=go", &seq)
-					producer.Input() <- &sarama.ProducerMessage{
-						Topic:     topic,
-						Partition: r.Partition,
-						Key:       sarama.StringEncoder(r.Key),
-						Value:     sarama.StringEncoder(r.Value),
-						Headers: []sarama.RecordHeader{
-							{Key: []byte("seq"), Value: fmt.Appendf(nil, "%d", seq)},
-							{Key: []byte("origin"), Value: []byte("go")},
-						},
-					}
-				}
-			}()
-			deadline := time.After(30 * time.Second)
-			for acked := 0; acked < len(want); {
-				select {
-				case <-producer.Successes():
-					acked++
-				case produceErr := <-producer.Errors():
-					t.Fatalf("produce: %v", produceErr.Err)
-				case <-deadline:
-					t.Fatalf("%d of %d records acknowledged before the deadline", acked, len(want))
-				}
-			}
-			if err := producer.Close(); err != nil {
-				t.Fatalf("close producer: %v", err)
-			}
-			assertReadBack(t, topic, 2, name)
-		})
+	for versionName, version := range saramaVersions {
+		for name, codec := range saramaCodecs {
+			t.Run(versionName+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				saramaProduceAndReadBack(t, version, name, codec)
+			})
+		}
 	}
+}
+
+func saramaProduceAndReadBack(t *testing.T, version sarama.KafkaVersion, name string, codec sarama.CompressionCodec) {
+	topic := createTopic(t, 2, nil)
+	producer, err := sarama.NewAsyncProducer(bootstrap(), idempotentSaramaConfig(version, codec))
+	if err != nil {
+		t.Fatalf("sarama.NewAsyncProducer: %v", err)
+	}
+	want := expectedRecords(2)
+	go func() {
+		for _, r := range want {
+			var seq int
+			fmt.Sscanf(r.Headers, "seq=%d,origin=go", &seq)
+			producer.Input() <- &sarama.ProducerMessage{
+				Topic:     topic,
+				Partition: r.Partition,
+				Key:       sarama.StringEncoder(r.Key),
+				Value:     sarama.StringEncoder(r.Value),
+				Headers: []sarama.RecordHeader{
+					{Key: []byte("seq"), Value: fmt.Appendf(nil, "%d", seq)},
+					{Key: []byte("origin"), Value: []byte("go")},
+				},
+			}
+		}
+	}()
+	deadline := time.After(30 * time.Second)
+	for acked := 0; acked < len(want); {
+		select {
+		case <-producer.Successes():
+			acked++
+		case produceErr := <-producer.Errors():
+			t.Fatalf("produce: %v", produceErr.Err)
+		case <-deadline:
+			t.Fatalf("%d of %d records acknowledged before the deadline", acked, len(want))
+		}
+	}
+	if err := producer.Close(); err != nil {
+		t.Fatalf("close producer: %v", err)
+	}
+	assertReadBack(t, topic, 2, name)
 }
 
 // A sarama SyncProducer with acks=all and idempotence reports the offsets the
@@ -192,7 +198,7 @@ func TestSaramaIdempotentProducerWritesEveryCodecInOrder(t *testing.T) {
 func TestSaramaSyncProducerReportsAssignedOffsets(t *testing.T) {
 	t.Parallel()
 	topic := createTopic(t, 1, nil)
-	producer, err := sarama.NewSyncProducer(bootstrap(), idempotentSaramaConfig(sarama.CompressionNone))
+	producer, err := sarama.NewSyncProducer(bootstrap(), idempotentSaramaConfig(sarama.MaxVersion, sarama.CompressionNone))
 	if err != nil {
 		t.Fatalf("sarama.NewSyncProducer: %v", err)
 	}

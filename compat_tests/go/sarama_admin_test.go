@@ -9,9 +9,9 @@ import (
 	"github.com/IBM/sarama"
 )
 
-func newSaramaAdmin(t *testing.T) sarama.ClusterAdmin {
+func newSaramaAdmin(t *testing.T, version sarama.KafkaVersion) sarama.ClusterAdmin {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin(bootstrap(), saramaConfig())
+	admin, err := sarama.NewClusterAdmin(bootstrap(), saramaConfig(version))
 	if err != nil {
 		t.Fatalf("sarama.NewClusterAdmin: %v", err)
 	}
@@ -53,8 +53,16 @@ func saramaPartitions(t *testing.T, admin sarama.ClusterAdmin, topic string) []i
 }
 
 func TestSaramaClusterAdminManagesTopicsConfigsRecordsAndGroups(t *testing.T) {
-	t.Parallel()
-	admin := newSaramaAdmin(t)
+	for versionName, version := range saramaVersions {
+		t.Run(versionName, func(t *testing.T) {
+			t.Parallel()
+			saramaAdministers(t, version)
+		})
+	}
+}
+
+func saramaAdministers(t *testing.T, version sarama.KafkaVersion) {
+	admin := newSaramaAdmin(t, version)
 	topic := uniqueName(t, "topic")
 	detail := &sarama.TopicDetail{NumPartitions: 2, ReplicationFactor: 1, ConfigEntries: map[string]*string{"retention.ms": ptr("3600000")}}
 
@@ -104,7 +112,7 @@ func TestSaramaClusterAdminManagesTopicsConfigsRecordsAndGroups(t *testing.T) {
 		t.Fatalf("after AlterConfig (replaces every override): %+v / %+v", configs["retention.ms"], configs["cleanup.policy"])
 	}
 
-	producer, err := sarama.NewSyncProducer(bootstrap(), idempotentSaramaConfig(sarama.CompressionNone))
+	producer, err := sarama.NewSyncProducer(bootstrap(), idempotentSaramaConfig(version, sarama.CompressionNone))
 	if err != nil {
 		t.Fatalf("producer: %v", err)
 	}
