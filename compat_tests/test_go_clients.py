@@ -28,7 +28,9 @@ GO_TEST_TIMEOUT_S = 240
 # Group timings a test suite can wait on: the first rebalance of a classic group
 # waits 300 ms for more members instead of 3 s, and KIP-848 members heartbeat
 # every 500 ms instead of 5 s. Neither changes what the clients must do.
-BROKER_SETTINGS = "group_initial_rebalance_delay_ms = 300\ngroup_consumer_heartbeat_interval_ms = 500\n"
+BROKER_SETTINGS = (
+    "group_initial_rebalance_delay_ms = 300\ngroup_consumer_heartbeat_interval_ms = 500\n"
+)
 
 
 def go_environment(bootstrap: str) -> dict[str, str]:
@@ -84,7 +86,9 @@ class GoTestRun:
         return run
 
     def report(self, returncode: int, stderr: str) -> str:
-        lines = [f"go test exited with {returncode}; failed: {self.failed}; skipped: {self.skipped}"]
+        lines = [
+            f"go test exited with {returncode}; failed: {self.failed}; skipped: {self.skipped}"
+        ]
         for name in self.failed or list(self.output):
             lines.append(f"--- {name}")
             lines.extend(text.rstrip("\n") for text in self.output.get(name, []))
@@ -100,7 +104,9 @@ def test_franz_go_and_sarama_suite_passes_against_weir(tmp_path: Path) -> None:
         pytest.fail("go is not on PATH: install Go 1.26+ (scripts/test builds this suite with it)")
     settings = tmp_path / "weir.toml"
     settings.write_text(BROKER_SETTINGS)
-    broker = WeirProcess(tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(settings)))
+    broker = WeirProcess(
+        tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(settings))
+    )
     try:
         broker.start()
         result = subprocess.run(
