@@ -215,3 +215,31 @@ func TestSaramaSyncProducerReportsAssignedOffsets(t *testing.T) {
 		}
 	}
 }
+
+// Null keys and values stay null (not empty) through the broker, and an empty
+// value stays empty: kgo reads a null field back as a nil slice.
+func TestFranzGoNullAndEmptyKeysAndValuesRoundTrip(t *testing.T) {
+	t.Parallel()
+	topic := createTopic(t, 1, nil)
+	producer := newKgoClient(t, kgo.DefaultProduceTopic(topic))
+	records := []*kgo.Record{
+		{Key: nil, Value: []byte("null key")},
+		{Key: []byte("null value"), Value: nil},
+		{Key: []byte{}, Value: []byte{}},
+		{Key: nil, Value: nil, Headers: []kgo.RecordHeader{{Key: "h", Value: nil}}},
+	}
+	if err := producer.ProduceSync(testContext(t, waitTimeout), records...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	got := consumeAll(t, topic, len(records))
+	type nullness struct{ keyNil, keyEmpty, valueNil, valueEmpty, headerValueNil bool }
+	describe := func(r *kgo.Record) nullness {
+		headerNil := len(r.Headers) == 1 && r.Headers[0].Value == nil
+		return nullness{r.Key == nil, r.Key != nil && len(r.Key) == 0, r.Value == nil, r.Value != nil && len(r.Value) == 0, headerNil}
+	}
+	for i := range records {
+		if want, read := describe(records[i]), describe(got[i]); want != read {
+			t.Fatalf("record %d: produced %+v, read back %+v", i, want, read)
+		}
+	}
+}
