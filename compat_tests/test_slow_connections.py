@@ -73,10 +73,17 @@ def recv_exact(sock: socket.socket, count: int) -> bytes:
     return data
 
 
-def test_an_idle_connection_is_closed(slow_broker: WeirProcess) -> None:
+def timeouts_closed(broker: WeirProcess) -> float:
+    samples = broker.metric_samples("weir_connections_closed_by_broker_total")
+    return samples.get('reason="timeout"', 0.0)
+
+
+def test_an_idle_connection_is_closed_and_counted_as_a_timeout(slow_broker: WeirProcess) -> None:
+    closed_before = timeouts_closed(slow_broker)
     with connect(slow_broker) as sock:
         elapsed_s = seconds_until_closed(sock, CLOSE_WITHIN_S + 5)
     assert TIMEOUT_MS / 1000 * 0.9 <= elapsed_s <= CLOSE_WITHIN_S
+    assert timeouts_closed(slow_broker) == closed_before + 1
 
 
 def test_an_unfinished_frame_is_closed_after_the_receive_timeout(

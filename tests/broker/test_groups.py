@@ -13,7 +13,13 @@ import trio.testing
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.group_service import attach_group_service
-from weir.broker.groups import handle_find_coordinator, handle_offset_commit, handle_offset_fetch
+from weir.broker.groups import (
+    handle_consumer_group_describe,
+    handle_consumer_group_heartbeat,
+    handle_find_coordinator,
+    handle_offset_commit,
+    handle_offset_fetch,
+)
 from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME
 from weir.format.errors import ErrorCode
 from weir.log.filesystem_sync import FilesystemWatch
@@ -265,3 +271,36 @@ async def test_group_timer_sleeps_while_no_group_state_is_loaded(
     await trio.testing.wait_all_tasks_blocked()
     assert broker.groups.loaded
     assert clock_calls >= 2  # poked after loading
+
+
+async def test_consumer_group_describe_answers_a_group_with_assigned_members(
+    broker: Broker,
+) -> None:
+    """ConsumerGroupDescribe of a KIP-848 group with an assignment encodes (franz-go's
+    kadm found it failing: the coordinator's assignment carried fields the v0
+    response does not have)."""
+    joined = await call(
+        broker,
+        handle_consumer_group_heartbeat,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        1,
+        {
+            "group_id": "g848",
+            "member_id": "m1",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 30_000,
+            "subscribed_topic_names": ["t"],
+            "server_assignor": "range",
+            "topic_partitions": [],
+        },
+    )
+    assert joined.error_code == ErrorCode.NONE
+    body = {"group_ids": ["g848"], "include_authorized_operations": False}
+    response = await call(
+        broker, handle_consumer_group_describe, ApiKey.CONSUMER_GROUP_DESCRIBE, 0, body
+    )
+    [group] = response.groups
+    assert (group.error_code, group.assignor_name) == (ErrorCode.NONE, "range")
+    [member] = group.members
+    [target] = member.target_assignment.topic_partitions
+    assert (member.member_id, target.topic_name, sorted(target.partitions)) == ("m1", "t", [0, 1])
