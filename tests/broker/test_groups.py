@@ -212,6 +212,38 @@ async def test_oversized_join_metadata_and_sync_assignments_are_refused(broker: 
     assert broker.groups is not None and not broker.groups.classic.has_group("big")
 
 
+async def test_consumer_group_describe_encodes_a_group_with_assigned_members(
+    broker: Broker,
+) -> None:
+    """The Java AdminClient describes KIP-848 groups with ConsumerGroupDescribe: a group
+    whose member holds an assignment must encode (Kafka's Assignment has only
+    TopicPartitions)."""
+    from weir.broker.groups import handle_consumer_group_describe, handle_consumer_group_heartbeat
+
+    join = {
+        "group_id": "kip848",
+        "member_id": "m1",
+        "member_epoch": 0,
+        "rebalance_timeout_ms": 10_000,
+        "subscribed_topic_names": ["t"],
+        "topic_partitions": [],
+    }
+    joined = await call(
+        broker, handle_consumer_group_heartbeat, ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, join
+    )
+    assert joined.error_code == ErrorCode.NONE
+    body = {"group_ids": ["kip848"], "include_authorized_operations": False}
+    response = await call(
+        broker, handle_consumer_group_describe, ApiKey.CONSUMER_GROUP_DESCRIBE, 0, body
+    )
+    [group] = response.groups
+    assert group.error_code == ErrorCode.NONE
+    [member] = group.members
+    assert member.member_id == "m1"
+    [target] = member.target_assignment.topic_partitions
+    assert (target.topic_name, sorted(target.partitions)) == ("t", [0, 1])
+
+
 async def test_groups_of_a_partition_that_failed_a_write_are_not_served(broker: Broker) -> None:
     """After a failed fsync the coordinator's memory may be ahead of the log: the
     group's partition answers NOT_COORDINATOR (and FindCoordinator

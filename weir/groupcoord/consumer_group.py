@@ -1001,9 +1001,6 @@ class ConsumerGroupCoordinator:
                     {"topic_id": t, "topic_name": topic_names(t) or "", "partitions": ps}
                     for t, ps in _sorted_assignment(parts)
                 ],
-                "error": 0,
-                "metadata_version": 0,
-                "metadata_bytes": b"",
             }
 
         described = []
