@@ -8,13 +8,17 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A member in a child JVM is SIGKILLed (no LeaveGroup, no more heartbeats): when its session
- * expires, the broker moves its partitions to the surviving member.
+ * expires, the broker moves its partitions to the surviving member. The cases run concurrently
+ * (each has its own topic and group): most of their time is waiting for a session to expire.
  */
+@Execution(ExecutionMode.CONCURRENT)
 class KilledMemberTest {
     private static final Set<Integer> ALL = Set.of(0, 1, 2, 3);
 
