@@ -48,13 +48,15 @@ def require_maven_build(*paths: Path) -> str:
 def run_offline(
     mvn: str, *args: str, pom: Path, timeout_s: float
 ) -> subprocess.CompletedProcess[str]:
-    """`mvn -o -B -q ARGS` on `pom` with the project's repository; stdout and stderr merged."""
+    """`mvn -o -B -q ARGS` (no colour codes) on `pom` with the project's repository;
+    stdout and stderr merged."""
     return subprocess.run(
         [
             mvn,
             "-o",
             "-B",
             "-q",
+            "-Dstyle.color=never",
             f"-Dmaven.repo.local={MAVEN_REPOSITORY}",
             "-f",
             str(pom),
