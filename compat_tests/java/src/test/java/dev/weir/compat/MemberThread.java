@@ -39,6 +39,7 @@ final class MemberThread implements AutoCloseable {
     final List<ListenerCall> listenerCalls = new CopyOnWriteArrayList<>();
     final List<ConsumerRecord<byte[], byte[]>> records = new CopyOnWriteArrayList<>();
     private final Set<Integer> owned = java.util.Collections.synchronizedSet(new TreeSet<>());
+    private final Set<TopicPartition> ownedTopicPartitions = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private final CompletableFuture<Void> finished = new CompletableFuture<>();
     private final Thread thread;
@@ -46,16 +47,30 @@ final class MemberThread implements AutoCloseable {
     private volatile KafkaConsumer<byte[], byte[]> consumer;
 
     MemberThread(String name, Collection<String> topics, Map<String, Object> settings) {
+        this(name, (consumer, listener) -> consumer.subscribe(topics, listener), settings);
+    }
+
+    /** A member subscribed by a regular expression (resolved by the client against metadata). */
+    MemberThread(String name, java.util.regex.Pattern pattern, Map<String, Object> settings) {
+        this(name, (consumer, listener) -> consumer.subscribe(pattern, listener), settings);
+    }
+
+    private MemberThread(
+            String name,
+            java.util.function.BiConsumer<KafkaConsumer<byte[], byte[]>, ConsumerRebalanceListener> subscribe,
+            Map<String, Object> settings) {
         this.name = name;
-        this.thread = new Thread(() -> run(topics, settings), "member-" + name);
+        this.thread = new Thread(() -> run(subscribe, settings), "member-" + name);
         this.thread.setDaemon(true);
         this.thread.start();
     }
 
-    private void run(Collection<String> topics, Map<String, Object> settings) {
+    private void run(
+            java.util.function.BiConsumer<KafkaConsumer<byte[], byte[]>, ConsumerRebalanceListener> subscribe,
+            Map<String, Object> settings) {
         try (KafkaConsumer<byte[], byte[]> owner = Weir.consumer(settings)) {
             consumer = owner;
-            owner.subscribe(topics, new Listener());
+            subscribe.accept(owner, new Listener());
             while (running) {
                 try {
                     for (ConsumerRecord<byte[], byte[]> record : owner.poll(Duration.ofMillis(100))) {
@@ -69,10 +84,12 @@ final class MemberThread implements AutoCloseable {
                     task.run();
                 }
             }
-            finished.complete(null);
         } catch (RuntimeException | Error e) {
             finished.completeExceptionally(e);
+            return;
         }
+        // Only now is the consumer closed (and, in a group, has left it).
+        finished.complete(null);
     }
 
     private final class Listener implements ConsumerRebalanceListener {
@@ -80,18 +97,21 @@ final class MemberThread implements AutoCloseable {
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
             listenerCalls.add(new ListenerCall("assigned", numbers(partitions)));
             owned.addAll(numbers(partitions));
+            ownedTopicPartitions.addAll(partitions);
         }
 
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
             listenerCalls.add(new ListenerCall("revoked", numbers(partitions)));
             owned.removeAll(numbers(partitions));
+            ownedTopicPartitions.removeAll(partitions);
         }
 
         @Override
         public void onPartitionsLost(Collection<TopicPartition> partitions) {
             listenerCalls.add(new ListenerCall("lost", numbers(partitions)));
             owned.removeAll(numbers(partitions));
+            ownedTopicPartitions.removeAll(partitions);
         }
     }
 
@@ -104,6 +124,11 @@ final class MemberThread implements AutoCloseable {
         synchronized (owned) {
             return new TreeSet<>(owned);
         }
+    }
+
+    /** The topic partitions the listener says this member owns now (any topic). */
+    Set<TopicPartition> ownedTopicPartitions() {
+        return Set.copyOf(ownedTopicPartitions);
     }
 
     List<ListenerCall> calls(String kind) {

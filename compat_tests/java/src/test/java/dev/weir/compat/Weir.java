@@ -88,10 +88,14 @@ final class Weir {
 
     static String createTopic(String prefix, int partitions, Map<String, String> configs) {
         String name = uniqueName(prefix);
+        createTopicNamed(name, partitions, configs);
+        return name;
+    }
+
+    static void createTopicNamed(String name, int partitions, Map<String, String> configs) {
         try (Admin admin = admin()) {
             get(admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1).configs(configs))).all());
         }
-        return name;
     }
 
     /** Producer settings: the client's defaults (idempotent, acks=all) plus `overrides`. */
