@@ -102,6 +102,7 @@ def test_java_client_suite_passes_and_every_request_is_served(
     assert classes >= {
         "AdminTest",
         "ClassicGroupTest",
+        "ClientVersionTest",
         "ConsumerTest",
         "KilledMemberTest",
         "PatternSubscriptionTest",
