@@ -180,7 +180,7 @@ class AdminTest {
     }
 
     @Test
-    @SuppressWarnings("deprecation") // listConsumerGroups and state(): deprecated in 4.x, what 3.9 has
+    @SuppressWarnings({"deprecation", "removal"}) // listConsumerGroups and state(): deprecated in 4.x, what 3.9 has
     void listsDescribesAltersAndDeletesConsumerGroupsAndTheirOffsets() {
         String topic = Weir.createTopic("admin-groups", 2);
         Weir.produceValues(topic, 2, 20);

@@ -75,7 +75,7 @@ class ClassicGroupTest {
     }
 
     /** DescribeGroups agrees with the members: Stable, the protocol, each member's partitions. */
-    @SuppressWarnings("deprecation") // state(): ConsumerGroupState is deprecated in 4.x, groupState() absent in 3.9
+    @SuppressWarnings({"deprecation", "removal"}) // state(): ConsumerGroupState is deprecated in 4.x, groupState() absent in 3.9
     static void assertDescribedAs(String group, String assignor, Map<MemberThread, Set<Integer>> owned) {
         try (Admin admin = Weir.admin()) {
             ConsumerGroupDescription description =
