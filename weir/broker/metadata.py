@@ -76,7 +76,10 @@ def _lookup_topic(
 ) -> ItemAnswer[MetadataResponseTopic]:
     name = requested.name
     topic_id = requested.topic_id  # the zero UUID before v10
-    if name is None:
+    # A topic id, when set, is what is asked for, whatever the name: the Java client
+    # asks by id with the name left at its default "" (Kafka looks up by id whenever
+    # one is set).
+    if name is None or topic_id != ZERO_UUID:
         record = broker.controller.topic_by_id(topic_id) if topic_id != ZERO_UUID else None
         if record is None:
             return _topic_error(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
