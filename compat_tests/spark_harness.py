@@ -39,8 +39,11 @@ class Outgoing:
     partition: int | None = None
 
 
-def produce(bootstrap: str, topic: str, records: Iterable[Outgoing]) -> list[Sent]:
-    """Produce in order (idempotent, acks=all) and return each record's delivery."""
+def produce(
+    bootstrap: str, topic: str, records: Iterable[Outgoing], *, batch_each: bool = False
+) -> list[Sent]:
+    """Produce in order (idempotent, acks=all) and return each record's delivery;
+    `batch_each` waits for each record's acknowledgement, so each is a batch of its own."""
     producer = Producer(
         {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 2}
     )
@@ -48,7 +51,9 @@ def produce(bootstrap: str, topic: str, records: Iterable[Outgoing]) -> list[Sen
     failures: list[str] = []
     for record in records:
 
-        def delivered(error: KafkaError | None, message: Message, record: Outgoing = record) -> None:
+        def delivered(
+            error: KafkaError | None, message: Message, record: Outgoing = record
+        ) -> None:
             if error is not None:
                 failures.append(str(error))
                 return
@@ -78,6 +83,8 @@ def produce(bootstrap: str, topic: str, records: Iterable[Outgoing]) -> list[Sen
             **kwargs,
         )
         producer.poll(0)
+        if batch_each:
+            assert producer.flush(30) == 0, "record undelivered after 30 s"
     assert producer.flush(30) == 0, "records still undelivered after 30 s"
     assert not failures, failures
     return sent

@@ -48,9 +48,7 @@ KAFKA_SOURCE_SCHEMA = StructType(
         StructField(
             "headers",
             ArrayType(
-                StructType(
-                    [StructField("key", StringType()), StructField("value", BinaryType())]
-                )
+                StructType([StructField("key", StringType()), StructField("value", BinaryType())])
             ),
         ),
     ]
