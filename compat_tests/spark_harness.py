@@ -154,6 +154,17 @@ def committed_batches(checkpoint: Path) -> set[int]:
     return _batch_ids(checkpoint / "commits")
 
 
+def committed_input_records(checkpoint: Path) -> int:
+    """Input records (all partitions) up to the end of the last committed micro-batch:
+    the last line of its offset-log entry is the Kafka source's offsets JSON."""
+    committed = committed_batches(checkpoint)
+    if not committed:
+        return 0
+    entry = (checkpoint / "offsets" / str(max(committed))).read_text().splitlines()
+    per_topic: dict[str, dict[str, int]] = json.loads(entry[-1])
+    return sum(sum(per_partition.values()) for per_partition in per_topic.values())
+
+
 # -- The windowed totals, in plain Python ---------------------------------------------------
 
 WindowTotals = dict[str, dict[str, object]]

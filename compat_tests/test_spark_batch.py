@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import functions as sf
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -71,7 +71,7 @@ def weir(broker: WeirProcess) -> Iterator[WeirProcess]:
 
 def kafka_rows(frame: DataFrame) -> list[dict[str, object]]:
     """Every column, the timestamp also as epoch ms (the Python datetime is zone-naive)."""
-    rows = frame.withColumn("timestamp_ms", F.unix_millis("timestamp")).collect()
+    rows = frame.withColumn("timestamp_ms", sf.unix_millis("timestamp")).collect()
     return [row.asDict(recursive=True) for row in rows]
 
 

@@ -15,6 +15,7 @@ because the sink's producer is idempotent and Weir drops its retried batches.
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import time
@@ -30,6 +31,7 @@ from compat_tests.harness import WeirProcess, create_topic
 from compat_tests.spark_harness import (
     Outgoing,
     committed_batches,
+    committed_input_records,
     low_watermark,
     output_windows,
     planned_batches,
@@ -37,7 +39,7 @@ from compat_tests.spark_harness import (
     read_topic,
     windowed_totals,
 )
-from spark_demo import events, streaming
+from spark_demo import events, pipeline, streaming
 from spark_demo.session import build_session
 
 WINDOW_MS = streaming.WINDOW_MS
@@ -170,17 +172,17 @@ def test_query_stopped_mid_batch_resumes_from_checkpoint_losing_nothing(
     create_topic(weir.bootstrap, source, partitions=3)
     create_topic(weir.bootstrap, sink, partitions=2)
     checkpoint = tmp_path / "checkpoint"
-    first, second = page_view_batches(6_000, 2)
+    first, second = page_view_batches(3_000, 2)
     events.produce(weir.bootstrap, source, first)
 
     # Small micro-batches, so that the stop lands in a running one.
-    query = start_job(spark, weir.bootstrap, source, sink, checkpoint, maxOffsetsPerTrigger="400")
+    query = start_job(spark, weir.bootstrap, source, sink, checkpoint, maxOffsetsPerTrigger="250")
     replayed = stop_mid_batch(query, checkpoint)
     assert len(replayed) <= 1, f"more than one batch planned ahead of the commit log: {replayed}"
 
     events.produce(weir.bootstrap, source, [*second, events.end_of_run(first + second)])
     restarted = start_job(
-        spark, weir.bootstrap, source, sink, checkpoint, maxOffsetsPerTrigger="400"
+        spark, weir.bootstrap, source, sink, checkpoint, maxOffsetsPerTrigger="250"
     )
     try:
         run_until_written(
@@ -205,15 +207,16 @@ def test_broker_sigkilled_mid_stream_loses_no_input(
     create_topic(weir.bootstrap, source, partitions=3)
     create_topic(weir.bootstrap, sink, partitions=2)
     checkpoint = tmp_path / "checkpoint"
-    first, second = page_view_batches(6_000, 2)
+    first, second = page_view_batches(3_000, 2)
     events.produce(weir.bootstrap, source, first)
 
-    query = start_job(spark, weir.bootstrap, source, sink, checkpoint, maxOffsetsPerTrigger="400")
+    query = start_job(spark, weir.bootstrap, source, sink, checkpoint, maxOffsetsPerTrigger="250")
     deadline = time.monotonic() + QUERY_TIMEOUT_S
-    while len(committed_batches(checkpoint)) < 3:
+    while len(committed_batches(checkpoint)) < 2:
         assert time.monotonic() < deadline and query.isActive, query.exception()
         time.sleep(0.05)
     weir.kill()
+    assert committed_input_records(checkpoint) < len(first), "the kill came after the input"
     time.sleep(1.0)
     weir.start()  # same port and data dir
     events.produce(weir.bootstrap, source, [*second, events.end_of_run(first + second)])
@@ -233,7 +236,7 @@ def test_broker_sigkilled_mid_stream_loses_no_input(
             replayed |= planned_batches(checkpoint) - committed_batches(checkpoint)
             queries.append(
                 start_job(
-                    spark, weir.bootstrap, source, sink, checkpoint, maxOffsetsPerTrigger="400"
+                    spark, weir.bootstrap, source, sink, checkpoint, maxOffsetsPerTrigger="250"
                 )
             )
         bound = sum(replayed_rows(q, replayed) for q in queries[1:])
@@ -351,3 +354,32 @@ def test_fail_on_data_loss_when_retention_deleted_unread_records(
     # It went on from the log start offset: what retention kept, each record once.
     assert offsets_in(tmp_path / "out-lenient") == list(range(log_start, 40))
     assert weir.connection_trouble() == {}
+
+
+@pytest.mark.timeout(180)
+def test_demo_run_writes_every_window_and_a_report_of_every_event(
+    spark: SparkSession,
+    weir: WeirProcess,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`python -m spark_demo run`'s pipeline, in this module's SparkSession."""
+    settings = pipeline.RunSettings(
+        bootstrap=weir.bootstrap,
+        events=2_000,
+        partitions=3,
+        trigger_ms=200,
+        work_dir=tmp_path,
+        report_format="csv",
+        rate_per_s=None,
+        wait_s=QUERY_TIMEOUT_S,
+    )
+
+    report_dir = pipeline.run(settings, spark)
+
+    printed = capsys.readouterr().out
+    assert "end-to-end records/s:" in printed
+    (report,) = report_dir.glob("part-*.csv")
+    with report.open() as handle:
+        views = sum(int(row["views"]) for row in csv.DictReader(handle))
+    assert views == 2_000 + 1  # and the end-of-run marker

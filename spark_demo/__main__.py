@@ -48,8 +48,12 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="batch report over a range of a topic")
     report.add_argument("--bootstrap", default=DEFAULT_BOOTSTRAP)
     report.add_argument("--topic", required=True)
-    report.add_argument("--starting", type=json.loads, default=None, help='{"0": 100, "1": -2}')
-    report.add_argument("--ending", type=json.loads, default=None, help='{"0": 200, "1": -1}')
+    report.add_argument(
+        "--starting", type=json.loads, default=None, help='per partition: {"0": 100, "1": -2}'
+    )
+    report.add_argument(
+        "--ending", type=json.loads, default=None, help='per partition: {"0": 200, "1": -1}'
+    )
     report.add_argument(
         "--by-timestamp", action="store_true", help="--starting/--ending are epoch ms"
     )
@@ -58,68 +62,104 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
-    # Imported here so that `--help` answers without starting anything.
-    from spark_demo import batch, events, pipeline, session, streaming
+def _fetch_connector(_args: argparse.Namespace) -> None:
+    from spark_demo import session
 
-    if args.command == "fetch-connector":
-        spark = session.build_session("spark-demo-fetch-connector")
-        print(f"{session.connector_coordinate()} resolved in {session.ivy_dir()}")
-        spark.stop()
-    elif args.command == "run":
-        work_dir = args.work_dir or pipeline.default_work_dir()
-        work_dir.mkdir(parents=True, exist_ok=True)
-        settings = pipeline.RunSettings(
-            bootstrap=args.bootstrap,
-            events=args.events,
-            partitions=args.partitions,
-            trigger_ms=args.trigger_ms,
-            work_dir=work_dir,
-            report_format=args.report_format,
-            rate_per_s=args.rate,
-            wait_s=args.wait_s,
-        )
+    spark = session.build_session("spark-demo-fetch-connector")
+    print(f"{session.connector_coordinate()} resolved in {session.ivy_dir()}")
+    spark.stop()
+
+
+def _run(args: argparse.Namespace) -> None:
+    from spark_demo import pipeline, session
+
+    work_dir = args.work_dir or pipeline.default_work_dir()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    settings = pipeline.RunSettings(
+        bootstrap=args.bootstrap,
+        events=args.events,
+        partitions=args.partitions,
+        trigger_ms=args.trigger_ms,
+        work_dir=work_dir,
+        report_format=args.report_format,
+        rate_per_s=args.rate,
+        wait_s=args.wait_s,
+    )
+    started = time.monotonic()
+    spark = session.build_session("spark-demo-run")
+    startup_s = time.monotonic() - started
+    print(f"SparkSession with {session.connector_coordinate()} in {startup_s:.1f}s")
+    try:
         if args.start_weir:
             with pipeline.local_weir(args.bootstrap, work_dir / "weir-data"):
-                pipeline.run(settings)
+                pipeline.run(settings, spark)
         else:
-            pipeline.run(settings)
-    elif args.command == "generate":
-        views = events.page_views(args.events, start_ms=int(time.time() * 1000) - 3_600_000)
-        feed = events.paced(views, args.rate) if args.rate else views
-        count = events.produce(args.bootstrap, args.topic, feed)
-        if args.end_of_run:
-            count += events.produce(args.bootstrap, args.topic, [events.end_of_run(views)])
-        print(f"{count} events produced to {args.topic}")
-    elif args.command == "stream":
-        spark = session.build_session("spark-demo-stream")
-        query = streaming.start_windowed_page_views(
-            spark,
-            bootstrap=args.bootstrap,
-            source_topic=args.source_topic,
-            sink_topic=args.sink_topic,
-            checkpoint_dir=str(args.checkpoint),
-            trigger_ms=args.trigger_ms,
-        )
-        try:
-            query.awaitTermination()
-        except KeyboardInterrupt:
-            query.stop()
-    elif args.command == "report":
-        spark = session.build_session("spark-demo-report")
-        bounds = None
-        if args.starting is not None or args.ending is not None:
-            default = batch.EARLIEST if not args.by_timestamp else 0
-            bounds = batch.OffsetRange(
-                starting={int(p): v for p, v in (args.starting or {}).items()} or {0: default},
-                ending={int(p): v for p, v in (args.ending or {}).items()} or {0: batch.LATEST},
-                by_timestamp=args.by_timestamp,
-            )
-        rows = batch.read_range(spark, args.bootstrap, args.topic, bounds)
-        batch.write_report(batch.page_report(rows), str(args.output), args.format)
-        print(f"report of {args.topic} written to {args.output}")
+            pipeline.run(settings, spark)
+    finally:
         spark.stop()
+
+
+def _generate(args: argparse.Namespace) -> None:
+    from spark_demo import events
+
+    views = events.page_views(args.events, start_ms=int(time.time() * 1000) - 3_600_000)
+    feed = events.paced(views, args.rate) if args.rate else views
+    count = events.produce(args.bootstrap, args.topic, feed)
+    if args.end_of_run:
+        count += events.produce(args.bootstrap, args.topic, [events.end_of_run(views)])
+    print(f"{count} events produced to {args.topic}")
+
+
+def _stream(args: argparse.Namespace) -> None:
+    from spark_demo import session, streaming
+
+    spark = session.build_session("spark-demo-stream")
+    query = streaming.start_windowed_page_views(
+        spark,
+        bootstrap=args.bootstrap,
+        source_topic=args.source_topic,
+        sink_topic=args.sink_topic,
+        checkpoint_dir=str(args.checkpoint),
+        trigger_ms=args.trigger_ms,
+    )
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+
+
+def _report(args: argparse.Namespace) -> None:
+    from spark_demo import batch, session
+
+    if (args.starting is None) != (args.ending is None):
+        raise SystemExit("report: give both --starting and --ending, or neither")
+    bounds = None
+    if args.starting is not None:
+        bounds = batch.OffsetRange(
+            starting={int(p): value for p, value in args.starting.items()},
+            ending={int(p): value for p, value in args.ending.items()},
+            by_timestamp=args.by_timestamp,
+        )
+    spark = session.build_session("spark-demo-report")
+    rows = batch.read_range(spark, args.bootstrap, args.topic, bounds)
+    batch.write_report(batch.page_report(rows), str(args.output), args.format)
+    print(f"report of {args.topic} written to {args.output}")
+    spark.stop()
+
+
+# Each command imports what it needs, so that `--help` answers without loading Spark.
+COMMANDS = {
+    "fetch-connector": _fetch_connector,
+    "run": _run,
+    "generate": _generate,
+    "stream": _stream,
+    "report": _report,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    COMMANDS[args.command](args)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import functions as sf
 
 from spark_demo.streaming import parse_page_views
 
@@ -76,13 +76,13 @@ def page_report(kafka_rows: DataFrame) -> DataFrame:
     return (
         views.groupBy("page", "country")
         .agg(
-            F.count(F.lit(1)).alias("views"),
-            F.countDistinct("user_id").alias("users"),
-            F.round(F.avg("dwell_ms")).cast("long").alias("dwell_ms_avg"),
-            F.min("event_time").alias("first_seen"),
-            F.max("event_time").alias("last_seen"),
+            sf.count(sf.lit(1)).alias("views"),
+            sf.countDistinct("user_id").alias("users"),
+            sf.round(sf.avg("dwell_ms")).cast("long").alias("dwell_ms_avg"),
+            sf.min("event_time").alias("first_seen"),
+            sf.max("event_time").alias("last_seen"),
         )
-        .orderBy(F.col("views").desc(), "page", "country")
+        .orderBy(sf.col("views").desc(), "page", "country")
     )
 
 

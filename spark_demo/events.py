@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 
 from confluent_kafka import KafkaError, Message, Producer
@@ -46,7 +46,7 @@ class PageView:
     def value(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":")).encode()
 
-    def headers(self) -> list[tuple[str, bytes]]:
+    def headers(self) -> list[tuple[str, str | bytes | None]]:
         return [
             ("event-type", b"page_view"),
             ("schema-version", SCHEMA_VERSION),
@@ -97,7 +97,7 @@ def end_of_run(after: Iterable[PageView]) -> PageView:
     )
 
 
-class DeliveryFailed(RuntimeError):
+class DeliveryError(RuntimeError):
     pass
 
 
@@ -110,7 +110,7 @@ def produce(
     timeout_s: float = 60.0,
 ) -> int:
     """Write `views` to `topic` (idempotent producer, acks=all, lz4) and wait until
-    every one is acknowledged. Returns the count; raises DeliveryFailed otherwise."""
+    every one is acknowledged. Returns the count; raises DeliveryError otherwise."""
     config: dict[str, str | int] = {
         "bootstrap.servers": bootstrap,
         "enable.idempotence": True,
@@ -133,11 +133,16 @@ def produce(
         sent += 1
     remaining = producer.flush(timeout_s)
     if remaining or errors:
-        raise DeliveryFailed(f"{remaining} not delivered, {len(errors)} failed: {errors[:3]}")
+        raise DeliveryError(f"{remaining} not delivered, {len(errors)} failed: {errors[:3]}")
     return sent
 
 
-def _produce_one(producer: Producer, topic: str, view: PageView, on_delivery: object) -> None:
+DeliveryCallback = Callable[[KafkaError | None, Message], None]
+
+
+def _produce_one(
+    producer: Producer, topic: str, view: PageView, on_delivery: DeliveryCallback
+) -> None:
     while True:
         try:
             producer.produce(

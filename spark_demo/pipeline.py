@@ -23,8 +23,9 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
+from pyspark.sql import SparkSession
 
-from spark_demo import batch, events, session, streaming
+from spark_demo import batch, events, streaming
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,10 @@ def wait_for_keys(bootstrap: str, topic: str, keys: set[str], timeout_s: float) 
     return last_arrival
 
 
-def run(settings: RunSettings) -> None:
+def run(settings: RunSettings, spark: SparkSession) -> Path:
+    """The whole run in `spark`; returns the report's directory."""
     run_id = uuid.uuid4().hex[:8]
     source_topic, sink_topic = f"page-views-{run_id}", f"page-view-windows-{run_id}"
-    started = time.monotonic()
-    spark = session.build_session("spark-demo-run")
-    print(f"SparkSession with {session.connector_coordinate()} in {time.monotonic() - started:.1f}s")
     create_topics(settings.bootstrap, {source_topic: settings.partitions, sink_topic: 2})
 
     query = streaming.start_windowed_page_views(
@@ -132,7 +131,7 @@ def run(settings: RunSettings) -> None:
     report_s = time.monotonic() - report_started
     print(f"batch report: {read_count} records read in {report_s:.2f}s")
     print(f"batch records/s: {read_count / report_s:,.0f}; report in {report_path}")
-    spark.stop()
+    return report_path
 
 
 def _free_port() -> int:

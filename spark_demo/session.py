@@ -54,6 +54,7 @@ def build_session(
         .config("spark.jars.ivy", str(ivy_dir()))
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         # Loopback only: the driver never needs to be reachable from elsewhere.
         .config("spark.driver.host", "127.0.0.1")

@@ -16,7 +16,7 @@ readers deduplicate by key (a window's totals are final when written).
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import functions as sf
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -57,12 +57,12 @@ def read_page_views(
 def parse_page_views(kafka_rows: DataFrame) -> DataFrame:
     """Kafka rows (binary value) → one row per page view with an `event_time` timestamp."""
     parsed = kafka_rows.select(
-        F.from_json(F.col("value").cast("string"), PAGE_VIEW_SCHEMA).alias("view"),
-        F.col("partition"),
-        F.col("offset"),
+        sf.from_json(sf.col("value").cast("string"), PAGE_VIEW_SCHEMA).alias("view"),
+        sf.col("partition"),
+        sf.col("offset"),
     )
     return parsed.select("view.*", "partition", "offset").withColumn(
-        "event_time", F.timestamp_millis(F.col("event_time_ms"))
+        "event_time", sf.timestamp_millis(sf.col("event_time_ms"))
     )
 
 
@@ -73,19 +73,19 @@ def windowed_totals(
     watermark_delay_ms: int = WATERMARK_DELAY_MS,
 ) -> DataFrame:
     """Views, total and longest dwell per page and tumbling event-time window."""
-    window = F.window(F.col("event_time"), f"{window_ms} milliseconds")
+    window = sf.window(sf.col("event_time"), f"{window_ms} milliseconds")
     totals = (
         views.withWatermark("event_time", f"{watermark_delay_ms} milliseconds")
-        .groupBy(window.alias("window"), F.col("page"))
+        .groupBy(window.alias("window"), sf.col("page"))
         .agg(
-            F.count(F.lit(1)).alias("views"),
-            F.sum("dwell_ms").alias("dwell_ms_total"),
-            F.max("dwell_ms").alias("dwell_ms_max"),
+            sf.count(sf.lit(1)).alias("views"),
+            sf.sum("dwell_ms").alias("dwell_ms_total"),
+            sf.max("dwell_ms").alias("dwell_ms_max"),
         )
     )
     return totals.select(
-        F.unix_millis(F.col("window.start")).alias("window_start_ms"),
-        F.unix_millis(F.col("window.end")).alias("window_end_ms"),
+        sf.unix_millis(sf.col("window.start")).alias("window_start_ms"),
+        sf.unix_millis(sf.col("window.end")).alias("window_end_ms"),
         "page",
         "views",
         "dwell_ms_total",
@@ -95,8 +95,8 @@ def windowed_totals(
 
 def as_kafka_records(totals: DataFrame) -> DataFrame:
     """The (key, value) columns the Kafka sink writes."""
-    key: Column = F.concat_ws("|", F.col("window_start_ms").cast("string"), F.col("page"))
-    value: Column = F.to_json(F.struct(*[F.col(name) for name in totals.columns]))
+    key: Column = sf.concat_ws("|", sf.col("window_start_ms").cast("string"), sf.col("page"))
+    value: Column = sf.to_json(sf.struct(*[sf.col(name) for name in totals.columns]))
     return totals.select(key.alias("key"), value.alias("value"))
 
 
