@@ -69,6 +69,12 @@ def weir(broker: WeirProcess) -> Iterator[WeirProcess]:
     assert broker.connection_trouble() == {}
 
 
+def an_hour_ago_ms() -> int:
+    """A base for record timestamps: recent enough that retention (7 days by default,
+    by record timestamp, as on Kafka) never deletes the records under a test."""
+    return int(time.time() * 1000) - 3_600_000
+
+
 def kafka_rows(frame: DataFrame) -> list[dict[str, object]]:
     """Every column, the timestamp also as epoch ms (the Python datetime is zone-naive)."""
     rows = frame.withColumn("timestamp_ms", sf.unix_millis("timestamp")).collect()
@@ -124,7 +130,7 @@ def test_batch_read_returns_every_column_of_kafka_source_schema(
 ) -> None:
     topic = unique_topic()
     create_topic(weir.bootstrap, topic, partitions=2)
-    sent = produce(weir.bootstrap, topic, varied_records(1_700_000_000_000))
+    sent = produce(weir.bootstrap, topic, varied_records(an_hour_ago_ms()))
 
     frame = batch.read_range(spark, weir.bootstrap, topic)
 
@@ -140,7 +146,8 @@ def test_log_append_time_topic_reads_broker_timestamps_with_type_1(
         weir.bootstrap, topic, partitions=2, config={"message.timestamp.type": "LogAppendTime"}
     )
     before_ms = int(time.time() * 1000)
-    sent = produce(weir.bootstrap, topic, varied_records(1_000))  # CreateTime is overwritten
+    # The producer's CreateTime (a day ago) is replaced by the broker's clock.
+    sent = produce(weir.bootstrap, topic, varied_records(an_hour_ago_ms() - 82_800_000))
     after_ms = int(time.time() * 1000)
 
     rows = kafka_rows(batch.read_range(spark, weir.bootstrap, topic))
@@ -185,7 +192,7 @@ def test_offsets_by_timestamp_resolve_to_first_record_at_or_after(
 ) -> None:
     topic = unique_topic()
     create_topic(weir.bootstrap, topic, partitions=2)
-    base_ms = 1_700_000_000_000
+    base_ms = an_hour_ago_ms()
     produce(weir.bootstrap, topic, timed_records(base_ms))
 
     bounds = batch.OffsetRange(
@@ -209,7 +216,7 @@ def test_timestamp_past_the_last_record_follows_the_strategy(
     ending timestamp past the end reads to the end."""
     topic = unique_topic()
     create_topic(weir.bootstrap, topic, partitions=2)
-    base_ms = 1_700_000_000_000
+    base_ms = an_hour_ago_ms()
     produce(weir.bootstrap, topic, timed_records(base_ms))
     future_ms = base_ms + 3_600_000
 
@@ -279,7 +286,7 @@ def test_page_report_counts_views_and_users_per_page_and_country(
 ) -> None:
     topic = unique_topic()
     create_topic(weir.bootstrap, topic, partitions=3)
-    views = events.page_views(3_000, start_ms=1_700_000_000_000)
+    views = events.page_views(3_000, start_ms=an_hour_ago_ms())
     events.produce(weir.bootstrap, topic, views)
 
     out = tmp_path / "report"
