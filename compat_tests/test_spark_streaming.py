@@ -1,7 +1,8 @@
 """spark_demo's Structured Streaming job on Spark's real Kafka connector against the real
 `weir`: its output against a plain-Python computation over the same input, a query
-stopped mid-batch and a broker SIGKILLed mid-stream (no input lost; duplicates only
-from micro-batches Spark replays), and failOnDataLoss after retention deleted data.
+stopped mid-batch, a commit lost after the sink's write, and a broker SIGKILLed
+mid-stream (no input lost; duplicates only from micro-batches Spark replays), and
+failOnDataLoss after retention deleted data.
 
 Why duplicates are bounded: Spark writes a micro-batch's offsets to the checkpoint's
 offset log before running it and its id to the commit log after the sink's write
@@ -196,6 +197,59 @@ def test_query_stopped_mid_batch_resumes_from_checkpoint_losing_nothing(
 
     duplicates = assert_output_is_input_totals(weir.bootstrap, source, sink, bound)
     print(f"replayed batches {sorted(replayed)}: {bound} rows rewritten, {duplicates} duplicates")
+
+
+@pytest.mark.timeout(240)
+def test_batch_whose_commit_was_lost_is_written_again_and_only_it(
+    spark: SparkSession, weir: WeirProcess, unique_topic: Callable[[], str], tmp_path: Path
+) -> None:
+    """The at-least-once window itself: a micro-batch whose rows reached the sink but
+    whose commit-log entry was never written (a crash between the two) is run again on
+    restart, so exactly its rows are duplicated, and nothing else is.
+
+    The lost commit is made by putting a file where the commit log's directory was
+    (the test runs as root, so permissions would not stop Spark): the next commit
+    fails after that batch's sink write returned, and the query stops."""
+    source, sink = unique_topic(), unique_topic()
+    create_topic(weir.bootstrap, source, partitions=3)
+    create_topic(weir.bootstrap, sink, partitions=2)
+    checkpoint = tmp_path / "checkpoint"
+    views = page_view_batches(4_000, 1)[0]
+    events.produce(weir.bootstrap, source, [*views, events.end_of_run(views)])
+    # 500 views are 10 s of event time, one window: each batch's watermark closes one.
+    options = {"maxOffsetsPerTrigger": "500"}
+
+    query = start_job(spark, weir.bootstrap, source, sink, checkpoint, **options)
+    deadline = time.monotonic() + QUERY_TIMEOUT_S
+    while not (
+        len(committed_batches(checkpoint)) >= 2
+        and planned_batches(checkpoint) - committed_batches(checkpoint)
+    ):  # a batch is running: it has passed the commit log's read at planning
+        assert time.monotonic() < deadline and query.isActive, query.exception()
+        time.sleep(0.005)
+    commits = checkpoint / "commits"
+    commits.rename(checkpoint / "commits-kept")
+    commits.write_text("not a directory\n")
+    with pytest.raises(Exception, match="(?i)commits"):
+        query.awaitTermination(QUERY_TIMEOUT_S)
+    commits.unlink()
+    (checkpoint / "commits-kept").rename(commits)
+    replayed = planned_batches(checkpoint) - committed_batches(checkpoint)
+    assert len(replayed) == 1, replayed
+
+    restarted = start_job(spark, weir.bootstrap, source, sink, checkpoint, **options)
+    try:
+        run_until_written(
+            restarted, weir.bootstrap, sink, set(input_totals(weir.bootstrap, source))
+        )
+        rewritten = replayed_rows(restarted, replayed)
+    finally:
+        restarted.stop()
+
+    duplicates = assert_output_is_input_totals(weir.bootstrap, source, sink, rewritten)
+    print(f"batch {sorted(replayed)} replayed: {rewritten} rows, {duplicates} duplicates")
+    assert rewritten > 0, "the replayed batch closed no window: nothing to duplicate"
+    assert duplicates == rewritten
 
 
 @pytest.mark.timeout(240)
