@@ -383,6 +383,7 @@ def producer_perf_args(
         str(record_size),
         "--throughput",
         "-1",
+        "--print-metrics",
         "--command-property",
         *(f"{key}={value}" for key, value in properties.items()),
     ]
@@ -413,6 +414,28 @@ def parse_producer_perf(output: str) -> dict[str, float]:
         "latency_p99_ms": float(last["p99"]),
         "latency_p999_ms": float(last["p999"]),
     }
+
+
+# "producer-metrics:records-per-request-avg:{client-id=perf-producer-client}   : 4056.795"
+_PRODUCER_METRIC = re.compile(r"^producer-metrics:(?P<name>[\w-]+):\{[^}]*\}\s*:\s*(?P<value>\S+)$")
+PRODUCER_METRICS_KEPT = (
+    "records-per-request-avg",
+    "request-latency-avg",
+    "batch-size-avg",
+    "record-queue-time-avg",
+    "request-rate",
+)
+
+
+def parse_producer_metrics(output: str) -> dict[str, float]:
+    """A few of the Java producer's own metrics (--print-metrics), over its last 30 s."""
+    kept: dict[str, float] = {}
+    for line in output.splitlines():
+        match = _PRODUCER_METRIC.match(line.strip())
+        if match and match["name"] in PRODUCER_METRICS_KEPT:
+            with contextlib.suppress(ValueError):
+                kept[match["name"]] = float(match["value"])
+    return kept
 
 
 def consumer_perf_args(

@@ -896,6 +896,14 @@ class ToolRun:
     broker_cpu_user_s: float
     broker_cpu_system_s: float
     tool_cpu_s: float
+    machine_cpu_s: float
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds every process on the machine has used (/proc/stat, all CPUs, not idle)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def run_tool(cmd: list[str], broker_pid: int, timeout_s: float, what: str) -> ToolRun:
@@ -903,6 +911,7 @@ def run_tool(cmd: list[str], broker_pid: int, timeout_s: float, what: str) -> To
     # is its CPU (the broker is a child too, but it is reaped only when it stops)
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     broker_user0, broker_sys0 = proc_cpu_seconds(broker_pid)
+    machine0 = machine_cpu_seconds()
     started = time.perf_counter()
     try:
         done = subprocess.run(
@@ -912,6 +921,7 @@ def run_tool(cmd: list[str], broker_pid: int, timeout_s: float, what: str) -> To
         raise BrokerError(f"{what}: no result after {timeout_s}s") from exc
     wall_s = time.perf_counter() - started
     broker_user1, broker_sys1 = proc_cpu_seconds(broker_pid)
+    machine1 = machine_cpu_seconds()
     children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise BrokerError(
@@ -925,6 +935,7 @@ def run_tool(cmd: list[str], broker_pid: int, timeout_s: float, what: str) -> To
         broker_cpu_system_s=broker_sys1 - broker_sys0,
         tool_cpu_s=(children1.ru_utime + children1.ru_stime)
         - (children0.ru_utime + children0.ru_stime),
+        machine_cpu_s=machine1 - machine0,
     )
 
 
@@ -944,6 +955,8 @@ def tool_cpu_figures(run: ToolRun, messages: int, active_s: float) -> dict[str, 
         "broker_cpu_util": broker_cpu / active_s,
         "client_cpu_s": run.tool_cpu_s,
         "client_cpu_us_per_message": run.tool_cpu_s / messages * 1e6,
+        # everything else on the machine (other users' tests, this script): 100% = one CPU
+        "other_cpu_util": max(0.0, run.machine_cpu_s - broker_cpu - run.tool_cpu_s) / run.wall_s,
     }
 
 
@@ -955,6 +968,14 @@ def producer_properties(args: argparse.Namespace) -> dict[str, str]:
         "batch.size": str(args.batch_size),
         "compression.type": "none",
         "enable.idempotence": "false",
+    }
+
+
+def producer_metric_figures(metrics: dict[str, float]) -> dict[str, Any]:
+    return {
+        "producer_metrics": metrics,
+        "records_per_request": metrics.get("records-per-request-avg"),
+        "request_latency_ms": metrics.get("request-latency-avg"),
     }
 
 
@@ -985,6 +1006,7 @@ def tool_produce_workload(
         "latency_p99_ms": summary["latency_p99_ms"],
         "latency_max_ms": summary["latency_max_ms"],
         "latency_avg_ms": summary["latency_avg_ms"],
+        **producer_metric_figures(kafka_peer.parse_producer_metrics(run.stdout)),
         **tool_cpu_figures(run, count, count / rate),
         "cmd": " ".join(cmd),
         "stderr_tail": run.stderr[-1000:],
@@ -1182,7 +1204,12 @@ def run_broker_pass(
     profile: bool = False,
 ) -> dict[str, Any]:
     tag = f"r{round_no}" if not profile else "profile"
-    outcome: dict[str, Any] = {"broker": name, "round": round_no, "sizes": {}}
+    outcome: dict[str, Any] = {
+        "broker": name,
+        "round": round_no,
+        "sizes": {},
+        "loadavg_start": os.getloadavg(),
+    }
     try:
         broker = start_broker(name, args, run_dir, tag)
     except (BrokerError, OSError, KafkaException) as exc:
@@ -1214,6 +1241,7 @@ def run_broker_pass(
                 if broker.proc.poll() is not None:
                     break
     finally:
+        outcome["loadavg_end"] = os.getloadavg()
         outcome["stop"] = broker.stop()
         outcome["log_tail"] = tail(broker.log_path, 15)
         if broker.data_dir is not None:
@@ -1313,6 +1341,10 @@ METRICS = [
     ("tool_consume", "broker_cpu_util"),
     ("tool_consume", "client_cpu_us_per_message"),
     ("tool_consume", "rebalance_ms"),
+    ("tool_produce", "other_cpu_util"),
+    ("tool_produce", "records_per_request"),
+    ("tool_produce", "request_latency_ms"),
+    ("tool_consume", "other_cpu_util"),
 ]
 
 
@@ -1390,6 +1422,10 @@ def fmt(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
+def percent(fraction: float | None) -> float | None:
+    return None if fraction is None else fraction * 100
+
+
 def ratio_text(numerator: float | None, denominator: float | None) -> str:
     if numerator is None or not denominator:
         return "—"
@@ -1432,6 +1468,24 @@ def tool_report_lines(result: dict[str, Any]) -> list[str]:
                 f"| {fmt(cell['tool_produce.client_cpu_us_per_message'], 2)} / "
                 f"{fmt(cell['tool_consume.client_cpu_us_per_message'], 2)} "
                 f"| {cell['rounds_ok']}/{args['rounds']} |"
+            )
+    lines += [
+        "",
+        "The Java producer's own view (--print-metrics, its last 30 s) and the CPU every other "
+        "process on the machine used meanwhile (100% = one CPU):",
+        "",
+        "| broker | size | records/request | request latency ms | other CPU produce "
+        "| other CPU consume |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for size in sizes:
+        for broker in brokers:
+            cell = med[broker][str(size)]
+            lines.append(
+                f"| {broker} | {size} B | {fmt(cell['tool_produce.records_per_request'])} "
+                f"| {fmt(cell['tool_produce.request_latency_ms'], 1)} "
+                f"| {fmt(percent(cell['tool_produce.other_cpu_util']))}% "
+                f"| {fmt(percent(cell['tool_consume.other_cpu_util']))}% |"
             )
     idle = [
         f"{broker} {med[broker]['idle_cpu_util'] * 100:.1f}%"
@@ -1582,6 +1636,13 @@ def markdown_report(result: dict[str, Any]) -> str:
     if "kafka-tools" in args["generators"]:
         lines += tool_report_lines(result)
     lines += ratio_lines(result)
+    loads = [
+        f"{p['broker']} r{p['round']} {p['loadavg_start'][0]:.1f}"
+        for p in result["passes"]
+        if p.get("loadavg_start")
+    ]
+    if loads:
+        lines += ["", f"1-minute load average when each pass started: {', '.join(loads)}."]
     limits = result["limit_medians"]
     if limits["fio"] or limits["iperf3"]:
         lines += ["", "Physical limits measured in the same run (median of rounds):", ""]
@@ -1657,7 +1718,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--warmup-messages",
         type=int,
-        default=1_000_000,
+        default=500_000,
         help="unmeasured produce+consume after each broker start, with kafka-tools (0: none)",
     )
     parser.add_argument(
