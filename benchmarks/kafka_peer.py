@@ -13,7 +13,8 @@ runtime dependencies) and ``tools/`` (``org.apache.kafka:kafka-tools`` 4.3.1, wh
 ``kafka-consumer-perf-test``). The Maven repository goes to ``.cache/maven``. A
 second call downloads nothing: the jars are reused while the poms are unchanged.
 
-``start`` fetches when needed, formats ``--dir`` (once) and runs one node in KRaft
+``start`` fetches when needed, formats ``--dir`` (the first time; a restart on the
+same dir keeps its data) and runs one node in KRaft
 combined mode (``process.roles=broker,controller``) on ``127.0.0.1:--port``, with a
 controller listener on another free loopback port; Kafka's defaults otherwise,
 except that the internal topics have replication factor 1 (a single node could
@@ -250,7 +251,7 @@ def _log_tail(path: Path, lines: int = 30) -> str:
 
 
 def format_storage(jars: KafkaJars, java: str, properties: Path, log_path: Path) -> None:
-    """kafka-storage format, unless the log dir is already formatted (a restart keeps it)."""
+    """kafka-storage format: a fresh cluster id, this node's metadata log, its features."""
     cmd = [
         java,
         *TOOL_JVM_OPTS,
@@ -262,7 +263,6 @@ def format_storage(jars: KafkaJars, java: str, properties: Path, log_path: Path)
         str(properties),
         "--cluster-id",
         random_cluster_id(),
-        "--ignore-formatted",
     ]
     with log_path.open("ab") as log_file:
         log_file.write(f"$ {' '.join(cmd)}\n".encode())
@@ -302,7 +302,9 @@ def start_kafka(
     log4j.write_text(BROKER_LOG4J)
     log_path = log_path or data_dir / "kafka.log"
     log_path.touch()
-    format_storage(jars, java, properties, log_path)
+    if not (data_dir / "data" / "meta.properties").exists():
+        # a formatted dir keeps its cluster id: Kafka starts on it again as it is
+        format_storage(jars, java, properties, log_path)
     cmd = [
         java,
         *BROKER_JVM_OPTS,
