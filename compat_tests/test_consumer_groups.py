@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from compat_tests.harness import WeirProcess, create_topic
 
@@ -317,3 +317,50 @@ def test_static_member_restarting_within_its_session_keeps_the_generation(
         assert generation() == before  # the static member came back: no rebalance
     finally:
         stop(restarted, member_b)
+
+
+@pytest.mark.timeout(90)
+def test_librdkafka_regex_subscription_is_resolved_by_the_broker_including_new_topics(
+    group_broker: WeirProcess,
+) -> None:
+    """librdkafka in a KIP-848 group sends a `^...` subscription to the broker as
+    SubscribedTopicRegex (its debug log: `subscribed topic regex "(^...)"`): the
+    broker resolves it against its topics, again when a matching topic is created
+    (at most every 10 s), and never hands out a topic it does not match."""
+    prefix = f"regex-{uuid.uuid4().hex[:8]}"
+    create_topic(group_broker.bootstrap, f"{prefix}-orders-a", partitions=2)
+    create_topic(group_broker.bootstrap, f"{prefix}-payments")
+    produce(group_broker.bootstrap, f"{prefix}-orders-a", 2, 2)
+    produce(group_broker.bootstrap, f"{prefix}-payments", 1, 1)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": group_broker.bootstrap,
+            "group.id": prefix,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    seen: Counter[str] = Counter()
+
+    def poll_until(topic: str, count: int) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while seen[topic] < count:
+            assert time.monotonic() < deadline, f"read {dict(seen)}, want {count} of {topic}"
+            message = consumer.poll(0.2)
+            if message is None:
+                continue
+            assert message.error() is None, message.error()
+            seen[message.topic() or ""] += 1
+
+    try:
+        consumer.subscribe([f"^{prefix}-orders-.*"])
+        poll_until(f"{prefix}-orders-a", 2)
+        create_topic(group_broker.bootstrap, f"{prefix}-orders-b")
+        produce(group_broker.bootstrap, f"{prefix}-orders-b", 3, 1)
+        poll_until(f"{prefix}-orders-b", 3)
+        assert f"{prefix}-payments" not in seen
+        assignment = {tp.topic for tp in consumer.assignment()}
+        assert assignment == {f"{prefix}-orders-a", f"{prefix}-orders-b"}
+    finally:
+        consumer.close()
+    assert group_broker.connection_trouble() == {}

@@ -194,3 +194,23 @@ def test_a_group_config_change_is_applied_only_after_it_is_saved(tmp_path: Path)
     assert controller.group_configs("g") == {}
     change.apply()
     assert controller.group_configs("g") == {"consumer.session.timeout.ms": "50000"}
+
+
+def test_topic_names_version_moves_only_when_a_topic_is_created_or_deleted() -> None:
+    store = FailingStore(saves_ok=4)
+    controller = Controller(
+        store, node_id=1, defaults=TopicDefaults(), check_topic_configs=LogConfig.from_overrides
+    )
+    start = controller.topic_names_version
+    controller.add_topic(controller.plan_topic("t", 1, 1))
+    created = controller.topic_names_version
+    assert created != start
+    controller.increase_partitions("t", 2)
+    controller.set_topic_configs("t", {"retention.ms": "1000"})
+    assert controller.topic_names_version == created
+    controller.remove_topic("t")
+    deleted = controller.topic_names_version
+    assert deleted != created
+    with pytest.raises(OSError):  # the store is full: nothing changed, nor the version
+        controller.add_topic(controller.plan_topic("never", 1, 1))
+    assert controller.topic_names_version == deleted

@@ -403,14 +403,6 @@ def test_v0_join_gets_a_member_id_from_the_coordinator() -> None:
     assert result.member_id and uuid.UUID(result.member_id)
 
 
-def test_regex_subscription_is_refused_but_empty_regex_is_none() -> None:
-    world = World()
-    regex = Client(world, "a", ["t1"]).heartbeat(subscribed_topic_regex="^t.*")
-    assert regex.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
-    empty = Client(world, "b", ["t1"]).heartbeat(subscribed_topic_regex="")
-    assert empty.error_code == ErrorCode.NONE
-
-
 def test_group_max_size() -> None:
     world = World(group_max_size=2)
     Client(world, "a", ["t1"]).heartbeat()

@@ -96,6 +96,7 @@ class GroupService:
         # Where the offsets topic is created in the background (set by `run`).
         self.background: trio.Nursery | None = None
         self._preparing = False
+        self._topic_names_version = -1  # the controller's, when last handed over
         for group_id in broker.controller.metadata.group_configs:
             self.refresh_group_config(group_id)
 
@@ -185,6 +186,7 @@ class GroupService:
                 if record.key is None:
                     continue
                 counts[self._replay(record.key, record.value)] += 1
+        self.sync_topic_names()
         self.consumer_groups.finish_loading(now_ms)
         self.classic.finish_loading(now_ms, other_group_ids=set(self.consumer_groups.groups))
         self.loaded = True
@@ -232,6 +234,18 @@ class GroupService:
         if record is None or record.is_internal or is_internal_topic(name):
             return None
         return TopicInfo(record.topic_id, record.partition_count)
+
+    def sync_topic_names(self) -> None:
+        """Hand the KIP-848 coordinator the topic names its regex subscriptions match,
+        when topics were created or deleted since the last call (internal topics are
+        never assigned to consumer groups, so never matched either)."""
+        controller = self.broker.controller
+        if controller.topic_names_version == self._topic_names_version:
+            return
+        self._topic_names_version = controller.topic_names_version
+        self.consumer_groups.set_topic_names(
+            t.name for t in controller.topics() if not (t.is_internal or is_internal_topic(t.name))
+        )
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         record = self.broker.controller.topic_by_id(topic_id)

@@ -393,6 +393,7 @@ def handle_consumer_group_heartbeat(
     if not service.available(request.group_id):
         return _heartbeat_failure(ErrorCode.NOT_COORDINATOR)
     owned = request.topic_partitions
+    service.sync_topic_names()  # topics created or deleted reach regex subscriptions
     result = service.consumer_groups.heartbeat(
         request.group_id,
         request.member_id,

@@ -97,6 +97,9 @@ class Controller:
         self.defaults = defaults
         self.metadata: ClusterMetadata = store.load()
         self._topics_by_id = {t.topic_id: t for t in self.metadata.topics.values()}
+        # Moves whenever a topic is created or deleted, so that readers of the
+        # topic names (regex subscriptions) notice a change without comparing them.
+        self.topic_names_version = 0
 
     @property
     def cluster_id(self) -> str:
@@ -207,6 +210,7 @@ class Controller:
         def apply() -> None:
             self.metadata.topics[record.name] = record
             self._topics_by_id[record.topic_id] = record
+            self.topic_names_version += 1
 
         return self._staged(apply, topics={**self.metadata.topics, record.name: record})
 
@@ -243,6 +247,7 @@ class Controller:
         def apply() -> None:
             del self.metadata.topics[name]
             self._topics_by_id.pop(record.topic_id, None)
+            self.topic_names_version += 1
             self.metadata.deleting_topic_ids = deleting
 
         return self._staged(apply, topics=topics, deleting_topic_ids=deleting), record

@@ -44,8 +44,13 @@ from weir.groupcoord.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, Assignor, Mem
 from weir.groupcoord.group_configs import GroupConfig
 from weir.groupcoord.record_schemas import GroupRecord
 from weir.groupcoord.settings import GroupSettings
+from weir.groupcoord.topic_regex import TopicRegexError, compile_topic_regex, matching_topics
 
 SUBSCRIBED_TOPICS_PER_MEMBER_MAX = 10_000
+# A group's regular expressions are resolved again when topics were created or
+# deleted since their last resolution, at most this often (Kafka's batch refresh
+# interval): each resolution matches every regex of the group against every topic.
+REGEX_REFRESH_INTERVAL_MS = 10_000
 
 JOIN_GROUP_MEMBER_EPOCH = 0
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -89,6 +94,7 @@ class Member:
     client_id: str = ""
     client_host: str = ""
     subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
     rebalance_timeout_ms: int = -1
     member_epoch: int = 0
@@ -108,7 +114,7 @@ class Member:
             self.client_id,
             self.client_host,
             self.subscribed_topic_names,
-            None,
+            self.subscribed_topic_regex,
             self.rebalance_timeout_ms,
             self.server_assignor,
         )
@@ -138,6 +144,21 @@ class ConsumerGroup:
     # Subscribed topics that exist: name -> (topic id, partition count).
     subscription_metadata: dict[str, TopicInfo] = field(default_factory=dict)
     assignor_name: str = DEFAULT_ASSIGNOR
+    # The members' regular expressions and the topic names each matches (derived
+    # state, not persisted: resolved again from the topic names after loading),
+    # with the coordinator's topic-names version and the time of the last resolution.
+    resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
+    regex_topic_names_version: int = -1
+    regex_refreshed_ms: int | None = None
+
+    def subscribed_names(self, member: Member) -> frozenset[str]:
+        """The member's topic names and the names its regular expression matches."""
+        regex = member.subscribed_topic_regex
+        matched = self.resolved_regexes.get(regex, frozenset()) if regex else frozenset()
+        return frozenset(member.subscribed_topic_names) | matched
+
+    def all_subscribed_names(self) -> set[str]:
+        return {n for m in self.members.values() for n in self.subscribed_names(m)}
 
     def state(self) -> GroupState:
         if not self.members:
@@ -246,6 +267,19 @@ class ConsumerGroupCoordinator:
         # others use the broker's settings. A group id may be configured before
         # the group exists, and keeps its config when the group is deleted.
         self._group_configs: dict[str, GroupConfig] = {}
+        # Every topic name a regular expression may match (`set_topic_names`).
+        self._topic_names: frozenset[str] = frozenset()
+        self._topic_names_version = 0
+
+    def set_topic_names(self, names: Iterable[str]) -> None:
+        """The topics subscribed regular expressions are matched against: the broker
+        calls this at start and whenever topics were created or deleted. Groups
+        resolve their regexes again on a member's next heartbeat (at most every
+        REGEX_REFRESH_INTERVAL_MS), and a changed resolution bumps the group epoch."""
+        topic_names = frozenset(names)
+        if topic_names != self._topic_names:
+            self._topic_names = topic_names
+            self._topic_names_version += 1
 
     def set_group_config(self, group_id: str, config: GroupConfig | None) -> None:
         """Use `config` for `group_id` from its members' next heartbeat on (None: the
@@ -321,6 +355,7 @@ class ConsumerGroupCoordinator:
                 rack_id,
                 rebalance_timeout_ms,
                 subscribed_topic_names,
+                subscribed_topic_regex,
                 server_assignor,
                 topic_partitions,
                 client_id,
@@ -361,7 +396,9 @@ class ConsumerGroupCoordinator:
             if topic_partitions is None or len(topic_partitions) > 0:
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
             if subscribed_topic_names is None and not subscribed_topic_regex:
-                raise invalid("SubscribedTopicNames must be set in first request.")
+                raise invalid(
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+                )
         elif member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if instance_id is None:
                 raise invalid("InstanceId can't be null.")
@@ -374,12 +411,12 @@ class ConsumerGroupCoordinator:
         ):
             raise invalid("Too many subscribed topics.")
         if subscribed_topic_regex:
-            # An empty regex (what librdkafka sends with name-only subscriptions) means
-            # none. Weir does not resolve regular-expression subscriptions on the server.
-            raise _RequestError(
-                ErrorCode.INVALID_REGULAR_EXPRESSION,
-                "SubscribedTopicRegex is not supported by this broker; subscribe by name.",
-            )
+            # An empty regex (what librdkafka sends with name-only subscriptions)
+            # means none.
+            try:
+                compile_topic_regex(subscribed_topic_regex)
+            except TopicRegexError as exc:
+                raise _RequestError(ErrorCode.INVALID_REGULAR_EXPRESSION, str(exc)) from None
         if server_assignor is not None and server_assignor not in self.assignors:
             raise _RequestError(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
@@ -480,6 +517,7 @@ class ConsumerGroupCoordinator:
         rack_id: str | None,
         rebalance_timeout_ms: int,
         subscribed_topic_names: Sequence[str] | None,
+        subscribed_topic_regex: str | None,
         server_assignor: str | None,
         owned: OwnedPartitions | None,
         client_id: str,
@@ -556,6 +594,10 @@ class ConsumerGroupCoordinator:
             subscribed_topic_names=tuple(sorted(set(subscribed_topic_names)))
             if subscribed_topic_names is not None
             else member.subscribed_topic_names,
+            # null: unchanged; the empty string: no regex any more.
+            subscribed_topic_regex=(subscribed_topic_regex or None)
+            if subscribed_topic_regex is not None
+            else member.subscribed_topic_regex,
             client_id=client_id,
             client_host=client_host,
         )
@@ -564,12 +606,15 @@ class ConsumerGroupCoordinator:
             records.append(rec.member_metadata_record(group_id, member_id, updated.metadata()))
             if previous is None or (
                 updated.subscribed_topic_names != previous.subscribed_topic_names
+                or updated.subscribed_topic_regex != previous.subscribed_topic_regex
             ):
                 bump = True
         group.members[member_id] = updated
         if updated.instance_id is not None:
             group.static_members[updated.instance_id] = member_id
         member = updated
+        if self._refresh_regexes(group, now_ms):
+            bump = True
 
         metadata = self._subscription_metadata(group, lookup)
         if metadata != group.subscription_metadata:
@@ -594,7 +639,9 @@ class ConsumerGroupCoordinator:
         member.session_deadline_ms = now_ms + config.consumer_session_timeout_ms
 
         full_request = joining or (
-            rebalance_timeout_ms != -1 and subscribed_topic_names is not None and owned is not None
+            rebalance_timeout_ms != -1
+            and (subscribed_topic_names is not None or subscribed_topic_regex is not None)
+            and owned is not None
         )
         changed = member.assigned != old_assigned
         return HeartbeatResult(
@@ -607,11 +654,40 @@ class ConsumerGroupCoordinator:
             records,
         )
 
+    def _refresh_regexes(self, group: ConsumerGroup, now_ms: int) -> bool:
+        """Resolve the group's regular expressions that are new, and all of them when
+        topics changed since the last resolution and REGEX_REFRESH_INTERVAL_MS has
+        passed. Resolutions of regexes no member uses any more are dropped. Returns
+        whether a regex in use now matches other topics (the group epoch must move)."""
+        wanted = {m.subscribed_topic_regex for m in group.members.values()}
+        wanted.discard(None)
+        stale = group.regex_topic_names_version != self._topic_names_version and (
+            group.regex_refreshed_ms is None
+            or now_ms >= group.regex_refreshed_ms + REGEX_REFRESH_INTERVAL_MS
+        )
+        resolved: dict[str, frozenset[str]] = {}
+        for regex in sorted(r for r in wanted if r is not None):
+            known = group.resolved_regexes.get(regex)
+            resolved[regex] = known if known is not None and not stale else self._resolve(regex)
+        if stale and wanted:
+            group.regex_topic_names_version = self._topic_names_version
+            group.regex_refreshed_ms = now_ms
+        changed = any(group.resolved_regexes.get(r) != ts for r, ts in resolved.items())
+        group.resolved_regexes = resolved
+        return changed
+
+    def _resolve(self, regex: str) -> frozenset[str]:
+        try:
+            pattern = compile_topic_regex(regex)
+        except TopicRegexError:
+            return frozenset()  # only from a log written elsewhere: heartbeats validate
+        return matching_topics(pattern, self._topic_names)
+
     @staticmethod
     def _subscription_metadata(
         group: ConsumerGroup, lookup: Callable[[str], TopicInfo | None]
     ) -> dict[str, TopicInfo]:
-        names = {n for m in group.members.values() for n in m.subscribed_topic_names}
+        names = group.all_subscribed_names()
         metadata: dict[str, TopicInfo] = {}
         for name in sorted(names):
             info = lookup(name)
@@ -635,7 +711,7 @@ class ConsumerGroupCoordinator:
                 member_id=m.member_id,
                 subscribed_topic_ids=frozenset(
                     group.subscription_metadata[n].topic_id
-                    for n in m.subscribed_topic_names
+                    for n in group.subscribed_names(m)
                     if n in group.subscription_metadata
                 ),
                 instance_id=m.instance_id,
@@ -819,7 +895,9 @@ class ConsumerGroupCoordinator:
         ):
             del group.static_members[member.instance_id]
         # Topics only the leaving member subscribed to drop out of the metadata.
-        names = {n for m in group.members.values() for n in m.subscribed_topic_names}
+        in_use = {m.subscribed_topic_regex for m in group.members.values()}
+        group.resolved_regexes = {r: t for r, t in group.resolved_regexes.items() if r in in_use}
+        names = group.all_subscribed_names()
         metadata = {n: i for n, i in group.subscription_metadata.items() if n in names}
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
@@ -942,6 +1020,7 @@ class ConsumerGroupCoordinator:
             member.client_id = meta.client_id
             member.client_host = meta.client_host
             member.subscribed_topic_names = meta.subscribed_topic_names
+            member.subscribed_topic_regex = meta.subscribed_topic_regex or None
             member.rebalance_timeout_ms = meta.rebalance_timeout_ms
             member.server_assignor = meta.server_assignor
             if meta.instance_id is not None:
@@ -964,6 +1043,12 @@ class ConsumerGroupCoordinator:
         for group_id, group in self.groups.items():
             group.owners = {}
             group.assignor_name = self._choose_assignor(group)
+            # Resolutions are not stored: resolve from today's topics (a group whose
+            # regex now matches other topics rebalances when the change shows in its
+            # subscription metadata, on the next heartbeat).
+            group.resolved_regexes = {}
+            group.regex_topic_names_version, group.regex_refreshed_ms = -1, None
+            self._refresh_regexes(group, now_ms)
             session_timeout_ms = self.group_config(group_id).consumer_session_timeout_ms
             for member in group.members.values():
                 group.claim(member)
@@ -1052,7 +1137,7 @@ class ConsumerGroupCoordinator:
                         "client_id": m.client_id,
                         "client_host": m.client_host,
                         "subscribed_topic_names": list(m.subscribed_topic_names),
-                        "subscribed_topic_regex": None,
+                        "subscribed_topic_regex": m.subscribed_topic_regex,
                         "assignment": assignment(m.assigned),
                         "target_assignment": assignment(group.target.get(member_id, {})),
                     }

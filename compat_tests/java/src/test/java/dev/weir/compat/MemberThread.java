@@ -55,6 +55,27 @@ final class MemberThread implements AutoCloseable {
         this(name, (consumer, listener) -> consumer.subscribe(pattern, listener), settings);
     }
 
+    /**
+     * A member subscribed by a KIP-848 {@code SubscriptionPattern} (RE2/J syntax), which the
+     * broker resolves against its topics. The class is new in kafka-clients 4.0, so it is
+     * reached by reflection: the suite also compiles against 3.9, where such tests skip.
+     */
+    static MemberThread withSubscriptionPattern(String name, String regex, Map<String, Object> settings) {
+        return new MemberThread(name, (consumer, listener) -> {
+            try {
+                Class<?> patternClass = Class.forName("org.apache.kafka.clients.consumer.SubscriptionPattern");
+                Object pattern = patternClass.getConstructor(String.class).newInstance(regex);
+                KafkaConsumer.class
+                        .getMethod("subscribe", patternClass, ConsumerRebalanceListener.class)
+                        .invoke(consumer, pattern, listener);
+            } catch (java.lang.reflect.InvocationTargetException e) {
+                throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("kafka-clients has no SubscriptionPattern", e);
+            }
+        }, settings);
+    }
+
     private MemberThread(
             String name,
             java.util.function.BiConsumer<KafkaConsumer<byte[], byte[]>, ConsumerRebalanceListener> subscribe,
