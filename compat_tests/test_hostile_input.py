@@ -277,11 +277,19 @@ def test_a_connection_the_broker_closes_is_counted_by_its_reason(broker: WeirPro
         samples = broker.metric_samples("weir_connections_closed_by_broker_total")
         return samples.get(f'reason="{reason}"', 0.0)
 
+    def served_once(sock: socket.socket) -> None:
+        """The broker has answered on `sock`: it was not refused at accept
+        (connection limits), which closes without these reasons."""
+        sock.sendall(api_versions_v0(1))
+        assert parse_api_versions_v0(recv_frame(sock))[1] == 0
+
     frame_size_before, request_before = closed("frame_size"), closed("request")
     with connect(broker) as sock:
+        served_once(sock)
         sock.sendall(struct.pack(">i", 2**31 - 1))
         assert closed_by_peer(sock)
     with connect(broker) as sock:
+        served_once(sock)
         sock.sendall(frame(request_header(METADATA, 1, 7, flexible=False) + b"\xff" * 3))
         assert closed_by_peer(sock)
     assert closed("frame_size") == frame_size_before + 1
