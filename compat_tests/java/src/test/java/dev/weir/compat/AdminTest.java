@@ -165,6 +165,38 @@ class AdminTest {
     }
 
     @Test
+    void earliestLocalIsTheLogStartAndNothingIsTiered() {
+        // ListOffsets v8 (EARLIEST_LOCAL, -4) and v9 (LATEST_TIERED, -5): without remote
+        // storage the local log starts at the log start, and no offset is tiered.
+        String topic = Weir.createTopic("admin-tiered-offsets", 1);
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        try (KafkaProducer<byte[], byte[]> producer = Weir.producer(Map.of())) {
+            for (int i = 0; i < 4; i++) {
+                Weir.produceAll(producer, List.of(new ProducerRecord<>(
+                        topic, 0, TIMESTAMP_BASE_MS + i, null, ("r" + i).getBytes())));
+            }
+        }
+        try (Admin admin = Weir.admin()) {
+            ListOffsetsResultInfo earliest = offset(admin, p0, OffsetSpec.earliest());
+            ListOffsetsResultInfo earliestLocal = offset(admin, p0, OffsetSpec.earliestLocal());
+            assertEquals(0L, earliestLocal.offset());
+            assertEquals(-1L, earliestLocal.timestamp());
+            assertEquals(earliest.leaderEpoch(), earliestLocal.leaderEpoch());
+            assertEquals(Optional.of(0), earliestLocal.leaderEpoch());
+
+            ListOffsetsResultInfo latestTiered = offset(admin, p0, OffsetSpec.latestTiered());
+            assertEquals(-1L, latestTiered.offset());
+            assertEquals(-1L, latestTiered.timestamp());
+            assertEquals(Optional.empty(), latestTiered.leaderEpoch());
+
+            // deleteRecords moves the log start, and with it the local log start.
+            Weir.get(admin.deleteRecords(Map.of(p0, RecordsToDelete.beforeOffset(3))).all());
+            assertEquals(3L, offset(admin, p0, OffsetSpec.earliestLocal()).offset());
+            assertEquals(-1L, offset(admin, p0, OffsetSpec.latestTiered()).offset());
+        }
+    }
+
+    @Test
     void describesTheCluster() {
         try (Admin admin = Weir.admin()) {
             DescribeClusterResult cluster = admin.describeCluster();
