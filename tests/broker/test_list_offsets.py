@@ -141,4 +141,3 @@ async def test_v10_and_later_carry_timeout_ms_and_answer_every_lookup(
         2,
         BASE_MS + 2000,
     )
-

@@ -45,9 +45,7 @@ def test_list_offsets_is_served_up_to_v11() -> None:
 
 
 @pytest.mark.parametrize(("version", "timestamp"), [(8, -4), (9, -5)])
-def test_v8_and_v9_requests_are_v7_frames_with_new_timestamps(
-    version: int, timestamp: int
-) -> None:
+def test_v8_and_v9_requests_are_v7_frames_with_new_timestamps(version: int, timestamp: int) -> None:
     parsed_version, body = decode(request_frame(version, timestamp, timeout_ms=None))
     assert parsed_version == version
     [topic] = body.topics  # type: ignore[attr-defined]
