@@ -1,4 +1,13 @@
-"""ListOffsets v1–v7: earliest, latest, max timestamp and offset-by-timestamp."""
+"""ListOffsets v1–v11: earliest, latest, max timestamp, offset-by-timestamp and
+the tiered-storage specs a broker without remote storage answers (KIP-405's
+earliest local, KIP-1005's latest tiered, KIP-1023's earliest pending upload).
+
+Weir has no remote storage, so it answers those as Kafka does when the topic
+has none: the local log starts at the log start offset, so EARLIEST_LOCAL is
+EARLIEST; nothing is tiered or awaiting upload, so LATEST_TIERED and
+EARLIEST_PENDING_UPLOAD find no offset (-1, no timestamp, no leader epoch).
+v10 adds `timeout_ms`, which bounds remote-storage lookups; Weir has none to wait
+for and ignores it."""
 
 from __future__ import annotations
 
@@ -16,8 +25,17 @@ from weir.wire.messages.list_offsets import (
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
-MAX_TIMESTAMP_VERSION_MIN = 7
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 NO_TIMESTAMP = -1
+# The first version whose requests may carry each special timestamp.
+SPECIAL_TIMESTAMP_VERSION_MIN = {
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL_TIMESTAMP: 8,
+    LATEST_TIERED_TIMESTAMP: 9,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
+}
 
 
 def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
@@ -42,12 +60,16 @@ def _list_partition(
     if epoch_error != ErrorCode.NONE:
         return _result(index, epoch_error)
     timestamp = request_part.timestamp
+    if version < SPECIAL_TIMESTAMP_VERSION_MIN.get(timestamp, 0):
+        return _result(index, ErrorCode.UNSUPPORTED_VERSION)
     epoch = replica.leader_epoch
     if timestamp == LATEST_TIMESTAMP:
         return _result(index, ErrorCode.NONE, NO_TIMESTAMP, replica.high_watermark, epoch)
-    if timestamp == EARLIEST_TIMESTAMP:
+    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return _result(index, ErrorCode.NONE, NO_TIMESTAMP, replica.log.log_start_offset, epoch)
-    if timestamp == MAX_TIMESTAMP and version >= MAX_TIMESTAMP_VERSION_MIN:
+    if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+        return _result(index, ErrorCode.NONE, NO_TIMESTAMP, -1, -1)
+    if timestamp == MAX_TIMESTAMP:
         found = replica.log.max_timestamp()
     elif timestamp >= 0:
         found = replica.log.offset_for_timestamp(timestamp)

@@ -1,4 +1,4 @@
-"""ListOffsets (key 2), v1-v7."""
+"""ListOffsets (key 2), v1-v11."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from weir.wire.api_keys import ApiKey
 
 LIST_OFFSETS_REQUEST = Message(
     "ListOffsetsRequest",
-    valid="1-7",
+    valid="1-11",
     flexible="6+",
     fields=[
         Field("replica_id", INT32),
@@ -37,7 +37,7 @@ LIST_OFFSETS_REQUEST = Message(
 
 LIST_OFFSETS_RESPONSE = Message(
     "ListOffsetsResponse",
-    valid="1-7",
+    valid="1-11",
     flexible="6+",
     fields=[
         Field("throttle_time_ms", INT32, "2+"),
@@ -65,4 +65,4 @@ LIST_OFFSETS_RESPONSE = Message(
     ],
 )
 
-LIST_OFFSETS = Api(ApiKey.LIST_OFFSETS, LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE, (1, 7))
+LIST_OFFSETS = Api(ApiKey.LIST_OFFSETS, LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE, (1, 11))

@@ -165,6 +165,46 @@ class AdminTest {
     }
 
     @Test
+    void earliestLocalIsTheLogStartAndNothingIsTiered() {
+        // ListOffsets v8 (EARLIEST_LOCAL, -4) and v9 (LATEST_TIERED, -5): without remote
+        // storage the local log starts at the log start, and no offset is tiered.
+        String topic = Weir.createTopic("admin-tiered-offsets", 1);
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        try (KafkaProducer<byte[], byte[]> producer = Weir.producer(Map.of())) {
+            for (int i = 0; i < 4; i++) {
+                Weir.produceAll(producer, List.of(new ProducerRecord<>(
+                        topic, 0, TIMESTAMP_BASE_MS + i, null, ("r" + i).getBytes())));
+            }
+        }
+        try (Admin admin = Weir.admin()) {
+            ListOffsetsResultInfo earliest = offset(admin, p0, OffsetSpec.earliest());
+            ListOffsetsResultInfo earliestLocal = offset(admin, p0, OffsetSpec.earliestLocal());
+            assertEquals(0L, earliestLocal.offset());
+            assertEquals(-1L, earliestLocal.timestamp());
+            assertEquals(earliest.leaderEpoch(), earliestLocal.leaderEpoch());
+            assertEquals(Optional.of(0), earliestLocal.leaderEpoch());
+
+            ListOffsetsResultInfo latestTiered = offset(admin, p0, OffsetSpec.latestTiered());
+            assertEquals(-1L, latestTiered.offset());
+            assertEquals(-1L, latestTiered.timestamp());
+            assertEquals(Optional.empty(), latestTiered.leaderEpoch());
+            if (hasEarliestPendingUpload()) {
+                // ListOffsets v11 (EARLIEST_PENDING_UPLOAD, -6): nothing awaits upload.
+                // OffsetSpec.earliestPendingUpload() is new in 4.3; the suite also compiles against 3.9.
+                ListOffsetsResultInfo pending = offset(admin, p0, earliestPendingUpload());
+                assertEquals(-1L, pending.offset());
+                assertEquals(-1L, pending.timestamp());
+                assertEquals(Optional.empty(), pending.leaderEpoch());
+            }
+
+            // deleteRecords moves the log start, and with it the local log start.
+            Weir.get(admin.deleteRecords(Map.of(p0, RecordsToDelete.beforeOffset(3))).all());
+            assertEquals(3L, offset(admin, p0, OffsetSpec.earliestLocal()).offset());
+            assertEquals(-1L, offset(admin, p0, OffsetSpec.latestTiered()).offset());
+        }
+    }
+
+    @Test
     void describesTheCluster() {
         try (Admin admin = Weir.admin()) {
             DescribeClusterResult cluster = admin.describeCluster();
@@ -224,6 +264,21 @@ class AdminTest {
         return Weir.get(admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata()).entrySet().stream()
                 .filter(e -> e.getValue() != null)
                 .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
+    }
+
+    /** kafka-clients 4.3+ (KIP-1023). */
+    private static boolean hasEarliestPendingUpload() {
+        String[] version = Weir.clientVersion().split("\\.");
+        int major = Integer.parseInt(version[0]);
+        return major > 4 || (major == 4 && Integer.parseInt(version[1]) >= 3);
+    }
+
+    private static OffsetSpec earliestPendingUpload() {
+        try {
+            return (OffsetSpec) OffsetSpec.class.getMethod("earliestPendingUpload").invoke(null);
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError("kafka-clients " + Weir.clientVersion() + " has no earliestPendingUpload()", e);
+        }
     }
 
     private static ListOffsetsResultInfo offset(Admin admin, TopicPartition partition, OffsetSpec spec) {
