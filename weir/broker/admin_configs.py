@@ -30,7 +30,7 @@ from __future__ import annotations
 import enum
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Container, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
@@ -505,7 +505,13 @@ def _alter(
     def overrides_now() -> dict[str, str]:
         record = _existing_topic(broker, name)
         base: Mapping[str, str] = {} if replace else record.configs
-        overrides = apply_config_changes(base, changes)
+        overrides = apply_config_changes(
+            base,
+            changes,
+            resource_kind="topic",
+            known=TOPIC_CONFIGS,
+            list_default=_topic_list_default,
+        )
         try:
             LogConfig.from_overrides(overrides)
         except InvalidConfig as exc:
@@ -529,23 +535,9 @@ def _alter_group(
 
     def overrides_now() -> dict[str, str]:
         base = {} if replace else broker.controller.group_configs(group_id)
-        overrides = dict(base)
-        for change in changes:
-            if change.name not in GROUP_CONFIGS:
-                raise ResourceError(
-                    ErrorCode.INVALID_CONFIG, f"Unknown group config name: {change.name}"
-                )
-            if change.operation == ConfigOperation.SET:
-                assert change.value is not None
-                overrides[change.name] = change.value
-            elif change.operation == ConfigOperation.DELETE:
-                overrides.pop(change.name, None)
-            else:
-                verb = "append" if change.operation == ConfigOperation.APPEND else "subtract"
-                raise ResourceError(
-                    ErrorCode.INVALID_CONFIG,
-                    f"Config value {verb} is not allowed for config key: {change.name}",
-                )
+        overrides = apply_config_changes(
+            base, changes, resource_kind="group", known=GROUP_CONFIGS, list_default=_no_lists
+        )
         try:
             validate_group_configs(overrides, settings)
         except InvalidGroupConfig as exc:
@@ -557,18 +549,25 @@ def _alter_group(
 
 
 def apply_config_changes(
-    overrides: Mapping[str, str], changes: Iterable[ConfigChange]
+    overrides: Mapping[str, str],
+    changes: Iterable[ConfigChange],
+    *,
+    resource_kind: str,
+    known: Container[str],
+    list_default: Callable[[str], str | None],
 ) -> dict[str, str]:
-    """The topic's overrides after `changes`, in order (not yet validated as values).
+    """A topic's or group's overrides after `changes`, in order (not yet validated
+    as values). `known` holds the config names of `resource_kind`; `list_default`
+    gives a list config's default text, None for a config that is not a list.
 
-    APPEND and SUBTRACT start from the override, or the default when there is
-    none, and leave an override behind (even an empty list)."""
+    APPEND and SUBTRACT, allowed for list configs only, start from the override,
+    or the default when there is none, and leave an override behind (even an
+    empty list)."""
     result = dict(overrides)
     for change in changes:
-        definition = TOPIC_CONFIGS.get(change.name)
-        if definition is None:
+        if change.name not in known:
             raise ResourceError(
-                ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {change.name}"
+                ErrorCode.INVALID_CONFIG, f"Unknown {resource_kind} config name: {change.name}"
             )
         if change.operation == ConfigOperation.SET:
             assert change.value is not None
@@ -576,16 +575,15 @@ def apply_config_changes(
         elif change.operation == ConfigOperation.DELETE:
             result.pop(change.name, None)
         else:
-            if definition.type is not ConfigType.LIST:
+            default = list_default(change.name)
+            if default is None:
                 verb = "append" if change.operation == ConfigOperation.APPEND else "subtract"
                 raise ResourceError(
                     ErrorCode.INVALID_CONFIG,
                     f"Config value {verb} is not allowed for config key: {change.name}",
                 )
             current = result.get(change.name)
-            items = _list_items(
-                current if current is not None else definition.format(definition.default)
-            )
+            items = _list_items(current if current is not None else default)
             assert change.value is not None
             given = _list_items(change.value)
             if change.operation == ConfigOperation.APPEND:
@@ -594,6 +592,18 @@ def apply_config_changes(
                 items = [item for item in items if item not in given]
             result[change.name] = ",".join(items)
     return result
+
+
+def _topic_list_default(name: str) -> str | None:
+    definition = TOPIC_CONFIGS[name]
+    if definition.type is not ConfigType.LIST:
+        return None
+    return definition.format(definition.default)
+
+
+def _no_lists(name: str) -> None:
+    """Group configs: none is a list."""
+    return None
 
 
 def _list_items(text: str) -> list[str]:
