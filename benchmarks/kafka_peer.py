@@ -214,6 +214,27 @@ def _die_with_parent() -> None:
     libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
+def stop_process(proc: subprocess.Popen[bytes], grace_s: float) -> dict[str, object]:
+    """SIGTERM, wait up to `grace_s`, then SIGKILL. Returns how it went (a broker
+    benchmark reports it): exit code, seconds to stop, whether it was killed."""
+    if proc.poll() is not None:
+        return {"exit_code": proc.returncode, "already_exited": True}
+    started = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=grace_s)
+        killed = False
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = proc.wait()
+        killed = True
+    return {
+        "exit_code": code,
+        "stop_s": round(time.perf_counter() - started, 3),
+        "sigkilled": killed,
+    }
+
+
 @dataclass
 class KafkaNode:
     proc: subprocess.Popen[bytes]
@@ -225,22 +246,7 @@ class KafkaNode:
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> dict[str, object]:
         """SIGTERM (Kafka's controlled shutdown), then SIGKILL after `grace_s`."""
-        if self.proc.poll() is not None:
-            return {"exit_code": self.proc.returncode, "already_exited": True}
-        started = time.perf_counter()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=grace_s)
-            killed = False
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-            killed = True
-        return {
-            "exit_code": code,
-            "stop_s": round(time.perf_counter() - started, 3),
-            "sigkilled": killed,
-        }
+        return stop_process(self.proc, grace_s)
 
 
 def _log_tail(path: Path, lines: int = 30) -> str:

@@ -212,22 +212,7 @@ class BrokerProcess:
 
     def stop(self) -> dict[str, Any]:
         """SIGTERM, wait up to `stop_grace_s`, then SIGKILL. Returns how it went."""
-        if self.proc.poll() is not None:
-            return {"exit_code": self.proc.returncode, "already_exited": True}
-        started = time.perf_counter()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=self.stop_grace_s)
-            killed = False
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-            killed = True
-        return {
-            "exit_code": code,
-            "stop_s": round(time.perf_counter() - started, 3),
-            "sigkilled": killed,
-        }
+        return kafka_peer.stop_process(self.proc, self.stop_grace_s)
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> None:
