@@ -108,6 +108,9 @@ def _tail(path: Path) -> str:
     return text or "<empty>"
 
 
+SETTINGS_FILE_NAME = "weir.toml"
+
+
 class WeirProcess:
     """One `weir serve` process with fixed ports and data dir, restartable."""
 
@@ -141,6 +144,22 @@ class WeirProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.log_dir.mkdir(parents=True, exist_ok=True)
+
+    @classmethod
+    def configured(
+        cls, base: Path, settings_toml: str, *, open_files_limit: int | None = None
+    ) -> WeirProcess:
+        """A broker (not started) with its data and logs under `base`, started with
+        `--config base/weir.toml`, a settings file holding `settings_toml`."""
+        base.mkdir(parents=True, exist_ok=True)
+        settings_file = base / SETTINGS_FILE_NAME
+        settings_file.write_text(settings_toml)
+        return cls(
+            base / "data",
+            base / "logs",
+            extra_args=("--config", str(settings_file)),
+            open_files_limit=open_files_limit,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 

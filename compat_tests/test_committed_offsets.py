@@ -148,9 +148,9 @@ def test_a_fresh_broker_creates_its_offsets_topic_before_any_group_request(
     is ready (seen: AlterConsumerGroupOffsets timed out after 40 s with a 1,000
     partition offsets topic ready 2 s in). So the broker creates `__consumer_offsets`
     in the background as soon as it serves, not on the first group request."""
-    config = tmp_path / "weir.toml"
-    config.write_text(f"offsets_topic_partition_count = {SLOW_OFFSETS_TOPIC_PARTITIONS}\n")
-    broker = WeirProcess(tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(config)))
+    broker = WeirProcess.configured(
+        tmp_path, f"offsets_topic_partition_count = {SLOW_OFFSETS_TOPIC_PARTITIONS}\n"
+    )
     try:
         broker.start()
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})

@@ -54,9 +54,9 @@ def read_compacted(bootstrap: str, topic: str) -> dict[int, tuple[bytes | None, 
 
 @pytest.fixture
 def cleaning_broker(tmp_path: Path) -> Iterator[WeirProcess]:
-    config = tmp_path / "weir.toml"
-    config.write_text("retention_check_interval_ms = 300\nlog_cleaner_backoff_ms = 300\n")
-    proc = WeirProcess(tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(config)))
+    proc = WeirProcess.configured(
+        tmp_path, "retention_check_interval_ms = 300\nlog_cleaner_backoff_ms = 300\n"
+    )
     try:
         proc.start()
         yield proc

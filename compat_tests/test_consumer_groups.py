@@ -32,16 +32,15 @@ PROTOCOLS = ["consumer", "classic-eager", "classic-cooperative"]
 
 @pytest.fixture
 def group_broker(tmp_path: Path) -> Iterator[WeirProcess]:
-    config = tmp_path / "weir.toml"
-    config.write_text(
+    proc = WeirProcess.configured(
+        tmp_path,
         f"group_consumer_session_timeout_ms = {SESSION_TIMEOUT_MS}\n"
         "group_consumer_heartbeat_interval_ms = 500\n"
         f"group_consumer_min_session_timeout_ms = {SESSION_TIMEOUT_MS}\n"
         "group_consumer_min_heartbeat_interval_ms = 500\n"
         "offsets_topic_partition_count = 5\n"
-        "group_initial_rebalance_delay_ms = 500\n"
+        "group_initial_rebalance_delay_ms = 500\n",
     )
-    proc = WeirProcess(tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(config)))
     try:
         proc.start()
         yield proc

@@ -37,12 +37,9 @@ CLIENTS_COUNT = 20
 
 
 def start_broker(tmp_path: Path, open_files_limit: int) -> WeirProcess:
-    config = tmp_path / "weir.toml"
-    config.write_text("group_initial_rebalance_delay_ms = 0\nretention_check_interval_ms = 500\n")
-    proc = WeirProcess(
-        tmp_path / "data",
-        tmp_path / "logs",
-        extra_args=("--config", str(config)),
+    proc = WeirProcess.configured(
+        tmp_path,
+        "group_initial_rebalance_delay_ms = 0\nretention_check_interval_ms = 500\n",
         open_files_limit=open_files_limit,
     )
     proc.start()

@@ -108,11 +108,7 @@ def test_franz_go_and_sarama_suite_passes_against_weir(tmp_path: Path) -> None:
     go = shutil.which("go")
     if go is None:
         pytest.fail("go is not on PATH: install Go 1.26+ (scripts/test builds this suite with it)")
-    settings = tmp_path / "weir.toml"
-    settings.write_text(BROKER_SETTINGS)
-    broker = WeirProcess(
-        tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(settings))
-    )
+    broker = WeirProcess.configured(tmp_path, BROKER_SETTINGS)
     try:
         broker.start()
         result = subprocess.run(

@@ -214,13 +214,12 @@ def test_confluent_admin_alters_and_describes_group_configs(broker: WeirProcess)
 def fast_groups_broker(tmp_path: Path) -> Any:
     """A broker whose bounds allow short KIP-848 session timeouts (its own default
     stays Kafka's 45 s)."""
-    config = tmp_path / "weir.toml"
-    config.write_text(
+    proc = WeirProcess.configured(
+        tmp_path,
         "group_consumer_min_session_timeout_ms = 1000\n"
         "group_consumer_min_heartbeat_interval_ms = 500\n"
-        "offsets_topic_partition_count = 3\n"
+        "offsets_topic_partition_count = 3\n",
     )
-    proc = WeirProcess(tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(config)))
     try:
         proc.start()
         yield proc

@@ -43,7 +43,7 @@ from confluent_kafka.admin import (
 )
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from compat_tests.harness import WeirProcess, create_topic
+from compat_tests.harness import SETTINGS_FILE_NAME, WeirProcess, create_topic
 from compat_tests.test_hostile_input import connect, frame, recv_frame, request_header
 
 # Legacy AlterConfigs is one of the ways a client could reconfigure an internal topic.
@@ -278,12 +278,10 @@ def test_an_idempotent_batch_of_a_never_issued_producer_id_is_refused(
 def configured_broker(tmp_path: Path) -> Iterator[tuple[WeirProcess, Path]]:
     """A broker of this test alone that checks retention every 200 ms, and its TOML
     settings file (rewrite it, then restart, to change a setting)."""
-    settings = tmp_path / "weir.toml"
-    settings.write_text("retention_check_interval_ms = 200\n")
-    proc = WeirProcess(tmp_path / "data", tmp_path / "logs", extra_args=("--config", str(settings)))
+    proc = WeirProcess.configured(tmp_path, "retention_check_interval_ms = 200\n")
     try:
         proc.start()
-        yield proc, settings
+        yield proc, tmp_path / SETTINGS_FILE_NAME
     finally:
         proc.close()
 

@@ -56,10 +56,7 @@ GROUP_SETTINGS_TOML = (
 
 def start_group_broker(base: Path) -> WeirProcess:
     """A fresh broker with the suite's group timings."""
-    base.mkdir(parents=True, exist_ok=True)
-    config = base / "weir.toml"
-    config.write_text(GROUP_SETTINGS_TOML)
-    proc = WeirProcess(base / "data", base / "logs", extra_args=("--config", str(config)))
+    proc = WeirProcess.configured(base, GROUP_SETTINGS_TOML)
     proc.start()
     return proc
 

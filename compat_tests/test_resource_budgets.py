@@ -61,9 +61,7 @@ def stuck_fetcher(broker: WeirProcess, topic: str, pipelined: int) -> socket.soc
 
 
 def start_broker(base: Path, limits: str = "", settings: str = "") -> WeirProcess:
-    config = base / "weir.toml"
-    config.write_text(f"{settings}\n[limits]\n{limits}\n")
-    proc = WeirProcess(base / "data", base / "logs", extra_args=("--config", str(config)))
+    proc = WeirProcess.configured(base, f"{settings}\n[limits]\n{limits}\n")
     proc.start()
     return proc
 

@@ -23,13 +23,12 @@ API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, 4) + b"slow"
 @pytest.fixture(scope="module")
 def slow_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirProcess]:
     base = tmp_path_factory.mktemp("weir-slow")
-    config = base / "weir.toml"
-    config.write_text(
+    proc = WeirProcess.configured(
+        base,
         "[limits]\n"
         f"connection_idle_timeout_ms = {TIMEOUT_MS}\n"
-        f"request_receive_timeout_ms = {TIMEOUT_MS}\n"
+        f"request_receive_timeout_ms = {TIMEOUT_MS}\n",
     )
-    proc = WeirProcess(base / "data", base / "logs", extra_args=("--config", str(config)))
     try:
         proc.start()
         yield proc
