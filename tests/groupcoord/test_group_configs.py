@@ -39,6 +39,7 @@ def test_overrides_replace_the_broker_defaults() -> None:
          "consumer.heartbeat.interval.ms must be less than or equal to "
          "group.consumer.max.heartbeat.interval.ms"),
         ({"consumer.session.timeout.ms": "0"}, "Value must be at least 1"),
+        ({"consumer.session.timeout.ms": "2147483648"}, "Not a number of type INT"),
         ({"consumer.session.timeout.ms": "soon"}, "Not a number"),
         ({"share.session.timeout.ms": "45000"}, "Unknown group config name"),
     ],

@@ -116,10 +116,12 @@ def _parse_int(name: str, text: str | None) -> int:
     try:
         value = int(text.strip(), 10)
     except ValueError:
+        value = None
+    if value is None or value > INT32_MAX:  # Kafka's INT: a Java int or not a number
         raise InvalidGroupConfig(
             f"Invalid value {text} for configuration {name}: Not a number of type INT"
-        ) from None
-    if not 1 <= value <= INT32_MAX:
+        )
+    if value < 1:
         raise InvalidGroupConfig(
             f"Invalid value {value} for configuration {name}: Value must be at least 1"
         )
