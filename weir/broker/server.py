@@ -435,9 +435,6 @@ async def _run_connection(
                     with reader.scope:
                         await _read_requests(server, stream, send_items, account, watchdog, reader)
                     drained = server.draining
-            except FrameSizeError as exc:
-                log.debug("closing connection: %s", exc)
-                server.broker.metrics.connections_closed_by_broker_total["frame_size"] += 1
             except STREAM_ERRORS as exc:
                 log.debug("connection closed while reading: %r", exc)
             if not drained:
@@ -472,7 +469,15 @@ async def _read_requests(
 
     while not server.draining:
         reader_state.waiting = True
-        frame = await _next_frame(reader, account, watchdog, admit)
+        try:
+            frame = await _next_frame(reader, account, watchdog, admit)
+        except FrameSizeError as exc:
+            # Counted here, not where the connection ends: closing the request channel
+            # on the way out is a checkpoint, where the writer's cancel of the
+            # connection can replace this error with Cancelled.
+            log.debug("closing connection: %s", exc)
+            broker.metrics.connections_closed_by_broker_total["frame_size"] += 1
+            raise
         reader_state.waiting = False
         if reader_state.scope.cancel_called:
             return  # shutdown: the frame is dropped unanswered
