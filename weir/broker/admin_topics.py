@@ -433,7 +433,10 @@ async def _increase_partitions(
     added partitions or deleted the topic meanwhile)."""
     try:
         await broker.increase_partitions_async(
-            topic.name, topic.count, partial(_check_increase, broker, topic)
+            topic.name,
+            topic.count,
+            partial(_check_increase, broker, topic),
+            [list(a.broker_ids) for a in topic.assignments or ()],
         )
     except TopicRequestError as exc:
         return _partitions_result(topic.name, exc.error_code, exc.message)

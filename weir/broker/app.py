@@ -15,8 +15,15 @@ from typing import IO
 import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.cluster_member import (
+    ClusterMember,
+    EtcdMetadataStore,
+    load_cluster_metadata,
+    register_cluster_metrics,
+)
 from weir.broker.config import BrokerConfig, ConfigError, check_data_dir, load_config
 from weir.broker.descriptor_budget import raise_open_files_limit
+from weir.broker.etcd_client import EtcdClient, EtcdError
 from weir.broker.group_service import attach_group_service
 from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
@@ -33,7 +40,10 @@ def main_serve(argv: Sequence[str]) -> int:
     try:
         config = load_config(argv, os.environ)
         if config.etcd is not None:
-            raise ConfigError("--etcd: clustering over etcd is not available in this version yet")
+            try:
+                EtcdClient.from_urls(config.etcd)  # a bad URL is a one-line error now
+            except ValueError as exc:
+                raise ConfigError(f"--etcd: {exc}") from None
         check_data_dir(config.data_dir)
         lock = lock_data_dir(config.data_dir)
     except ConfigError as exc:
@@ -65,6 +75,15 @@ def main_serve(argv: Sequence[str]) -> int:
     finally:
         lock.close()
     return 0
+
+
+async def _leave_cluster(etcd: EtcdClient, member: ClusterMember) -> None:
+    """Revoke the lease: the registration (and the controller key) go at once, so
+    the controller moves leadership now instead of after the session timeout."""
+    try:
+        await etcd.lease_revoke(member.lease_id)
+    except EtcdError as exc:
+        log.warning("could not leave the cluster cleanly: %s", exc)
 
 
 def _first_os_error(group: BaseExceptionGroup) -> OSError | None:
@@ -109,7 +128,15 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         # Compiling a schema on its first use stalled the loop: all of them first.
         precompile_all()
-        broker = Broker(config)
+        etcd: EtcdClient | None = None
+        member: ClusterMember | None = None
+        if config.etcd is None:
+            broker = Broker(config)
+        else:
+            etcd = EtcdClient.from_urls(config.etcd)
+            metadata, revision = await load_cluster_metadata(etcd)
+            broker = Broker(config, EtcdMetadataStore(metadata))
+            member = ClusterMember(broker, etcd, revision)
         started = False
         shutdown_deadline_s: float | None = None
         try:
@@ -120,6 +147,9 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
                 groups = attach_group_service(broker)
                 register_group_metrics(broker, groups)
                 await nursery.start(broker.flusher.run)
+                if member is not None:
+                    register_cluster_metrics(broker, member)
+                    await nursery.start(member.run)
                 await nursery.start(groups.run, wall_clock_ms)
                 kafka = KafkaServer(broker)
                 async with trio.open_nursery() as kafka_nursery:
@@ -153,5 +183,10 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
                 timeout_s = max(shutdown_deadline_s - time.monotonic(), 0.0)
             # Every task has ended: the logs may be closed on worker threads.
             broker.close(timeout_s, threads_count=SHUTDOWN_CLOSE_THREADS)
+            if etcd is not None:
+                with trio.CancelScope(shield=True), trio.move_on_after(1):
+                    if member is not None and member.lease_id:
+                        await _leave_cluster(etcd, member)
+                    await etcd.aclose()
             if started:
                 log.info("shutdown complete")

@@ -7,7 +7,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -25,7 +25,13 @@ from weir.controller.controller import (
     MetadataChange,
     TopicDefaults,
 )
-from weir.controller.metadata import EmbeddedMetadataStore, MetadataMissingError, TopicRecord
+from weir.controller.metadata import (
+    EmbeddedMetadataStore,
+    MetadataMissingError,
+    MetadataStore,
+    TopicRecord,
+)
+from weir.controller.partition_state import BrokerInfo, PartitionState
 from weir.format.errors import ErrorCode
 from weir.log.config import LogConfig
 from weir.log.descriptors import shared_log_files
@@ -46,6 +52,41 @@ from weir.txn.producer_ids import ProducerIdAllocator
 log = logging.getLogger(__name__)
 
 
+class ClusterRole(Protocol):
+    """What the broker needs of its cluster member (weir/broker/cluster_member.py)
+    when it is one broker of a cluster over etcd."""
+
+    @property
+    def controller_id(self) -> int: ...
+
+    async def save_metadata(self, change: MetadataChange) -> None:
+        """Persist the change by compare-and-swap; raises MetadataConflictError after
+        bringing the controller's metadata up to date when another broker won."""
+        ...
+
+    def live_brokers(self) -> list[BrokerInfo]: ...
+
+    def replicas_catching_up(self) -> int:
+        """Local follower replicas outside their ISR whose leader is alive."""
+        ...
+
+    def partition_state(self, topic: TopicRecord, index: int) -> PartitionState: ...
+
+    def replica_fetch_allowed(self, replica_id: int, client_id: str | None) -> bool: ...
+
+    def record_follower_fetch(
+        self, replica: PartitionReplica, replica_id: int, fetch_offset: int
+    ) -> None: ...
+
+
+class MetadataConflictError(Exception):
+    """Another broker changed the cluster metadata first: stage the change again."""
+
+
+# Attempts of one metadata change that keeps losing its compare-and-swap.
+METADATA_SAVE_ATTEMPTS_MAX = 8
+
+
 class OffsetsTopicPlanner(Protocol):
     """What the broker needs of its group service: the offsets topic's partitions
     not created yet, which the descriptor budget keeps room for."""
@@ -58,23 +99,59 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+class ReplicationRole(Protocol):
+    """A partition's replication on a cluster broker (weir/broker/replication.py)."""
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def in_sync_replicas(self) -> tuple[int, ...]: ...
+
+    def durable_end_moved(self) -> None:
+        """The leader's own log became durable further: the HW may move."""
+        ...
+
+    async def wait_committed(self, offset: int) -> ErrorCode:
+        """Wait until the high watermark reaches `offset` (acks=all)."""
+        ...
+
+
 @dataclass(eq=False)
 class PartitionReplica:
-    """One partition this broker leads: its log and the fetches parked on it."""
+    """One partition replica this broker holds: its log, the fetches parked on it,
+    and (in a cluster) its replication role."""
 
     topic: TopicRecord
     index: int
     log: PartitionLog
     waiters: set[trio.Event] = field(default_factory=set)
+    # Followers' fetches parked for new records (woken on append, not on fsync).
+    follower_waiters: set[trio.Event] = field(default_factory=set)
+    replication: ReplicationRole | None = None
 
     @property
     def leader_epoch(self) -> int:
+        if self.replication is not None:
+            return self.replication.leader_epoch
         return self.topic.leader_epochs[self.index]
 
     @property
     def high_watermark(self) -> int:
+        if self.replication is not None:
+            return self.replication.high_watermark
         # Single node: a record is committed once it is durable on the leader.
         return self.log.durable_end_offset
+
+    @property
+    def is_leader(self) -> bool:
+        return self.replication is None or self.replication.is_leader
 
     def check_leader_epoch(self, current_leader_epoch: int) -> ErrorCode:
         """KIP-320 fencing of a client's view of the leader epoch (-1: not checked)."""
@@ -88,6 +165,11 @@ class PartitionReplica:
         for event in self.waiters:
             event.set()
         self.waiters.clear()
+
+    def wake_followers(self) -> None:
+        for event in self.follower_waiters:
+            event.set()
+        self.follower_waiters.clear()
 
 
 def _identity(topic: TopicRecord) -> PartitionIdentity:
@@ -146,13 +228,16 @@ def build_flusher(config: BrokerConfig) -> GroupFlusher:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, metadata_store: MetadataStore | None = None) -> None:
+        """`metadata_store`: a cluster's (etcd, loaded); else the embedded one."""
         self.descriptor_budget = DescriptorBudget.plan(open_files_limit(), config.limits)
         self.config = _within_budget(config, self.descriptor_budget)
         shared_log_files().resize(self.descriptor_budget.log_files)
         self.metrics = Metrics()
-        store = EmbeddedMetadataStore(config.data_dir)
-        _refuse_unknown_partition_data(store, config.data_dir)
+        if metadata_store is None:
+            embedded = EmbeddedMetadataStore(config.data_dir)
+            _refuse_unknown_partition_data(embedded, config.data_dir)
+        store = metadata_store or embedded
         self.controller = Controller(
             store,
             node_id=config.node_id,
@@ -169,12 +254,16 @@ class Broker:
         # (named by what the broker itself needs of it, so broker.py does not
         # import the service that imports it).
         self.groups: OffsetsTopicPlanner | None = None
+        # Set when this broker is one of a cluster over etcd (weir.broker.cluster_member).
+        self.cluster: ClusterRole | None = None
+        # Called after the local replicas changed (the cluster member gives them roles).
+        self.on_partitions_changed: Callable[[], None] | None = None
         self.ready = False
         self.loop_lag = EventLoopLag()
         # Every file operation other than appends and group-commit fsyncs runs there.
         self.disk = DiskExecutor()
         # One metadata save at a time, each applied before the next is staged.
-        self._metadata_lock = trio.Lock()
+        self.metadata_lock = trio.Lock()
         # One topic change (create, delete, add partitions, configs) at a time, as
         # Kafka's controller: each is checked again once it holds the lock.
         self._topic_changes_lock = trio.Lock()
@@ -189,19 +278,33 @@ class Broker:
         known = {
             (topic.name, index): topic.topic_id
             for topic in self.controller.topics()
-            for index in range(topic.partition_count)
+            for index in self.local_indexes(topic)
         }
         deleting = self.controller.deleting_topic_ids
         self.log_manager.sweep_unknown(known, deleting)
-        if deleting:
+        if deleting and self.cluster is None:  # a cluster's ids are every broker's
             try:
                 self.controller.forget_deletions(deleting)
             except OSError as exc:  # the next start sweeps them again
                 log.warning("could not record finished deletions: %s", exc)
         for topic in self.controller.topics():
             config = self.log_config(topic)
-            for index in range(topic.partition_count):
+            for index in self.local_indexes(topic):
+                if (
+                    self.cluster is not None
+                    and not self.log_manager.directory_of(topic.name, index).exists()
+                ):
+                    continue  # created by the cluster member (assigned while away)
                 self._open_existing(topic, index, config)
+
+    def local_indexes(self, topic: TopicRecord) -> list[int]:
+        """The partitions of `topic` with a replica on this broker."""
+        node_id = self.config.node_id
+        return [
+            index
+            for index in range(topic.partition_count)
+            if node_id in topic.replicas(index, node_id)
+        ]
 
     def _open_existing(self, topic: TopicRecord, index: int, config: LogConfig) -> None:
         key = (topic.name, index)
@@ -246,15 +349,24 @@ class Broker:
         return self.partitions.get((topic, index))
 
     def lookup(self, topic: str, index: int) -> PartitionReplica | ErrorCode:
-        """The partition, or the error to answer for it (see below)."""
+        """The partition when this broker leads it, or the error to answer for it
+        (see below)."""
         replica = self.partitions.get((topic, index))
-        return replica if replica is not None else self.missing_partition_error(topic, index)
+        if replica is None:
+            return self.missing_partition_error(topic, index)
+        if not replica.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return replica
 
     def missing_partition_error(self, topic: str, index: int) -> ErrorCode:
         """The error for a partition `partition()` did not find: offline
-        (damaged log) or unknown."""
+        (damaged log), led by another broker of the cluster, or unknown."""
         if (topic, index) in self.offline_partitions:
             return ErrorCode.KAFKA_STORAGE_ERROR
+        if self.cluster is not None:
+            record = self.controller.topic(topic)
+            if record is not None and 0 <= index < record.partition_count:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def create_topic(self, record: TopicRecord) -> None:
@@ -269,7 +381,7 @@ class Broker:
             self._discard_partitions(record.name, range(record.partition_count))
             raise
 
-    def _create_partitions(self, record: TopicRecord, indexes: range) -> None:
+    def _create_partitions(self, record: TopicRecord, indexes: Sequence[int]) -> None:
         config = self.log_config(record)
         created = []
         try:
@@ -321,7 +433,10 @@ class Broker:
     async def commit_metadata(self, stage: Callable[[], MetadataChange | None]) -> None:
         """Stage a controller change (it may raise ControllerError), save it on the
         disk executor, apply it. Shielded once staged: memory follows the disk."""
-        async with self._metadata_lock:
+        async with self.metadata_lock:
+            if self.cluster is not None:
+                await self._commit_to_cluster(stage, self.cluster)
+                return
             change = stage()
             if change is None:
                 return
@@ -329,12 +444,37 @@ class Broker:
                 await self.disk.run(DiskJob.METADATA_SAVE, partial(self.controller.save, change))
                 change.apply()
 
+    async def _commit_to_cluster(
+        self, stage: Callable[[], MetadataChange | None], cluster: ClusterRole
+    ) -> None:
+        """A cluster's metadata is saved by compare-and-swap in etcd; when another
+        broker changed it first, the change is staged again over the new metadata
+        (it may now be refused: a topic created meanwhile)."""
+        for _ in range(METADATA_SAVE_ATTEMPTS_MAX):
+            change = stage()
+            if change is None:
+                return
+            try:
+                with trio.CancelScope(shield=True):
+                    await cluster.save_metadata(change)
+                    change.apply()
+                return
+            except MetadataConflictError:
+                continue
+        raise ControllerError(
+            ErrorCode.NOT_CONTROLLER, "the cluster metadata kept changing; try again"
+        )
+
     async def create_topic_async(self, plan: Callable[[], TopicRecord]) -> TopicRecord:
         """`plan()` (checked again now, may raise) is created all or nothing, as
         `create_topic`; raises ControllerError or OSError."""
         async with self._topic_changes_lock:
             record = plan()
-            indexes = range(record.partition_count)
+            if self.cluster is not None:
+                await self.commit_metadata(lambda: self.controller.stage_add_topic(record))
+                await self._reconcile_local_partitions()
+                return record
+            indexes = self.local_indexes(record)
             logs = await self._build_partitions(record, indexes)
             try:
                 await self.commit_metadata(lambda: self.controller.stage_add_topic(record))
@@ -345,13 +485,23 @@ class Broker:
         return record
 
     async def increase_partitions_async(
-        self, name: str, count: int, check: Callable[[], None]
+        self,
+        name: str,
+        count: int,
+        check: Callable[[], None],
+        assignments: Sequence[Sequence[int]] = (),
     ) -> None:
         """Add partitions up to `count` after `check()` (again, under the lock)."""
         async with self._topic_changes_lock:
             check()
             record = self.controller.topic(name)
             assert record is not None, "check() found the topic"
+            if self.cluster is not None:
+                await self.commit_metadata(
+                    lambda: self.controller.stage_increase_partitions(name, count, assignments)
+                )
+                await self._reconcile_local_partitions()
+                return
             added = range(record.partition_count, count)
             logs = await self._build_partitions(record, added)
             try:
@@ -376,6 +526,9 @@ class Broker:
 
             await self.commit_metadata(stage)
             [record] = removed
+            if self.cluster is not None:
+                await self._reconcile_local_partitions()
+                return record
             directories, logs = self._retire_topic(record)
             with trio.CancelScope(shield=True):
                 failed = await self.disk.run(
@@ -419,7 +572,9 @@ class Broker:
         await self.commit_metadata(stage)
         self.producer_ids.add_block(firsts[0])
 
-    async def _build_partitions(self, record: TopicRecord, indexes: range) -> list[PartitionLog]:
+    async def _build_partitions(
+        self, record: TopicRecord, indexes: Sequence[int]
+    ) -> list[PartitionLog]:
         config = self.log_config(record)
         identity = _identity(record)
         leftover_ids = frozenset(self.controller.deleting_topic_ids)
@@ -459,7 +614,7 @@ class Broker:
             self.log_manager.set_aside(directory, f"a new partition {name}-{index} goes there")
 
     async def _discard_built(
-        self, record: TopicRecord, indexes: range, logs: list[PartitionLog]
+        self, record: TopicRecord, indexes: Sequence[int], logs: list[PartitionLog]
     ) -> None:
         for partition_log in logs:
             partition_log.retire()
@@ -472,7 +627,9 @@ class Broker:
         for directory, exc in failed:
             log.warning("could not remove the new %s: %s", directory.name, exc)
 
-    def _serve_built(self, record: TopicRecord, indexes: range, logs: list[PartitionLog]) -> None:
+    def _serve_built(
+        self, record: TopicRecord, indexes: Sequence[int], logs: list[PartitionLog]
+    ) -> None:
         for index, partition_log in zip(indexes, logs, strict=True):
             self.log_manager.adopt(record.name, index, partition_log)
             self.partitions[(record.name, index)] = PartitionReplica(record, index, partition_log)
@@ -578,6 +735,67 @@ class Broker:
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.controller.set_topic_configs(name, configs)
         self._apply_log_config(name)
+
+    # -- a cluster's partitions --------------------------------------------------
+    #
+    # In a cluster the metadata changes under this broker (another broker creates a
+    # topic, the controller moves a replica): after every change the local replicas
+    # are made to match it. Created, deleted and grown topics all go this way, the
+    # local broker's own changes included (saved first, then materialised here).
+
+    async def reconcile_local_partitions(self) -> None:
+        async with self._topic_changes_lock:
+            await self._reconcile_local_partitions()
+
+    async def _reconcile_local_partitions(self) -> None:
+        wanted = {
+            (topic.name, index): topic
+            for topic in self.controller.topics()
+            for index in self.local_indexes(topic)
+        }
+        await self._retire_unwanted(wanted)
+        for key, replica in self.partitions.items():
+            topic = wanted[key]
+            if replica.topic is not topic:
+                replica.topic = topic
+                replica.log.config = self.log_config(topic)
+        missing: dict[str, list[int]] = {}
+        for key in wanted:
+            if key not in self.partitions and key not in self.offline_partitions:
+                missing.setdefault(key[0], []).append(key[1])
+        for name, indexes in missing.items():
+            record = wanted[(name, indexes[0])]
+            logs = await self._build_partitions(record, indexes)
+            self._serve_built(record, indexes, logs)
+        if self.on_partitions_changed is not None:
+            self.on_partitions_changed()
+
+    async def _retire_unwanted(self, wanted: Mapping[tuple[str, int], TopicRecord]) -> None:
+        gone = [
+            key
+            for key, replica in self.partitions.items()
+            if key not in wanted or wanted[key].topic_id != replica.topic.topic_id
+        ]
+        if not gone:
+            return
+        directories = []
+        logs = []
+        for name, index in gone:
+            replica = self.partitions.pop((name, index))
+            replica.wake_fetchers()
+            replica.wake_followers()
+            partition_log = self.log_manager.retire(name, index)
+            if partition_log is not None:
+                logs.append(partition_log)
+            directories.append(self.log_manager.directory_of(name, index))
+        with trio.CancelScope(shield=True):
+            failed = await self.disk.run(
+                DiskJob.PARTITIONS_REMOVE,
+                partial(self.log_manager.remove_retired, directories, logs),
+            )
+        for directory, exc in failed:
+            log.warning("%s: removing its files failed (%s); the next start "
+                        "removes them", directory.name, exc)  # fmt: skip
 
     # -- metrics ---------------------------------------------------------
 

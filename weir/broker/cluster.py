@@ -46,18 +46,28 @@ def handle_describe_cluster(
     broker = ctx.broker
     node_id = broker.config.node_id
     advertised = broker.config.advertised
+    controller_id = node_id
+    brokers = [
+        DescribeClusterResponseBroker(
+            broker_id=node_id, host=advertised.host, port=advertised.port, rack=None
+        )
+    ]
+    if broker.cluster is not None:
+        controller_id = broker.cluster.controller_id
+        brokers = [
+            DescribeClusterResponseBroker(
+                broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack
+            )
+            for b in broker.cluster.live_brokers()
+        ]
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=ErrorCode.NONE,
         error_message=None,
         endpoint_type=EndpointType.BROKER,
         cluster_id=broker.controller.cluster_id,
-        controller_id=node_id,
-        brokers=[
-            DescribeClusterResponseBroker(
-                broker_id=node_id, host=advertised.host, port=advertised.port, rack=None
-            )
-        ],
+        controller_id=controller_id,
+        brokers=brokers,
         cluster_authorized_operations=cluster_operations(
             request.include_cluster_authorized_operations
         ),

@@ -95,6 +95,14 @@ class BrokerConfig:
     kafka_advertise: HostPort | None = None
     http_listen: HostPort = HostPort("127.0.0.1", 8090)
     etcd: str | None = None
+    # A cluster broker's rack (rack-aware replica placement); none by default.
+    rack: str | None = None
+    # A cluster broker whose lease (renewed every third of this) is not renewed for
+    # this long leaves the cluster: its partitions get new leaders (Kafka's
+    # broker.session.timeout.ms).
+    broker_session_timeout_ms: int = 9_000
+    # A follower not caught up for this long leaves the ISR (Kafka's default is 30 s).
+    replica_lag_time_max_ms: int = 10_000
     auto_create_topics: bool = True
     default_partition_count: int = 1
     # SIGTERM to exit: in-flight requests get up to a quarter of it (after the
@@ -308,8 +316,10 @@ def _convert(name: str, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(f"{name}: expected true or false")
         return value
-    if name == "etcd":
-        return str(value)
+    if name in ("etcd", "rack"):
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{name}: expected a non-empty string")
+        return value
     if name == "fsync_method":
         if value not in FSYNC_METHODS:
             raise ConfigError(f"fsync_method: expected one of {', '.join(FSYNC_METHODS)}")

@@ -54,6 +54,9 @@ class FetchPlan:
 
     topics: list[tuple[str, list[tuple[FetchRequestPartition, PartitionReplica | ErrorCode]]]]
     response_bytes_max: int
+    # A follower's fetch (its broker id): reads up to the log end, not the high
+    # watermark, and parks for appends rather than for commits.
+    replica_id: int = CONSUMER_REPLICA_ID
     waiters: list[trio.Event] = field(default_factory=list)
     # What the last read found outside the page cache (its answer is not sent).
     cold: list[ColdRange] = field(default_factory=list)
@@ -68,15 +71,21 @@ def handle_fetch(
     session_error = _check_session(request)
     if session_error != ErrorCode.NONE:
         return FetchResponse(throttle_time_ms=0, error_code=session_error, session_id=0)
+    replica_id = request.replica_id
+    if replica_id != CONSUMER_REPLICA_ID and not _replica_allowed(ctx, replica_id):
+        return FetchResponse(
+            throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, session_id=0
+        )
     plan = FetchPlan(
         topics=[
-            (t.topic, [(p, broker.lookup(t.topic, p.partition)) for p in t.partitions])
+            (t.topic, [(p, _lookup(broker, t.topic, p, replica_id)) for p in t.partitions])
             for t in request.topics
         ],
         response_bytes_max=min(
             max(request.max_bytes, 0),
             limits.fetch_response_bytes_max,
         ),
+        replica_id=replica_id,
     )
     wait_s = min(max(request.max_wait_ms, 0), limits.fetch_wait_ms_max) / 1000
     deadline = trio.current_time() + wait_s
@@ -100,6 +109,29 @@ def handle_fetch(
             await _wait_for_data(plan, deadline)
 
     return Deferred(finish)
+
+
+def _replica_allowed(ctx: RequestContext, replica_id: int) -> bool:
+    """Only a cluster's brokers fetch as replicas, and only with their replication
+    token (CVE-2018-1288's class: a client claiming a replica id could otherwise
+    read above the high watermark and move the ISR)."""
+    cluster = ctx.broker.cluster
+    return cluster is not None and cluster.replica_fetch_allowed(replica_id, ctx.header.client_id)
+
+
+def _lookup(
+    broker: Broker, topic: str, request_part: FetchRequestPartition, replica_id: int
+) -> PartitionReplica | ErrorCode:
+    """The partition when this broker leads it; a follower's fetch also records
+    how far that follower's log is durable (its fetch offset)."""
+    replica = broker.lookup(topic, request_part.partition)
+    if isinstance(replica, ErrorCode):
+        return replica
+    if replica_id != CONSUMER_REPLICA_ID and broker.cluster is not None:
+        epoch_error = replica.check_leader_epoch(request_part.current_leader_epoch)
+        if epoch_error == ErrorCode.NONE:
+            broker.cluster.record_follower_fetch(replica, replica_id, request_part.fetch_offset)
+    return replica
 
 
 async def _warm(broker: Broker, plan: FetchPlan, warmups: int) -> None:
@@ -177,6 +209,10 @@ def _read_partition(
     if epoch_error != ErrorCode.NONE:
         return _partition_error(index, epoch_error, replica), 0
     high_watermark = replica.high_watermark
+    # A follower reads up to the log end: it replicates what is not committed yet.
+    read_end = (
+        high_watermark if plan.replica_id == CONSUMER_REPLICA_ID else replica.log.log_end_offset
+    )
     fetch_offset = request_part.fetch_offset
     diverging = _diverging_epoch(replica, request_part.last_fetched_epoch, fetch_offset)
     if diverging is not None:
@@ -186,12 +222,12 @@ def _read_partition(
     log_start_offset = replica.log.log_start_offset
     if fetch_offset < log_start_offset or fetch_offset > replica.log.log_end_offset:
         return _partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, replica), 0
-    if fetch_offset < high_watermark and (bytes_max > 0 or first):
+    if fetch_offset < read_end and (bytes_max > 0 or first):
         try:
             result = replica.log.read(
                 fetch_offset,
                 bytes_max=max(bytes_max, 1),
-                end_offset=high_watermark,
+                end_offset=read_end,
                 cached_only=plan.cached_only,
             )
         except ReadNotCached as exc:
@@ -261,11 +297,12 @@ def _partition_error(
 async def _wait_for_data(plan: FetchPlan, deadline: float) -> None:
     event = trio.Event()
     replicas = [r for _, parts in plan.topics for _, r in parts if not isinstance(r, ErrorCode)]
+    follower = plan.replica_id != CONSUMER_REPLICA_ID
     for replica in replicas:
-        replica.waiters.add(event)
+        (replica.follower_waiters if follower else replica.waiters).add(event)
     try:
         with trio.move_on_at(deadline):
             await event.wait()
     finally:
         for replica in replicas:
-            replica.waiters.discard(event)
+            (replica.follower_waiters if follower else replica.waiters).discard(event)

@@ -133,6 +133,8 @@ class GroupService:
         return self.loaded and self.partition_for(group_id) not in self._failed_partitions
 
     def unavailable_reason(self, group_id: str) -> str:
+        if self.broker.cluster is not None:
+            return "consumer groups are not served by a Weir cluster yet; assign partitions"
         if not self.loaded:
             return f"{OFFSETS_TOPIC_NAME} is being created; retry"
         return "the group's offsets partition failed a write; restart the broker"
@@ -148,6 +150,8 @@ class GroupService:
         making it the broker's own (a client may have created it, in data dirs
         from before clients were refused; see `adopt_offsets_topic`)."""
         count = self.settings.offsets_topic_partition_count
+        if self.broker.cluster is not None:
+            return  # a cluster's group coordinators are not served yet (docs/cluster.md)
         if adopt_offsets_topic(self.broker, count) is not None:
             self._load(now_ms)
 
@@ -157,6 +161,8 @@ class GroupService:
         groups are `available` once it is done."""
         if self.loaded or self._preparing or self.background is None:
             return
+        if self.broker.cluster is not None:
+            return  # a cluster's group coordinators are not served yet (docs/cluster.md)
         self._preparing = True
         self.background.start_soon(self._prepare_in_background)
 

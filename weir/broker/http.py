@@ -149,13 +149,22 @@ def _ready_response(broker: Broker) -> bytes:
     """200 once Kafka clients can be served, else 503; the JSON body also
     carries the event loop's worst lag of the last minute (loop_lag.py)."""
     worst_lag_s = broker.loop_lag.worst_recent_s(trio.current_time())
+    ready = broker.ready
+    status: dict[str, object] = {}
+    if broker.cluster is not None:
+        # A cluster broker is ready once its follower replicas have caught up
+        # (joined their ISR), so a rolling restart waits for it before the next.
+        catching_up = broker.cluster.replicas_catching_up()
+        status["replicas_catching_up"] = catching_up
+        ready = ready and catching_up == 0
     body = json.dumps(
         {
-            "status": "ready" if broker.ready else "not ready",
+            "status": "ready" if ready else "not ready",
+            **status,
             "event_loop_lag_worst_last_minute_ms": round(worst_lag_s * 1000, 1),
         }
     )
-    if broker.ready:
+    if ready:
         return _response(200, "OK", body + "\n", JSON_CONTENT_TYPE)
     return _response(503, "Service Unavailable", body + "\n", JSON_CONTENT_TYPE)
 

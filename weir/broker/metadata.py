@@ -14,10 +14,11 @@ from weir.broker.acl_operations import (
     cluster_operations,
     topic_operations,
 )
-from weir.broker.broker import Broker
+from weir.broker.broker import Broker, ClusterRole
 from weir.broker.context import Deferred, ItemAnswer, RequestContext, answer_in_order
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
+from weir.controller.partition_state import NO_LEADER
 from weir.format.errors import ErrorCode
 from weir.wire.messages.metadata import (
     MetadataRequest,
@@ -57,15 +58,23 @@ def _response(
     broker: Broker, cluster_ops: int, topics: list[MetadataResponseTopic]
 ) -> MetadataResponse:
     advertised = broker.config.advertised
+    brokers = [
+        MetadataResponseBroker(
+            node_id=broker.config.node_id, host=advertised.host, port=advertised.port, rack=None
+        )
+    ]
+    controller_id = broker.config.node_id
+    if broker.cluster is not None:
+        brokers = [
+            MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for b in broker.cluster.live_brokers()
+        ]
+        controller_id = broker.cluster.controller_id
     return MetadataResponse(
         throttle_time_ms=0,
-        brokers=[
-            MetadataResponseBroker(
-                node_id=broker.config.node_id, host=advertised.host, port=advertised.port, rack=None
-            )
-        ],
+        brokers=brokers,
         cluster_id=broker.controller.cluster_id,
-        controller_id=broker.config.node_id,
+        controller_id=controller_id,
         topics=topics,
         cluster_authorized_operations=cluster_ops,
     )
@@ -137,6 +146,8 @@ def _describe_partition(
     """A partition whose log is damaged (offline) has no leader, as on Kafka
     when a partition's only replica is in a failed log directory."""
     node_id = broker.config.node_id
+    if broker.cluster is not None:
+        return _describe_cluster_partition(broker.cluster, record, index)
     offline = (record.name, index) in broker.offline_partitions
     return MetadataResponsePartition(
         error_code=ErrorCode.LEADER_NOT_AVAILABLE if offline else ErrorCode.NONE,
@@ -146,4 +157,24 @@ def _describe_partition(
         replica_nodes=[node_id],
         isr_nodes=[] if offline else [node_id],
         offline_replicas=[node_id] if offline else [],
+    )
+
+
+def _describe_cluster_partition(
+    cluster: ClusterRole, record: TopicRecord, index: int
+) -> MetadataResponsePartition:
+    """Leader, epoch and ISR from the partition's state in etcd; replicas on brokers
+    that are not registered are offline."""
+    state = cluster.partition_state(record, index)
+    replicas = record.replicas(index, NO_LEADER)
+    alive = {b.node_id for b in cluster.live_brokers()}
+    has_leader = state.leader != NO_LEADER and state.leader in alive
+    return MetadataResponsePartition(
+        error_code=ErrorCode.NONE if has_leader else ErrorCode.LEADER_NOT_AVAILABLE,
+        partition_index=index,
+        leader_id=state.leader if has_leader else NO_LEADER,
+        leader_epoch=state.leader_epoch,
+        replica_nodes=replicas,
+        isr_nodes=list(state.isr),
+        offline_replicas=[r for r in replicas if r not in alive],
     )

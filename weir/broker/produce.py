@@ -79,7 +79,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[Pro
 
     async def finish() -> EncodedResponse | None:
         appended = [o for _, outcomes in results for o in outcomes if o.replica is not None]
-        timed_out = not await _wait_durable(broker, appended)
+        timed_out = not await _wait_durable(broker, appended, acks)
         if acks == 0:
             return None
         if timed_out:
@@ -125,9 +125,17 @@ def _append(
     if replica is None:
         outcome.error_code = broker.missing_partition_error(topic, partition.index)
         return outcome
-    if acks == -1 and replica.log.config.min_insync_replicas > 1:
+    if not replica.is_leader:
+        outcome.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        outcome.error_message = "this broker does not lead the partition"
+        return outcome
+    in_sync = _in_sync_count(replica)
+    if acks == -1 and replica.log.config.min_insync_replicas > in_sync:
         outcome.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
-        outcome.error_message = "min.insync.replicas exceeds the 1 in-sync replica"
+        outcome.error_message = (
+            f"min.insync.replicas is {replica.log.config.min_insync_replicas}, "
+            f"the ISR has {in_sync}"
+        )
         return outcome
     records = partition.records
     if records is None or len(records) == 0:
@@ -153,6 +161,7 @@ def _append(
         if isinstance(exc, RecordErrors):
             outcome.record_errors = exc.record_errors
         return outcome
+    replica.wake_followers()
     if result.duplicate:
         broker.metrics.produced_duplicate_batches_total += 1
     else:
@@ -198,20 +207,36 @@ def _producer_refusal(header: BatchHeader, next_producer_id: int) -> tuple[Error
     return None
 
 
-async def _wait_durable(broker: Broker, appended: list[PartitionOutcome]) -> bool:
-    """Wait for every append to be fsynced, then wake fetches; False on timeout."""
+def _in_sync_count(replica: PartitionReplica) -> int:
+    replication = replica.replication
+    return 1 if replication is None else len(replication.in_sync_replicas)
+
+
+async def _wait_durable(broker: Broker, appended: list[PartitionOutcome], acks: int) -> bool:
+    """Wait for every append to be fsynced (and with acks=all, in a cluster, for
+    the high watermark to pass it), then wake fetches; False on timeout."""
     timeout_s = broker.config.limits.produce_timeout_ms_max / 1000
     with trio.move_on_after(timeout_s):
         for outcome in appended:
-            assert outcome.replica is not None
+            replica = outcome.replica
+            assert replica is not None
             try:
-                await outcome.replica.log.wait_durable(outcome.next_offset)
+                await replica.log.wait_durable(outcome.next_offset)
             except LogError as exc:
                 # Deleted, truncated or failed fsync: never acknowledge it.
                 outcome.error_code = exc.error_code
                 outcome.error_message = str(exc)
                 continue
-            outcome.replica.wake_fetchers()
+            replication = replica.replication
+            if replication is None:
+                replica.wake_fetchers()
+                continue
+            replication.durable_end_moved()
+            if acks == -1:
+                error = await replication.wait_committed(outcome.next_offset)
+                if error != ErrorCode.NONE:
+                    outcome.error_code = error
+                    outcome.error_message = "the ISR did not commit the append"
         return True
     log.warning("produce: fsync did not complete within %.0f s", timeout_s)
     return False

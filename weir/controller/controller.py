@@ -11,7 +11,9 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from weir.controller.errors import ControllerError
 from weir.controller.metadata import ClusterMetadata, MetadataStore, TopicRecord
+from weir.controller.partition_state import BrokerInfo, check_assignment, place_replicas
 from weir.format.errors import ErrorCode
 
 TOPIC_NAME_LENGTH_MAX = 249
@@ -31,13 +33,6 @@ INTERNAL_TOPIC_NAMES = frozenset(
 
 def is_internal_topic(name: str) -> bool:
     return name in INTERNAL_TOPIC_NAMES
-
-
-class ControllerError(Exception):
-    def __init__(self, error_code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error_code = error_code
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -93,6 +88,10 @@ class Controller:
     ) -> None:
         self._store = store
         self._check_topic_configs = check_topic_configs
+        # The live brokers, when this node is one of a cluster (set by the broker's
+        # cluster member); a single node places every partition on itself.
+        self.clustered = False
+        self.live_brokers: Callable[[], Sequence[BrokerInfo]] = lambda: ()
         self.node_id = node_id
         self.defaults = defaults
         self.metadata: ClusterMetadata = store.load()
@@ -100,6 +99,14 @@ class Controller:
         # Moves whenever a topic is created or deleted, so that readers of the
         # topic names (regex subscriptions) notice a change without comparing them.
         self.topic_names_version = 0
+
+    def replace_metadata(self, metadata: ClusterMetadata) -> None:
+        """Take a newer document another broker of the cluster saved."""
+        names_before = set(self.metadata.topics)
+        self.metadata = metadata
+        self._topics_by_id = {t.topic_id: t for t in metadata.topics.values()}
+        if set(metadata.topics) != names_before:
+            self.topic_names_version += 1
 
     @property
     def cluster_id(self) -> str:
@@ -140,18 +147,18 @@ class Controller:
                 ErrorCode.POLICY_VIOLATION, f"the broker holds {self.defaults.topics_max} topics"
             )
         if assignments:
+            if replication_factor != -1:
+                raise ControllerError(
+                    ErrorCode.INVALID_REQUEST,
+                    "both a replica assignment and a replication factor were given",
+                )
             partition_count = self._check_assignments(assignments)
         elif partition_count == -1:
             partition_count = self.defaults.partition_count
         self._check_partition_count(partition_count)
         if replication_factor == -1:
-            replication_factor = self.defaults.replication_factor
-        if replication_factor != 1:
-            raise ControllerError(
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"replication factor {replication_factor} is larger than the 1 available broker"
-                if replication_factor > 1
-                else f"replication factor must be at least 1, not {replication_factor}",
+            replication_factor = (
+                len(assignments[0]) if assignments else self.defaults.replication_factor
             )
         overrides = dict(configs or {})
         self._check_configs(overrides)
@@ -162,7 +169,38 @@ class Controller:
             replication_factor=replication_factor,
             configs=overrides,
             is_internal=internal,
+            assignment=self._assignment(partition_count, replication_factor, assignments),
         )
+
+    def _assignment(
+        self, partition_count: int, replication_factor: int, given: Sequence[Sequence[int]]
+    ) -> list[list[int]]:
+        """Replicas of new partitions: as given (checked), else placed over the live
+        brokers. A single node's topics record none (it holds every partition)."""
+        brokers = self.live_brokers()
+        if not self.clustered:
+            if replication_factor != 1:
+                raise ControllerError(
+                    ErrorCode.INVALID_REPLICATION_FACTOR,
+                    f"replication factor {replication_factor} is larger than the 1 available broker"
+                    if replication_factor > 1
+                    else f"replication factor must be at least 1, not {replication_factor}",
+                )
+            return []
+        if given:
+            return [list(r) for r in given]
+        return place_replicas(
+            partition_count, replication_factor, brokers, replica_counts=self.replica_counts()
+        )
+
+    def replica_counts(self) -> dict[int, int]:
+        """Partition replicas each broker holds, over every topic."""
+        counts: dict[int, int] = {}
+        for topic in self.metadata.topics.values():
+            for replicas in topic.assignment:
+                for node_id in replicas:
+                    counts[node_id] = counts.get(node_id, 0) + 1
+        return counts
 
     # Every change is saved before it is applied in memory: when the store fails
     # (disk full), nothing changed, and the caller answers with the error. A
@@ -297,15 +335,30 @@ class Controller:
             self._check_assignments(assignments)
         return record
 
-    def stage_increase_partitions(self, name: str, count: int) -> MetadataChange:
+    def stage_increase_partitions(
+        self, name: str, count: int, assignments: Sequence[Sequence[int]] = ()
+    ) -> MetadataChange:
         record = self._require(name)
         added_epochs = [0] * (count - record.partition_count)
+        added_replicas: list[list[int]] = []
+        if self.clustered:
+            added_replicas = [list(r) for r in assignments] or place_replicas(
+                count - record.partition_count,
+                record.replication_factor,
+                self.live_brokers(),
+                first_partition=record.partition_count,
+                replica_counts=self.replica_counts(),
+            )
         grown = replace(
-            record, partition_count=count, leader_epochs=[*record.leader_epochs, *added_epochs]
+            record,
+            partition_count=count,
+            leader_epochs=[*record.leader_epochs, *added_epochs],
+            assignment=[*record.assignment, *added_replicas],
         )
 
         def apply() -> None:
             record.leader_epochs.extend(added_epochs)
+            record.assignment.extend(added_replicas)
             record.partition_count = count
 
         return self._staged(apply, topics={**self.metadata.topics, name: grown})
@@ -371,6 +424,16 @@ class Controller:
             )
 
     def _check_assignments(self, assignments: Sequence[Sequence[int]]) -> int:
+        if self.clustered:
+            known = [b.node_id for b in self.live_brokers()]
+            for replicas in assignments:
+                check_assignment(replicas, known)
+            if len({len(r) for r in assignments}) > 1:
+                raise ControllerError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    "every partition must have the same number of replicas",
+                )
+            return len(assignments)
         for replicas in assignments:
             if list(replicas) != [self.node_id]:
                 raise ControllerError(

@@ -30,11 +30,19 @@ class TopicRecord:
     # One leader epoch per partition; bumped on every leadership change.
     leader_epochs: list[int] = field(default_factory=list)
     is_internal: bool = False
+    # Replicas of each partition, preferred leader first (a cluster over etcd).
+    # Empty on a single node: its one broker holds every partition.
+    assignment: list[list[int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.leader_epochs:
             self.leader_epochs = [0] * self.partition_count
         assert len(self.leader_epochs) == self.partition_count
+        assert not self.assignment or len(self.assignment) == self.partition_count
+
+    def replicas(self, index: int, local_node_id: int) -> list[int]:
+        """The partition's replicas (a single node's topics name none: it holds all)."""
+        return list(self.assignment[index]) if self.assignment else [local_node_id]
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -45,13 +53,16 @@ class TopicRecord:
             "configs": dict(self.configs),
             "leader_epochs": list(self.leader_epochs),
             "is_internal": self.is_internal,
+            "assignment": [list(r) for r in self.assignment],
         }
 
     @classmethod
     def from_json(cls, doc: dict[str, object]) -> TopicRecord:
         configs = doc.get("configs", {})
         epochs = doc.get("leader_epochs", [])
+        assignment = doc.get("assignment", [])
         assert isinstance(configs, dict) and isinstance(epochs, list)
+        assert isinstance(assignment, list) and all(isinstance(r, list) for r in assignment)
         return cls(
             name=str(doc["name"]),
             topic_id=uuid.UUID(str(doc["topic_id"])),
@@ -60,6 +71,7 @@ class TopicRecord:
             configs={str(k): str(v) for k, v in configs.items()},
             leader_epochs=[int(e) for e in epochs],
             is_internal=bool(doc.get("is_internal", False)),
+            assignment=[[int(n) for n in r] for r in assignment],
         )
 
 
@@ -113,34 +125,47 @@ class EmbeddedMetadataStore:
             self.save(metadata)
             return metadata
         try:
-            doc = json.loads(self._path.read_text(encoding="utf-8"))
-            topics = [TopicRecord.from_json(t) for t in doc["topics"]]
-            return ClusterMetadata(
-                cluster_id=str(doc["cluster_id"]),
-                topics={t.name: t for t in topics},
-                next_producer_id=int(doc.get("next_producer_id", 0)),
-                deleting_topic_ids=[uuid.UUID(str(i)) for i in doc.get("deleting_topic_ids", [])],
-                group_configs=_group_configs_from_json(doc.get("group_configs", {})),
-            )
-        except (ValueError, KeyError, TypeError, AssertionError) as exc:
+            return metadata_from_json(self._path.read_bytes())
+        except MetadataCorruptError as exc:
             raise MetadataCorruptError(f"{self._path}: {exc}") from exc
 
     def save(self, metadata: ClusterMetadata) -> None:
-        doc = {
-            "format_version": METADATA_FORMAT_VERSION,
-            "cluster_id": metadata.cluster_id,
-            "topics": [t.to_json() for t in metadata.topics.values()],
-            "next_producer_id": metadata.next_producer_id,
-            "deleting_topic_ids": [str(i) for i in metadata.deleting_topic_ids],
-            "group_configs": {g: dict(c) for g, c in metadata.group_configs.items()},
-        }
         temp_path = self._path.with_suffix(".tmp")
-        with open(temp_path, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
+        with open(temp_path, "wb") as f:
+            f.write(metadata_to_json(metadata, indent=1))
             f.flush()
             os.fsync(f.fileno())
         os.replace(temp_path, self._path)
         _fsync_directory(self._path.parent)
+
+
+def metadata_to_json(metadata: ClusterMetadata, *, indent: int | None = None) -> bytes:
+    """The metadata document (the embedded store's file, the value of etcd's key)."""
+    doc = {
+        "format_version": METADATA_FORMAT_VERSION,
+        "cluster_id": metadata.cluster_id,
+        "topics": [t.to_json() for t in metadata.topics.values()],
+        "next_producer_id": metadata.next_producer_id,
+        "deleting_topic_ids": [str(i) for i in metadata.deleting_topic_ids],
+        "group_configs": {g: dict(c) for g, c in metadata.group_configs.items()},
+    }
+    return json.dumps(doc, indent=indent, sort_keys=True).encode()
+
+
+def metadata_from_json(value: bytes) -> ClusterMetadata:
+    """Raises MetadataCorruptError for anything but a well-formed document."""
+    try:
+        doc = json.loads(value)
+        topics = [TopicRecord.from_json(t) for t in doc["topics"]]
+        return ClusterMetadata(
+            cluster_id=str(doc["cluster_id"]),
+            topics={t.name: t for t in topics},
+            next_producer_id=int(doc.get("next_producer_id", 0)),
+            deleting_topic_ids=[uuid.UUID(str(i)) for i in doc.get("deleting_topic_ids", [])],
+            group_configs=_group_configs_from_json(doc.get("group_configs", {})),
+        )
+    except (ValueError, KeyError, TypeError, AssertionError) as exc:
+        raise MetadataCorruptError(str(exc)) from exc
 
 
 def _group_configs_from_json(doc: object) -> dict[str, dict[str, str]]:

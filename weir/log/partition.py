@@ -371,6 +371,117 @@ class PartitionLog:
         append_time_ms = now_ms if self.config.log_append_time else -1
         return AppendResult(base_offset, last_offset, append_time_ms, self.log_start_offset)
 
+    def append_replicated(
+        self, records: memoryview | bytes | bytearray, *, now_ms: int
+    ) -> AppendResult | None:
+        """A follower's append: the leader's batches stored byte-for-byte with the
+        leader's offsets and leader epochs (nothing patched). Batches wholly below
+        the log end are skipped (already here), a partial batch at the end (a fetch
+        cuts the last one) is ignored; the first kept batch must start at the log
+        end and the others follow without gap, else LogError and nothing is written.
+        Each batch is checked as the leader stored it (header, record count, codec,
+        CRC32C); the leader alone applied the topic's limits and the producers'
+        sequence checks, so producer state only records the batches (a follower
+        promoted to leader then recognises a producer's retry). None: nothing new."""
+        self._check_writable()
+        view = memoryview(records).cast("B")
+        headers = self._replicated_headers(view)
+        if not headers:
+            return None
+        first_position = headers[0][0]
+        last_position, last_header = headers[-1]
+        data = bytearray(view[first_position : last_position + last_header.size])
+        base_offset = self.log_end_offset
+        batches = [
+            AppendedBatch(position - first_position, h.last_offset, h.max_timestamp, h.size)
+            for position, h in headers
+        ]
+        self._check_replicated_epochs(headers)
+        try:
+            self._maybe_roll(len(data), last_header.last_offset, len(headers), now_ms)
+            segment = self._segments[-1]
+            if not segment.pinned:
+                segment.pin()
+            segment.append(data, batches, self.config.index_interval_bytes)
+        except OSError as exc:
+            log.error("replicated append to %s failed: %s", self.directory, exc)
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
+        self.log_end_offset = last_header.last_offset + 1
+        self._unsynced[segment.log_file] = None
+        for _, header in headers:
+            if not header.is_control:
+                self.producer_state.replay(
+                    header.producer_id, header.producer_epoch, header.base_sequence,
+                    header.base_offset, header.last_offset, now_ms,
+                )  # fmt: skip
+            self._assign_epoch(header.partition_leader_epoch, header.base_offset)
+        self._after_write()
+        return AppendResult(base_offset, last_header.last_offset, -1, self.log_start_offset)
+
+    def _replicated_headers(self, view: memoryview) -> list[tuple[int, BatchHeader]]:
+        headers: list[tuple[int, BatchHeader]] = []
+        expected = self.log_end_offset
+        position = 0
+        total = len(view)
+        while total - position >= BATCH_HEADER_SIZE:
+            try:
+                header = parse_batch_header(view, position)
+            except InvalidBatch as exc:
+                raise LogError(exc.error_code, f"replicated batch: {exc}") from exc
+            if header.size > total - position:
+                break  # the fetch cut the last batch
+            if header.last_offset < expected and not headers:
+                position += header.size
+                continue
+            if header.base_offset != expected:
+                raise LogError(
+                    ErrorCode.INVALID_RECORD,
+                    f"replicated batch at offset {header.base_offset}, expected {expected}",
+                )
+            self._check_replicated_batch(view, position, header)
+            headers.append((position, header))
+            expected = header.last_offset + 1
+            position += header.size
+        return headers
+
+    @staticmethod
+    def _check_replicated_batch(view: memoryview, position: int, header: BatchHeader) -> None:
+        if header.records_count < 1 or header.last_offset_delta != header.records_count - 1:
+            raise LogError(ErrorCode.INVALID_RECORD, "replicated batch: bad record count")
+        if header.compression > COMPRESSION_CODEC_MAX:
+            raise LogError(ErrorCode.CORRUPT_MESSAGE, f"unknown codec {header.compression}")
+        if not verify_crc(view, position, header):
+            raise LogError(ErrorCode.CORRUPT_MESSAGE, "replicated batch CRC32C mismatch")
+
+    def _check_replicated_epochs(self, headers: list[tuple[int, BatchHeader]]) -> None:
+        latest = self.epoch_cache.latest_epoch
+        for _, header in headers:
+            epoch = header.partition_leader_epoch
+            if latest is not None and epoch < latest:
+                raise LogError(
+                    ErrorCode.INVALID_RECORD,
+                    f"replicated batch of leader epoch {epoch} after epoch {latest}",
+                )
+            latest = epoch
+
+    def truncation_offset(self, leader_epoch: int, leader_end_offset: int) -> int:
+        """KIP-279: where a follower cuts its log, given the leader's answer to
+        OffsetForLeaderEpoch for the follower's latest epoch (the largest epoch at
+        or below it that the leader has, and where that epoch ends on the leader).
+        The follower keeps what both logs share: up to the leader's end of that
+        epoch, and no further than its own end of it (its next epoch's start when
+        it lacks that epoch). Never the high watermark (KIP-101). When the leader
+        has no such epoch (UNDEFINED), nothing of this log is known to match: it
+        is cut to its start and fetched again from the leader."""
+        if leader_epoch < 0 or leader_end_offset < 0:
+            return self.log_start_offset
+        if leader_epoch == self.epoch_cache.latest_epoch:
+            return min(leader_end_offset, self.log_end_offset)
+        epoch, own_end = self.epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+        if epoch < 0:
+            return self.log_start_offset
+        return max(min(leader_end_offset, own_end, self.log_end_offset), self.log_start_offset)
+
     def _check_producers(
         self, headers: list[tuple[int, BatchHeader]]
     ) -> list[PendingBatch | None] | ProducerBatch:

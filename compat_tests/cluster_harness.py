@@ -1,0 +1,114 @@
+"""A real Weir cluster for tests: `weir serve --node-id N --etcd URLS` processes
+over a real etcd (compat_tests/etcd_harness.py), each a `WeirProcess`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from compat_tests.etcd_harness import EtcdCluster
+from compat_tests.harness import SETTINGS_FILE_NAME, WeirProcess
+
+# Short timeouts so that failover tests take seconds (the defaults are Kafka's).
+TEST_CLUSTER_SETTINGS = """\
+broker_session_timeout_ms = 3000
+replica_lag_time_max_ms = 4000
+"""
+WAIT_INTERVAL_S = 0.1
+
+
+class WeirCluster:
+    def __init__(self, base: Path, etcd: EtcdCluster, brokers_count: int = 3) -> None:
+        self.base = base
+        self.etcd = etcd
+        self.brokers: dict[int, WeirProcess] = {}
+        for node_id in range(1, brokers_count + 1):
+            broker_dir = base / f"broker-{node_id}"
+            broker_dir.mkdir(parents=True, exist_ok=True)
+            settings_file = broker_dir / SETTINGS_FILE_NAME
+            settings_file.write_text(TEST_CLUSTER_SETTINGS)
+            self.brokers[node_id] = WeirProcess(
+                broker_dir / "data",
+                broker_dir / "logs",
+                extra_args=(
+                    "--node-id",
+                    str(node_id),
+                    "--etcd",
+                    etcd.client_urls,
+                    "--config",
+                    str(settings_file),
+                ),  # fmt: skip
+            )
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def start(self) -> None:
+        for broker in self.brokers.values():
+            broker.start()
+
+    def stop(self) -> None:
+        for broker in self.brokers.values():
+            if broker.is_running():
+                broker.stop()
+            broker.close()
+
+    def running(self) -> Iterator[WeirProcess]:
+        return (b for b in self.brokers.values() if b.is_running())
+
+    def admin(self) -> AdminClient:
+        bootstrap = ",".join(b.bootstrap for b in self.running())
+        return AdminClient({"bootstrap.servers": bootstrap})
+
+    def create_topic(
+        self, name: str, partitions: int, replication_factor: int, **configs: str
+    ) -> None:
+        admin = self.admin()  # alive until the futures resolve
+        futures = admin.create_topics(
+            [NewTopic(name, partitions, replication_factor, config=configs)],
+            operation_timeout=10,
+            request_timeout=15,
+        )
+        futures[name].result(timeout=20)
+
+    def partitions(self, topic: str) -> dict[int, Any]:
+        """Partition metadata (leader, replicas, isrs) as one broker reports it."""
+        metadata = self.admin().list_topics(topic, timeout=5)
+        described = metadata.topics.get(topic)
+        if described is None or described.error is not None:
+            return {}
+        return dict(described.partitions)
+
+    def controller_id(self) -> int:
+        admin = self.admin()  # alive until the future resolves
+        description = admin.describe_cluster(request_timeout=5).result(timeout=10)
+        controller = description.controller
+        return -1 if controller is None else int(controller.id)
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        return int(self.partitions(topic)[partition].leader)
+
+    def wait_until(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if condition():
+                    return
+            except Exception:  # noqa: BLE001 - a broker may be restarting: ask again
+                pass
+            time.sleep(WAIT_INTERVAL_S)  # polling other processes: no event to wait on
+        raise AssertionError(f"not within {timeout_s:.0f} s: {what}")
+
+    def wait_full_isr(self, topic: str, timeout_s: float = 30.0) -> None:
+        def full() -> bool:
+            partitions = self.partitions(topic)
+            return bool(partitions) and all(
+                p.leader >= 0 and sorted(p.isrs) == sorted(p.replicas) for p in partitions.values()
+            )
+
+        self.wait_until(full, timeout_s, f"every partition of {topic} has its full ISR")

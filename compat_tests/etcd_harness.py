@@ -1,0 +1,156 @@
+"""Real etcd processes for tests (Debian's etcd-server): one member or a
+three-member cluster on free loopback ports, with short election timeouts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compat_tests.harness import free_ports
+
+HEALTHY_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 10.0
+
+
+def etcd_executable() -> str:
+    path = shutil.which("etcd")
+    if path is None:
+        raise RuntimeError("etcd is not on PATH: apt-get install etcd-server (scripts/test does)")
+    return path
+
+
+@dataclass
+class EtcdMember:
+    name: str
+    client_url: str
+    peer_url: str
+    data_dir: Path
+    initial_cluster: str
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    starts: int = field(default=0)
+
+    def command(self) -> list[str]:
+        return [
+            etcd_executable(),
+            "--name", self.name,
+            "--data-dir", str(self.data_dir),
+            "--listen-client-urls", self.client_url,
+            "--advertise-client-urls", self.client_url,
+            "--listen-peer-urls", self.peer_url,
+            "--initial-advertise-peer-urls", self.peer_url,
+            "--initial-cluster", self.initial_cluster,
+            "--initial-cluster-state", "new",
+            "--initial-cluster-token", "weir-test",
+            "--heartbeat-interval", "100",
+            "--election-timeout", "1000",
+            "--experimental-watch-progress-notify-interval", "5s",
+        ]  # fmt: skip
+
+    def start(self) -> None:
+        assert not self.is_running()
+        self.starts += 1
+        with open(self.log_path, "ab") as log_file:
+            self.process = subprocess.Popen(
+                self.command(), stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file
+            )
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def status(self) -> dict[str, object]:
+        request = urllib.request.Request(
+            self.client_url + "/v3/maintenance/status", data=b"{}", method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=2) as response:
+            document = json.loads(response.read())
+        assert isinstance(document, dict)
+        return document
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.client_url + "/health", timeout=2) as response:
+                return bool(json.loads(response.read()).get("health") == "true")
+        except (OSError, ValueError):
+            return False
+
+
+class EtcdCluster:
+    def __init__(self, members: list[EtcdMember]) -> None:
+        self.members = members
+
+    @classmethod
+    def start(cls, base_dir: Path, members_count: int = 1) -> EtcdCluster:
+        base_dir.mkdir(parents=True, exist_ok=True)
+        ports = free_ports(2 * members_count)
+        names = [f"etcd{i}" for i in range(members_count)]
+        peer_urls = [f"http://127.0.0.1:{ports[2 * i + 1]}" for i in range(members_count)]
+        initial = ",".join(f"{n}={u}" for n, u in zip(names, peer_urls, strict=True))
+        members = [
+            EtcdMember(
+                name=names[i],
+                client_url=f"http://127.0.0.1:{ports[2 * i]}",
+                peer_url=peer_urls[i],
+                data_dir=base_dir / names[i],
+                initial_cluster=initial,
+                log_path=base_dir / f"{names[i]}.log",
+            )
+            for i in range(members_count)
+        ]
+        cluster = cls(members)
+        for member in members:
+            member.start()
+        try:
+            cluster.wait_healthy()
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+
+    @property
+    def client_urls(self) -> str:
+        return ",".join(m.client_url for m in self.members)
+
+    def wait_healthy(self, timeout_s: float = HEALTHY_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if all(m.healthy() for m in self.members if m.is_running()):
+                return
+            time.sleep(0.1)  # polling other processes: no event to wait on
+        logs = "\n".join(m.log_path.read_text(errors="replace")[-2000:] for m in self.members)
+        raise RuntimeError(f"etcd not healthy within {timeout_s:.0f} s\n{logs}")
+
+    def leader(self) -> EtcdMember:
+        for member in self.members:
+            if not member.is_running():
+                continue
+            status = member.status()
+            header = status.get("header")
+            assert isinstance(header, dict)
+            if str(status.get("leader")) == str(header.get("member_id")):
+                return member
+        raise AssertionError("no etcd member reports itself leader")
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.stop()

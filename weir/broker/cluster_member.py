@@ -1,0 +1,626 @@
+"""One broker of a cluster over etcd: registration, the metadata it watches and
+applies, partition roles, the ISR changes it makes as a leader, and the
+controller's elections when it is the active controller.
+
+etcd holds (under `/weir/`):
+
+- `metadata`: the cluster metadata document (topics, their configs and replica
+  assignment, the next producer id, group configs), changed only by
+  compare-and-swap on its mod revision (`save_metadata`);
+- `brokers/<node id>`: each live broker's registration, under its lease;
+- `controller`: the active controller's node id, under its lease (the first broker
+  to create it wins; the others watch for its deletion);
+- `partitions/<topic id>/<index>`: a partition's leader, leader epoch, ISR and
+  partition epoch once it first changed (absent: its first replica leads, every
+  replica in sync); changed only by compare-and-swap on its mod revision, by the
+  leader (ISR, while its own registration exists) or the controller (leader,
+  while it still holds the controller key).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+import trio
+
+from weir.broker.broker import Broker, MetadataConflictError, PartitionReplica, wall_clock_ms
+from weir.broker.config import BrokerConfig
+from weir.broker.etcd_client import (
+    Compare,
+    EtcdClient,
+    EtcdError,
+    KeyValue,
+    Put,
+    WatchCompacted,
+    WatchEvent,
+)
+from weir.broker.replication import (
+    REPLICA_CLIENT_ID_PREFIX,
+    FollowedPartition,
+    ReplicaFetcher,
+    Replication,
+)
+from weir.controller.controller import MetadataChange
+from weir.controller.metadata import (
+    ClusterMetadata,
+    MetadataCorruptError,
+    TopicRecord,
+    metadata_from_json,
+    metadata_to_json,
+    new_cluster_id,
+)
+from weir.controller.partition_state import (
+    NO_LEADER,
+    BrokerInfo,
+    PartitionState,
+    elect_leader,
+    initial_state,
+)
+
+log = logging.getLogger(__name__)
+
+PREFIX = b"/weir/"
+METADATA_KEY = PREFIX + b"metadata"
+BROKERS_PREFIX = PREFIX + b"brokers/"
+CONTROLLER_KEY = PREFIX + b"controller"
+PARTITIONS_PREFIX = PREFIX + b"partitions/"
+# How often leaders check their followers' lag and the controller its partitions.
+HOUSEKEEPING_INTERVAL_S = 0.5
+WATCH_RETRY_BACKOFF_S = 0.5
+
+
+def broker_key(node_id: int) -> bytes:
+    return BROKERS_PREFIX + str(node_id).encode()
+
+
+def partition_key(topic_id: uuid.UUID, index: int) -> bytes:
+    return PARTITIONS_PREFIX + f"{topic_id}/{index}".encode()
+
+
+@dataclass
+class StoredState:
+    state: PartitionState
+    mod_revision: int  # 0: not in etcd yet (the initial state)
+
+
+class EtcdMetadataStore:
+    """The controller's store in a cluster: loaded from etcd before the broker is
+    built; every save goes through `ClusterMember.save_metadata`."""
+
+    def __init__(self, metadata: ClusterMetadata) -> None:
+        self._metadata = metadata
+
+    def load(self) -> ClusterMetadata:
+        return self._metadata
+
+    def save(self, metadata: ClusterMetadata) -> None:
+        raise AssertionError("a cluster's metadata is saved by compare-and-swap in etcd")
+
+
+async def load_cluster_metadata(etcd: EtcdClient) -> tuple[ClusterMetadata, int]:
+    """The metadata document and its mod revision, created when the cluster is new."""
+    for _ in range(3):
+        kv = await etcd.get(METADATA_KEY)
+        if kv is not None:
+            return metadata_from_json(kv.value), kv.mod_revision
+        fresh = ClusterMetadata(cluster_id=new_cluster_id())
+        result = await etcd.txn(
+            [Compare.absent(METADATA_KEY)], [Put(METADATA_KEY, metadata_to_json(fresh))]
+        )
+        if result.succeeded:
+            log.info("created the cluster metadata in etcd (cluster id %s)", fresh.cluster_id)
+            return fresh, result.revision
+    raise MetadataCorruptError("the metadata key in etcd keeps changing")
+
+
+class ClusterMember:
+    def __init__(
+        self,
+        broker: Broker,
+        etcd: EtcdClient,
+        metadata_revision: int,
+    ) -> None:
+        self.broker = broker
+        self.etcd = etcd
+        config: BrokerConfig = broker.config
+        self.node_id = config.node_id
+        self.session_timeout_ms = config.broker_session_timeout_ms
+        self.replica_lag_time_max_ms = config.replica_lag_time_max_ms
+        self.metadata_revision = metadata_revision
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.controller_id = NO_LEADER
+        self.states: dict[tuple[uuid.UUID, int], StoredState] = {}
+        self.replication_token = secrets.token_hex(16)
+        self._controller_value = json.dumps(
+            {"node_id": self.node_id, "token": secrets.token_hex(8)}
+        ).encode()
+        self.is_controller = False
+        self.lease_id = 0
+        self.registration_revision = 0
+        self._lease_valid_until = 0.0
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._nursery: trio.Nursery | None = None
+        self._roles_changed = trio.Event()
+        self._leadership_dirty = trio.Event()
+        self.controller_elections_total = 0
+        self.isr_shrinks_total = 0
+        self.isr_expands_total = 0
+        broker.cluster = self
+        broker.controller.clustered = True
+        broker.controller.live_brokers = lambda: sorted(
+            self.brokers.values(), key=lambda b: b.node_id
+        )
+        broker.on_partitions_changed = self._partitions_changed
+
+    # -- what the broker asks ------------------------------------------------------
+
+    def fenced(self) -> bool:
+        """True once this broker's lease may have ended: it must not act as leader."""
+        return trio.current_time() > self._lease_valid_until
+
+    def live_brokers(self) -> list[BrokerInfo]:
+        return sorted(self.brokers.values(), key=lambda b: b.node_id)
+
+    def replicas_catching_up(self) -> int:
+        count = 0
+        for replica in self.broker.partitions.values():
+            state = self.partition_state(replica.topic, replica.index)
+            leader = state.leader
+            if leader not in (NO_LEADER, self.node_id) and leader in self.brokers:
+                count += self.node_id not in state.isr
+        return count
+
+    def partition_state(self, topic: TopicRecord, index: int) -> PartitionState:
+        stored = self.states.get((topic.topic_id, index))
+        if stored is not None:
+            return stored.state
+        return initial_state(topic.replicas(index, self.node_id))
+
+    def replica_fetch_allowed(self, replica_id: int, client_id: str | None) -> bool:
+        """A replica fetch must present the registered broker's replication token
+        (CVE-2018-1288's class: a client may not pose as a follower)."""
+        info = self.brokers.get(replica_id)
+        if info is None or not info.replication_token:
+            return False
+        expected = f"{REPLICA_CLIENT_ID_PREFIX}{replica_id}-{info.replication_token}"
+        return client_id is not None and secrets.compare_digest(client_id, expected)
+
+    def record_follower_fetch(
+        self, replica: PartitionReplica, replica_id: int, fetch_offset: int
+    ) -> None:
+        replication = replica.replication
+        if not isinstance(replication, Replication) or replication.state.leader != self.node_id:
+            return
+        replication.record_follower_fetch(replica_id, fetch_offset, wall_clock_ms())
+        if replication.caught_up_followers():
+            self._leadership_dirty.set()
+
+    async def save_metadata(self, change: MetadataChange) -> None:
+        result = await self.etcd.txn(
+            [Compare.mod_revision_is(METADATA_KEY, self.metadata_revision)],
+            [Put(METADATA_KEY, metadata_to_json(change.document))],
+            [],
+        )
+        if result.succeeded:
+            self.metadata_revision = result.revision
+            return
+        kv = await self.etcd.get(METADATA_KEY)
+        if kv is not None:
+            self._replace_metadata(kv)
+        raise MetadataConflictError()
+
+    # -- running -------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        kvs, revision = await self.etcd.get_prefix(PREFIX)
+        for kv in kvs:
+            self._apply_put(kv, initial=True)
+        await self._register()
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await self.broker.reconcile_local_partitions()
+            self._apply_roles()
+            nursery.start_soon(self._keep_lease)
+            nursery.start_soon(self._watch, revision + 1)
+            nursery.start_soon(self._campaign)
+            nursery.start_soon(self._housekeeping)
+            task_status.started()
+
+    async def _register(self) -> None:
+        ttl_s = max(1, self.session_timeout_ms // 1000)
+        config = self.broker.config
+        advertised = config.advertised
+        info = BrokerInfo(
+            node_id=self.node_id,
+            host=advertised.host,
+            port=advertised.port,
+            rack=config.rack,
+            replication_token=self.replication_token,
+        )
+        key = broker_key(self.node_id)
+        previous = await self.etcd.get(key)
+        if previous is not None:
+            log.warning("broker %d was still registered (a restart within its session "
+                        "timeout): replacing that registration", self.node_id)  # fmt: skip
+            await self.etcd.delete(key)
+        lease_id = await self.etcd.lease_grant(ttl_s)
+        started = trio.current_time()
+        result = await self.etcd.txn([], [Put(key, info.to_json(), lease_id=lease_id)])
+        self.lease_id = lease_id
+        self.registration_revision = result.revision
+        self._lease_valid_until = started + ttl_s
+        self.brokers[self.node_id] = replace(info, epoch=result.revision)
+        log.info("registered broker %d in etcd (lease %x, %d s)", self.node_id, lease_id, ttl_s)
+
+    async def _keep_lease(self) -> None:
+        ttl_s = max(1, self.session_timeout_ms // 1000)
+        interval_s = ttl_s / 3
+        while True:
+            await trio.sleep(interval_s)
+            sent = trio.current_time()
+            try:
+                remaining_s = await self.etcd.lease_keepalive(self.lease_id)
+            except EtcdError as exc:
+                log.warning("lease keepalive failed: %s", exc)
+                continue
+            if remaining_s <= 0:
+                log.warning("broker %d's lease ended: registering again", self.node_id)
+                self.is_controller = False
+                self._apply_roles()
+                try:
+                    await self._register()
+                except EtcdError as exc:
+                    log.warning("registering again failed: %s", exc)
+                continue
+            self._lease_valid_until = sent + remaining_s
+
+    async def _watch(self, start_revision: int) -> None:
+        revision = start_revision
+        while True:
+            try:
+                async with self.etcd.watch_prefix(PREFIX, revision) as batches:
+                    async for events in batches:
+                        for event in events:
+                            await self._apply_event(event)
+                            revision = event.kv.mod_revision + 1
+            except WatchCompacted:
+                kvs, current = await self.etcd.get_prefix(PREFIX)
+                self.brokers.clear()
+                self.states.clear()
+                for kv in kvs:
+                    self._apply_put(kv, initial=True)
+                await self.broker.reconcile_local_partitions()
+                self._apply_roles()
+                revision = current + 1
+            except EtcdError as exc:
+                log.info("etcd watch interrupted (%s); resuming from revision %d", exc, revision)
+                await trio.sleep(WATCH_RETRY_BACKOFF_S)
+
+    async def _apply_event(self, event: WatchEvent) -> None:
+        kv = event.kv
+        if event.kind == "delete":
+            self._apply_delete(kv.key)
+            return
+        if kv.key == METADATA_KEY:
+            if kv.mod_revision <= self.metadata_revision:
+                return  # our own save, already applied
+            async with self.broker.metadata_lock:
+                if kv.mod_revision > self.metadata_revision:
+                    self._replace_metadata(kv)
+            await self.broker.reconcile_local_partitions()
+            self._leadership_dirty.set()
+            return
+        self._apply_put(kv, initial=False)
+
+    def _replace_metadata(self, kv: KeyValue) -> None:
+        try:
+            metadata = metadata_from_json(kv.value)
+        except MetadataCorruptError as exc:
+            log.error("unreadable cluster metadata in etcd (revision %d): %s",
+                      kv.mod_revision, exc)  # fmt: skip
+            return
+        self.broker.controller.replace_metadata(metadata)
+        self.metadata_revision = kv.mod_revision
+
+    def _apply_put(self, kv: KeyValue, *, initial: bool) -> None:
+        key = kv.key
+        try:
+            if key.startswith(BROKERS_PREFIX):
+                info = BrokerInfo.from_json(kv.value, kv.create_revision)
+                self.brokers[info.node_id] = info
+                self._leadership_dirty.set()
+            elif key == CONTROLLER_KEY:
+                self.controller_id = int(json.loads(kv.value)["node_id"])
+                self.is_controller = kv.value == self._controller_value
+            elif key.startswith(PARTITIONS_PREFIX):
+                topic_id_text, index_text = key[len(PARTITIONS_PREFIX) :].decode().split("/")
+                state = PartitionState.from_json(kv.value)
+                state_key = (uuid.UUID(topic_id_text), int(index_text))
+                known = self.states.get(state_key)
+                if known is not None and known.mod_revision >= kv.mod_revision:
+                    return  # our own change, applied when it was made
+                self.states[state_key] = StoredState(state, kv.mod_revision)
+                if not initial:
+                    self._apply_roles()
+            elif key == METADATA_KEY and initial:
+                self._replace_metadata(kv)
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            log.error("ignoring unreadable %r in etcd: %s", key, exc)
+
+    def _apply_delete(self, key: bytes) -> None:
+        if key.startswith(BROKERS_PREFIX):
+            try:
+                node_id = int(key[len(BROKERS_PREFIX) :])
+            except ValueError:
+                return
+            self.brokers.pop(node_id, None)
+            log.info("broker %d left the cluster", node_id)
+            self._leadership_dirty.set()
+        elif key == CONTROLLER_KEY:
+            self.controller_id = NO_LEADER
+            self.is_controller = False
+            self._leadership_dirty.set()
+
+    # -- roles ---------------------------------------------------------------------
+
+    def _partitions_changed(self) -> None:
+        self._apply_roles()
+
+    def _apply_roles(self) -> None:
+        now_ms = wall_clock_ms()
+        active: dict[int, set[tuple[str, int]]] = {}
+        for key, replica in self.broker.partitions.items():
+            topic = replica.topic
+            state = self.partition_state(topic, replica.index)
+            replication = replica.replication
+            if not isinstance(replication, Replication):
+                replication = Replication(
+                    node_id=self.node_id,
+                    replica=replica,
+                    replicas=tuple(topic.replicas(replica.index, self.node_id)),
+                    state=PartitionState(NO_LEADER, -1, ()),
+                    high_watermark=0,
+                    fenced=self.fenced,
+                )
+                replica.replication = replication
+            replication.replicas = tuple(topic.replicas(replica.index, self.node_id))
+            if state.leader == self.node_id:
+                replication.become_leader(state, now_ms)
+            else:
+                if replication.state != state:
+                    replication.become_follower(state)
+                if state.leader != NO_LEADER:
+                    fetcher = self._fetcher(state.leader)
+                    fetcher.follow(key, FollowedPartition(replica, replication, state.leader_epoch))
+                    active.setdefault(state.leader, set()).add(key)
+        for leader_id, fetcher in self.fetchers.items():
+            for key in list(fetcher.partitions):
+                if key not in active.get(leader_id, set()):
+                    fetcher.unfollow(key)
+
+    def _fetcher(self, leader_id: int) -> ReplicaFetcher:
+        fetcher = self.fetchers.get(leader_id)
+        if fetcher is None:
+            fetcher = ReplicaFetcher(
+                self.node_id,
+                leader_id,
+                lambda: self._address_of(leader_id),
+                f"{REPLICA_CLIENT_ID_PREFIX}{self.node_id}-{self.replication_token}",
+                frame_bytes_max=self.broker.config.limits.frame_bytes_max,
+                now_ms=wall_clock_ms,
+            )
+            self.fetchers[leader_id] = fetcher
+            assert self._nursery is not None, "fetchers start once the member runs"
+            self._nursery.start_soon(fetcher.run)
+        return fetcher
+
+    def _address_of(self, node_id: int) -> tuple[str, int] | None:
+        info = self.brokers.get(node_id)
+        return None if info is None else (info.host, info.port)
+
+    # -- leader and controller duties --------------------------------------------
+
+    async def _housekeeping(self) -> None:
+        while True:
+            with trio.move_on_after(HOUSEKEEPING_INTERVAL_S):
+                await self._leadership_dirty.wait()
+            self._leadership_dirty = trio.Event()
+            try:
+                await self._maintain_isr()
+                if self.is_controller:
+                    await self._elect_leaders()
+            except EtcdError as exc:
+                log.warning("etcd: %s", exc)
+
+    async def _maintain_isr(self) -> None:
+        if self.fenced():
+            return
+        now_ms = wall_clock_ms()
+        for replica in list(self.broker.partitions.values()):
+            replication = replica.replication
+            if not isinstance(replication, Replication):
+                continue
+            if replication.state.leader != self.node_id:
+                continue
+            replication.advance_high_watermark()
+            lagging = replication.lagging_followers(now_ms, self.replica_lag_time_max_ms)
+            joining = replication.caught_up_followers()
+            if not lagging and not joining:
+                continue
+            isr = [r for r in replication.state.isr if r not in lagging] + joining
+            if await self._swap_isr(replica, replication, isr):
+                if lagging:
+                    self.isr_shrinks_total += 1
+                    log.info("%s-%d: ISR shrinks by %s", replica.topic.name, replica.index, lagging)
+                if joining:
+                    self.isr_expands_total += 1
+                    log.info("%s-%d: ISR gains %s", replica.topic.name, replica.index, joining)
+
+    async def _swap_isr(
+        self, replica: PartitionReplica, replication: Replication, isr: list[int]
+    ) -> bool:
+        topic = replica.topic
+        stored = self.states.get((topic.topic_id, replica.index))
+        current = replication.state
+        new_state = current.with_isr(isr)
+        key = partition_key(topic.topic_id, replica.index)
+        guard = (
+            Compare.mod_revision_is(key, stored.mod_revision)
+            if stored is not None
+            else Compare.absent(key)
+        )
+        result = await self.etcd.txn(
+            [
+                guard,
+                Compare.create_revision_is(broker_key(self.node_id), self.registration_revision),
+            ],
+            [Put(key, new_state.to_json())],
+        )
+        if not result.succeeded:
+            return False
+        self.states[(topic.topic_id, replica.index)] = StoredState(new_state, result.revision)
+        replication.become_leader(new_state, wall_clock_ms())
+        return True
+
+    async def _campaign(self) -> None:
+        while True:
+            if self.controller_id == NO_LEADER and not self.fenced():
+                result = await self._try_campaign()
+                if result:
+                    self.controller_elections_total += 1
+                    self.is_controller = True
+                    self.controller_id = self.node_id
+                    log.info("broker %d is the active controller", self.node_id)
+                    self._leadership_dirty.set()
+            await trio.sleep(HOUSEKEEPING_INTERVAL_S)
+
+    async def _try_campaign(self) -> bool:
+        try:
+            result = await self.etcd.txn(
+                [Compare.absent(CONTROLLER_KEY)],
+                [Put(CONTROLLER_KEY, self._controller_value, lease_id=self.lease_id)],
+            )
+        except EtcdError as exc:
+            log.warning("controller campaign: %s", exc)
+            return False
+        return result.succeeded
+
+    async def _elect_leaders(self) -> None:
+        alive = frozenset(self.brokers)
+        for topic in self.broker.controller.topics():
+            unclean = topic.configs.get("unclean.leader.election.enable", "false") == "true"
+            for index in range(topic.partition_count):
+                replicas = topic.replicas(index, self.node_id)
+                state = self.partition_state(topic, index)
+                new_state = elect_leader(state, replicas, alive, unclean=unclean)
+                if new_state is not None:
+                    await self._swap_state_as_controller(topic, index, new_state)
+
+    async def _swap_state_as_controller(
+        self, topic: TopicRecord, index: int, new_state: PartitionState
+    ) -> None:
+        key = partition_key(topic.topic_id, index)
+        stored = self.states.get((topic.topic_id, index))
+        guard = (
+            Compare.mod_revision_is(key, stored.mod_revision)
+            if stored is not None
+            else Compare.absent(key)
+        )
+        result = await self.etcd.txn(
+            [guard, Compare.value_is(CONTROLLER_KEY, self._controller_value)],
+            [Put(key, new_state.to_json())],
+        )
+        if result.succeeded:
+            self.states[(topic.topic_id, index)] = StoredState(new_state, result.revision)
+            log.info("%s-%d: leader %d (epoch %d), ISR %s", topic.name, index, new_state.leader,
+                     new_state.leader_epoch, list(new_state.isr))  # fmt: skip
+            self._apply_roles()
+
+    def follower_lag_samples(self) -> list[tuple[dict[str, str], float]]:
+        samples = []
+        for (name, index), replica in sorted(self.broker.partitions.items()):
+            replication = replica.replication
+            if not isinstance(replication, Replication) or not replication.followers:
+                continue
+            end = replica.log.log_end_offset
+            for follower, progress in sorted(replication.followers.items()):
+                lag = end - progress.log_end_offset if progress.log_end_offset >= 0 else end
+                labels = {"topic": name, "partition": str(index), "follower": str(follower)}
+                samples.append((labels, float(lag)))
+        return samples
+
+    def leader_counts(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for topic in self.broker.controller.topics():
+            for index in range(topic.partition_count):
+                leader = self.partition_state(topic, index).leader
+                counts[leader] = counts.get(leader, 0) + 1
+        return counts
+
+    def partitions_matching(self, under_replicated: bool) -> Iterable[tuple[TopicRecord, int]]:
+        for topic in self.broker.controller.topics():
+            for index in range(topic.partition_count):
+                state = self.partition_state(topic, index)
+                replicas = topic.replicas(index, self.node_id)
+                matches = (
+                    len(state.isr) < len(replicas)
+                    if under_replicated
+                    else state.leader == NO_LEADER
+                )
+                if matches:
+                    yield topic, index
+
+
+def register_cluster_metrics(broker: Broker, member: ClusterMember) -> None:
+    metrics = broker.metrics
+
+    def partition_gauge(under_replicated: bool) -> list[tuple[dict[str, str], float]]:
+        return [({}, float(sum(1 for _ in member.partitions_matching(under_replicated))))]
+
+    metrics.register_gauge(
+        "weir_under_replicated_partitions",
+        "Partitions whose ISR is smaller than their replica list (cluster-wide view).",
+        lambda: partition_gauge(True),
+    )
+    metrics.register_gauge(
+        "weir_offline_partitions",
+        "Partitions without a leader (cluster-wide view).",
+        lambda: partition_gauge(False),
+    )
+    metrics.register_gauge(
+        "weir_partition_leaders",
+        "Partitions each broker leads (cluster-wide view).",
+        lambda: [
+            ({"node_id": str(n)}, float(c)) for n, c in sorted(member.leader_counts().items())
+        ],
+    )
+    metrics.register_gauge(
+        "weir_active_controller",
+        "1 on the active controller, else 0.",
+        lambda: [({}, 1.0 if member.is_controller else 0.0)],
+    )
+    metrics.register_counter(
+        "weir_controller_elections_total",
+        "Times this broker became the active controller.",
+        lambda: member.controller_elections_total,
+    )
+    metrics.register_counter(
+        "weir_isr_shrinks_total",
+        "ISR shrinks made by this broker as leader.",
+        lambda: member.isr_shrinks_total,
+    )
+    metrics.register_counter(
+        "weir_isr_expands_total",
+        "ISR expansions made by this broker as leader.",
+        lambda: member.isr_expands_total,
+    )
+    metrics.register_gauge(
+        "weir_follower_lag_messages",
+        "Per partition this broker leads, each follower's distance from the log end.",
+        member.follower_lag_samples,
+    )

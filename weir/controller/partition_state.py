@@ -1,0 +1,249 @@
+"""Leadership and in-sync replicas of each partition, and the controller's decisions
+about them: placement of new replicas, leader election, ISR changes.
+
+Pure functions over plain values (no etcd, no clock, no sockets): the broker's
+cluster member reads and writes the states through etcd (compare-and-swap on each
+partition's key) and asks these functions what the next state is.
+
+A partition's state is changed only by compare-and-swap on its `partition_epoch`
+(etcd's mod revision of its key): the leader changes its ISR, the controller its
+leader (and drops dead brokers from the ISR). The leader epoch moves on every
+leader change, so that every batch a leader writes carries the epoch of its term
+and followers can find where their logs diverge (KIP-101/279).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from weir.controller.errors import ControllerError
+from weir.format.errors import ErrorCode
+
+NO_LEADER = -1
+# Brokers' JSON documents in etcd: bounded, so a corrupt value cannot become a huge object.
+STATE_DOCUMENT_BYTES_MAX = 64 * 1024
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """A live broker, as registered under its lease."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    # Unguessable token a follower presents with its replica fetches (see the
+    # broker's replication): a client cannot claim a broker's replica id without it.
+    replication_token: str = ""
+    # etcd's create revision of the registration: moves on every (re)registration.
+    epoch: int = 0
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {
+                "node_id": self.node_id,
+                "host": self.host,
+                "port": self.port,
+                "rack": self.rack,
+                "replication_token": self.replication_token,
+            },
+            sort_keys=True,
+        ).encode()
+
+    @classmethod
+    def from_json(cls, value: bytes, epoch: int) -> BrokerInfo:
+        doc = _load_document(value)
+        rack = doc.get("rack")
+        return cls(
+            node_id=_int(doc["node_id"]),
+            host=str(doc["host"]),
+            port=_int(doc["port"]),
+            rack=None if rack is None else str(rack),
+            replication_token=str(doc.get("replication_token", "")),
+            epoch=epoch,
+        )
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    # Moves on every change of this state (leader or ISR); the CAS guard.
+    partition_epoch: int = 0
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {
+                "leader": self.leader,
+                "leader_epoch": self.leader_epoch,
+                "isr": list(self.isr),
+                "partition_epoch": self.partition_epoch,
+            },
+            sort_keys=True,
+        ).encode()
+
+    @classmethod
+    def from_json(cls, value: bytes) -> PartitionState:
+        doc = _load_document(value)
+        isr = doc["isr"]
+        if not isinstance(isr, list):
+            raise ValueError("isr is not a list")
+        return cls(
+            leader=_int(doc["leader"]),
+            leader_epoch=_int(doc["leader_epoch"]),
+            isr=tuple(_int(r) for r in isr),
+            partition_epoch=_int(doc["partition_epoch"]),
+        )
+
+    def with_isr(self, isr: Iterable[int]) -> PartitionState:
+        return replace(self, isr=tuple(isr), partition_epoch=self.partition_epoch + 1)
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected an integer, got {value!r}")
+    return value
+
+
+def _load_document(value: bytes) -> dict[str, object]:
+    if len(value) > STATE_DOCUMENT_BYTES_MAX:
+        raise ValueError(f"document of {len(value)} bytes")
+    doc = json.loads(value)
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object")
+    return doc
+
+
+def initial_state(replicas: Sequence[int]) -> PartitionState:
+    """A new partition: led by its first replica, every replica in sync (all empty)."""
+    assert replicas, "a partition has at least one replica"
+    return PartitionState(leader=replicas[0], leader_epoch=0, isr=tuple(replicas))
+
+
+def elect_leader(
+    state: PartitionState,
+    replicas: Sequence[int],
+    alive: frozenset[int],
+    *,
+    unclean: bool = False,
+) -> PartitionState | None:
+    """The next state when the leader is gone or dead brokers are in the ISR;
+    None when nothing changes.
+
+    - The leader is alive: only dead followers leave the ISR (never the leader).
+    - The leader is dead or absent: the first replica (assignment order: the
+      preferred leader first) that is in the ISR and alive leads, with a new
+      leader epoch; the ISR keeps its live members.
+    - No live ISR member: the partition is offline (no leader) and keeps its ISR,
+      so that one of those brokers leads again when it returns. With `unclean`
+      (the topic's unclean.leader.election.enable), a live replica outside the
+      ISR leads instead, and acknowledged records it lacks are lost.
+    """
+    live_isr = tuple(r for r in state.isr if r in alive)
+    if state.leader != NO_LEADER and state.leader in alive:
+        if live_isr == state.isr:
+            return None
+        return state.with_isr(live_isr)
+    candidates = [r for r in replicas if r in live_isr]
+    if candidates:
+        return _new_leader(state, candidates[0], live_isr)
+    if unclean:
+        outside = [r for r in replicas if r in alive]
+        if outside:
+            return _new_leader(state, outside[0], (outside[0],))
+    if state.leader == NO_LEADER:
+        return None
+    return PartitionState(
+        leader=NO_LEADER,
+        leader_epoch=state.leader_epoch + 1,
+        isr=state.isr,
+        partition_epoch=state.partition_epoch + 1,
+    )
+
+
+def elect_preferred(
+    state: PartitionState, replicas: Sequence[int], alive: frozenset[int]
+) -> PartitionState | ErrorCode:
+    """ElectLeaders(PREFERRED): the first replica leads if it is alive and in sync."""
+    preferred = replicas[0]
+    if state.leader == preferred:
+        return ErrorCode.ELECTION_NOT_NEEDED
+    if preferred not in alive or preferred not in state.isr:
+        return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    return _new_leader(state, preferred, state.isr)
+
+
+def _new_leader(state: PartitionState, leader: int, isr: Sequence[int]) -> PartitionState:
+    assert leader in isr
+    return PartitionState(
+        leader=leader,
+        leader_epoch=state.leader_epoch + 1,
+        isr=tuple(isr),
+        partition_epoch=state.partition_epoch + 1,
+    )
+
+
+def place_replicas(
+    partition_count: int,
+    replication_factor: int,
+    brokers: Sequence[BrokerInfo],
+    first_partition: int = 0,
+    replica_counts: Mapping[int, int] | None = None,
+) -> list[list[int]]:
+    """Replica lists for new partitions: leaders spread round-robin over the brokers
+    (fewest replicas first), followers on other brokers, on other racks first when
+    brokers declare racks (Kafka's rack-aware assignment in spirit)."""
+    if replication_factor < 1:
+        raise ControllerError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"replication factor must be at least 1, not {replication_factor}",
+        )
+    if replication_factor > len(brokers):
+        raise ControllerError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"replication factor {replication_factor} is larger than the "
+            f"{len(brokers)} available broker{'s' if len(brokers) != 1 else ''}",
+        )
+    counts = dict(replica_counts or {})
+    ordered = sorted(brokers, key=lambda b: (counts.get(b.node_id, 0), b.node_id))
+    assignments = []
+    for offset in range(partition_count):
+        start = (first_partition + offset) % len(ordered)
+        rotation = ordered[start:] + ordered[:start]
+        assignments.append(_pick_replicas(rotation, replication_factor))
+    return assignments
+
+
+def _pick_replicas(rotation: Sequence[BrokerInfo], count: int) -> list[int]:
+    picked = [rotation[0]]
+    racks_used = {rotation[0].rack}
+    rest = list(rotation[1:])
+    while len(picked) < count:
+        other_rack = next((b for b in rest if b.rack not in racks_used), None)
+        chosen = other_rack if other_rack is not None else rest[0]
+        rest.remove(chosen)
+        picked.append(chosen)
+        racks_used.add(chosen.rack)
+    return [b.node_id for b in picked]
+
+
+def check_assignment(replicas: Sequence[int], known_brokers: Iterable[int]) -> None:
+    """An explicit replica list: distinct, non-empty, every broker registered."""
+    known = set(known_brokers)
+    if not replicas:
+        raise ControllerError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "a replica list is empty")
+    if len(set(replicas)) != len(replicas):
+        raise ControllerError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            f"replica assignment {list(replicas)} names a broker twice",
+        )
+    unknown = [r for r in replicas if r not in known]
+    if unknown:
+        raise ControllerError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            f"replica assignment {list(replicas)} names brokers {unknown} that are not "
+            f"registered (live brokers: {sorted(known)})",
+        )
