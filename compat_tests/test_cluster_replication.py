@@ -285,3 +285,86 @@ def test_rolling_restart_under_load_loses_nothing(cluster: WeirCluster) -> None:
         cluster.wait_full_isr(topic, timeout_s=40)
         load.acked_since(100, timeout_s=30)
     check_history(cluster, load, 3)
+
+
+def test_losing_the_etcd_leader_member_interrupts_nothing(tmp_path: Path) -> None:
+    etcd = EtcdCluster.start(tmp_path / "etcd", 3)
+    cluster = WeirCluster(tmp_path / "weir", etcd, brokers_count=3)
+    try:
+        cluster.start()
+        topic = unique_topic_name("etcd-loss")
+        cluster.create_topic(topic, 3, 3)
+        cluster.wait_full_isr(topic)
+        leaders_before = {p: cluster.leader_of(topic, p) for p in range(3)}
+        with ProduceLoad(cluster.bootstrap, topic) as load:
+            load.acked_since(200, timeout_s=30)
+            etcd.leader().kill()
+            load.acked_since(300, timeout_s=30)
+            # The remaining two members elect a leader; every broker's lease survives.
+            cluster.wait_until(lambda: len(cluster.admin().list_topics(timeout=5).brokers) == 3,
+                               20, "three brokers registered")  # fmt: skip
+            load.acked_since(200, timeout_s=30)
+        assert {p: cluster.leader_of(topic, p) for p in range(3)} == leaders_before
+        check_history(cluster, load, 3)
+    finally:
+        cluster.stop()
+        etcd.stop()
+
+
+def _group_consumer(bootstrap: str, group_id: str) -> Consumer:
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+
+
+def _consume(consumer: Consumer, count: int, timeout_s: float) -> list[Message]:
+    taken: list[Message] = []
+    deadline = time.monotonic() + timeout_s
+    while len(taken) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            taken.append(message)
+    return taken
+
+
+def test_committed_offsets_survive_the_loss_of_the_groups_coordinator(
+    cluster: WeirCluster,
+) -> None:
+    topic = unique_topic_name("group-failover")
+    cluster.create_topic(topic, 3, 3)
+    cluster.wait_full_isr(topic)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for seq in range(300):
+        producer.produce(topic, value=f"m-{seq}".encode(), partition=seq % 3)
+    assert producer.flush(30) == 0
+    group_id = unique_topic_name("group")
+    first = _group_consumer(cluster.bootstrap, group_id)
+    first.subscribe([topic])
+    consumed = _consume(first, 150, timeout_s=60)
+    assert len(consumed) == 150
+    first.commit(asynchronous=False)
+    committed = {
+        tp.partition: tp.offset
+        for tp in first.committed([TopicPartition(topic, p) for p in range(3)], timeout=10)
+    }
+    first.close()
+    admin = cluster.admin()
+    described = admin.describe_consumer_groups([group_id])[group_id].result(timeout=20)
+    coordinator_id = described.coordinator.id
+    cluster.brokers[coordinator_id].kill()
+
+    survivors = ",".join(b.bootstrap for b in cluster.running())
+    second = _group_consumer(survivors, group_id)
+    second.subscribe([topic])
+    rest = _consume(second, 150, timeout_s=90)
+    second.close()
+    assert len(rest) == 150
+    for message in rest:
+        assert message.offset() >= committed[message.partition()], "re-read below the commit"
+    values = {m.value() for m in consumed} | {m.value() for m in rest}
+    assert len(values) == 300

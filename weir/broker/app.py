@@ -54,6 +54,8 @@ def main_serve(argv: Sequence[str]) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # httpx logs every etcd request at INFO: only its warnings are worth reading.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     open_files_note = raise_open_files_limit()
     try:
         trio.run(serve, config, open_files_note)
@@ -160,7 +162,11 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
                     # request: librdkafka's admin client retries COORDINATOR_NOT_AVAILABLE
                     # for a few hundred ms only, then waits out its whole timeout, so
                     # the window in which FindCoordinator answers it is kept short.
-                    groups.ensure_ready(wall_clock_ms())
+                    if member is None:
+                        # A cluster creates it on the first group request instead (as
+                        # Kafka does), when the other brokers have joined: its
+                        # replication factor is min(3, live brokers) at that moment.
+                        groups.ensure_ready(wall_clock_ms())
                     log.info(
                         "weir broker %d ready, data in %s, fsync method %s",
                         config.node_id, config.data_dir, broker.flusher.method,

@@ -258,6 +258,8 @@ class Broker:
         self.cluster: ClusterRole | None = None
         # Called after the local replicas changed (the cluster member gives them roles).
         self.on_partitions_changed: Callable[[], None] | None = None
+        # Called after the cluster member changed which local replicas lead.
+        self.leadership_listeners: list[Callable[[], None]] = []
         self.ready = False
         self.loop_lag = EventLoopLag()
         # Every file operation other than appends and group-commit fsyncs runs there.

@@ -196,8 +196,9 @@ class ClusterMember:
         replication = replica.replication
         if not isinstance(replication, Replication) or replication.state.leader != self.node_id:
             return
-        replication.record_follower_fetch(replica_id, fetch_offset, wall_clock_ms())
-        if replication.caught_up_followers():
+        now_ms = wall_clock_ms()
+        replication.record_follower_fetch(replica_id, fetch_offset, now_ms)
+        if replication.caught_up_followers(now_ms, self.replica_lag_time_max_ms):
             self._leadership_dirty.set()
 
     async def save_metadata(self, change: MetadataChange) -> None:
@@ -402,6 +403,8 @@ class ClusterMember:
             for key in list(fetcher.partitions):
                 if key not in active.get(leader_id, set()):
                     fetcher.unfollow(key)
+        for listener in self.broker.leadership_listeners:
+            listener()
 
     def _fetcher(self, leader_id: int) -> ReplicaFetcher:
         fetcher = self.fetchers.get(leader_id)
@@ -449,7 +452,11 @@ class ClusterMember:
                 continue
             replication.advance_high_watermark()
             lagging = replication.lagging_followers(now_ms, self.replica_lag_time_max_ms)
-            joining = replication.caught_up_followers()
+            joining = [
+                r
+                for r in replication.caught_up_followers(now_ms, self.replica_lag_time_max_ms)
+                if r in self.brokers
+            ]
             if not lagging and not joining:
                 continue
             isr = [r for r in replication.state.isr if r not in lagging] + joining

@@ -57,6 +57,9 @@ from weir.log.errors import LogError
 
 log = logging.getLogger(__name__)
 
+# Kafka's default offsets.topic.replication.factor (a cluster uses min(3, brokers)).
+OFFSETS_TOPIC_REPLICATION_FACTOR = 3
+
 
 @dataclass(frozen=True)
 class PendingWrite:
@@ -70,6 +73,11 @@ class PendingWrite:
             try:
                 await wait_group_records(self.service.broker, partition, end_offset)
             except LogError as exc:
+                if exc.error_code in (
+                    ErrorCode.NOT_COORDINATOR,
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                ):
+                    return exc.error_code  # leadership moved, or the ISR is short: retry
                 self.service.mark_failed(partition, exc)
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return ErrorCode.NONE
@@ -97,6 +105,10 @@ class GroupService:
         self.background: trio.Nursery | None = None
         self._preparing = False
         self._topic_names_version = -1  # the controller's, when last handed over
+        # In a cluster: the offsets partitions this broker leads and has loaded (the
+        # coordinator of a group is the leader of its partition). None: a single
+        # node, which serves every partition.
+        self._led: set[int] | None = None if broker.cluster is None else set()
         for group_id in broker.controller.metadata.group_configs:
             self.refresh_group_config(group_id)
 
@@ -129,12 +141,15 @@ class GroupService:
 
     def available(self, group_id: str) -> bool:
         """False until group state is loaded (the offsets topic is being created),
-        and once the group's offsets partition failed a write (see __init__)."""
-        return self.loaded and self.partition_for(group_id) not in self._failed_partitions
+        and once the group's offsets partition failed a write (see __init__). In a
+        cluster, only for groups whose offsets partition this broker leads (and
+        has loaded)."""
+        partition = self.partition_for(group_id)
+        if self._led is not None and partition not in self._led:
+            return False
+        return self.loaded and partition not in self._failed_partitions
 
     def unavailable_reason(self, group_id: str) -> str:
-        if self.broker.cluster is not None:
-            return "consumer groups are not served by a Weir cluster yet; assign partitions"
         if not self.loaded:
             return f"{OFFSETS_TOPIC_NAME} is being created; retry"
         return "the group's offsets partition failed a write; restart the broker"
@@ -151,7 +166,7 @@ class GroupService:
         from before clients were refused; see `adopt_offsets_topic`)."""
         count = self.settings.offsets_topic_partition_count
         if self.broker.cluster is not None:
-            return  # a cluster's group coordinators are not served yet (docs/cluster.md)
+            return  # a cluster broker loads the partitions it leads (`sync_leadership`)
         if adopt_offsets_topic(self.broker, count) is not None:
             self._load(now_ms)
 
@@ -161,8 +176,6 @@ class GroupService:
         groups are `available` once it is done."""
         if self.loaded or self._preparing or self.background is None:
             return
-        if self.broker.cluster is not None:
-            return  # a cluster's group coordinators are not served yet (docs/cluster.md)
         self._preparing = True
         self.background.start_soon(self._prepare_in_background)
 
@@ -176,11 +189,81 @@ class GroupService:
         """Create the offsets topic (file work on the disk executor), then load state."""
         self._preparing = True
         try:
-            await create_offsets_topic(self.broker, self.settings.offsets_topic_partition_count)
-            if not self.loaded:
+            await create_offsets_topic(
+                self.broker,
+                self.settings.offsets_topic_partition_count,
+                self._offsets_replication_factor(),
+            )
+            if self._led is not None:
+                self.loaded = True
+                self.loaded_event.set()
+                self.sync_leadership()
+            elif not self.loaded:
                 self._load(wall_clock_ms())
         finally:
             self._preparing = False
+
+    def _offsets_replication_factor(self) -> int:
+        """min(3, live brokers) in a cluster (Kafka's offsets.topic.replication.factor
+        is 3); 1 on a single node."""
+        cluster = self.broker.cluster
+        if cluster is None:
+            return 1
+        return max(1, min(OFFSETS_TOPIC_REPLICATION_FACTOR, len(cluster.live_brokers())))
+
+    # -- a cluster: the coordinator moves with its partition's leadership -----------
+
+    def sync_leadership(self) -> None:
+        """Load the offsets partitions this broker now leads, unload those it no
+        longer leads (their groups' waiting requests get NOT_COORDINATOR)."""
+        if self._led is None or self.broker.controller.topic(OFFSETS_TOPIC_NAME) is None:
+            return
+        if not self.loaded:  # another broker created the topic
+            self.loaded = True
+            self.loaded_event.set()
+        now_ms = wall_clock_ms()
+        for partition in range(self.partition_count):
+            replica = self.broker.partition(OFFSETS_TOPIC_NAME, partition)
+            leads = replica is not None and replica.is_leader
+            if leads and partition not in self._led:
+                self._load_partition(partition, now_ms)
+            elif not leads and partition in self._led:
+                self._unload_partition(partition)
+
+    def _load_partition(self, partition: int, now_ms: int) -> None:
+        self._failed_partitions.discard(partition)
+        count = 0
+        for record in read_group_records(self.broker, partition):
+            if record.key is not None:
+                self._replay(record.key, record.value)
+                count += 1
+        self.sync_topic_names()
+        self.consumer_groups.finish_loading(now_ms)
+        self.classic.finish_loading(now_ms, other_group_ids=set(self.consumer_groups.groups))
+        assert self._led is not None
+        self._led.add(partition)
+        log.info("%s-%d: now its groups' coordinator (%d records loaded)",
+                 OFFSETS_TOPIC_NAME, partition, count)  # fmt: skip
+        self.poke()
+
+    def _unload_partition(self, partition: int) -> None:
+        assert self._led is not None
+        self._led.discard(partition)
+        known = (
+            set(self.classic.groups) | set(self.consumer_groups.groups) | set(self.offsets.groups())
+        )
+        group_ids = [g for g in known if self.partition_for(g) == partition]
+        effects = self.classic.unload(group_ids)
+        self.consumer_groups.unload(group_ids)
+        self.offsets.forget(group_ids)
+        for group_id in group_ids:
+            self._empty_since_ms.pop(group_id, None)
+        for pending in effects.completed:
+            event = self._waiting.pop(pending, None)
+            if event is not None:
+                event.set()
+        log.info("%s-%d: no longer its groups' coordinator (%d groups unloaded)",
+                 OFFSETS_TOPIC_NAME, partition, len(group_ids))  # fmt: skip
 
     def _load(self, now_ms: int) -> None:
         counts = {"offsets": 0, "classic groups": 0, "consumer groups": 0, "other": 0}
@@ -365,4 +448,5 @@ def attach_group_service(broker: Broker) -> GroupService:
     service = GroupService(broker, broker.config.group_settings())
     service.load_if_present(wall_clock_ms())
     broker.groups = service
+    broker.leadership_listeners.append(service.sync_leadership)
     return service

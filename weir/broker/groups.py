@@ -14,6 +14,7 @@ from typing import TypeVar
 from weir.broker.acl_operations import group_operations
 from weir.broker.context import Deferred, RequestContext
 from weir.broker.group_service import GroupService
+from weir.broker.offsets_topic import OFFSETS_TOPIC_NAME
 from weir.format.errors import ErrorCode
 from weir.format.schema import strict_value
 from weir.groupcoord.classic_messages import (
@@ -131,6 +132,8 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> FindCoordinatorRespon
         except (LogError, OSError) as exc:
             log.error("cannot prepare %s: %s", "the offsets topic", exc)
             error, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
+        if error == ErrorCode.NONE and ctx.broker.cluster is not None:
+            return _find_in_cluster(ctx, key)
         if error == ErrorCode.NONE and not _service(ctx).available(key):
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE
             message = _service(ctx).unavailable_reason(key)
@@ -144,6 +147,28 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> FindCoordinatorRespon
         error_code=error,
         error_message=message,
     )
+
+
+def _find_in_cluster(ctx: RequestContext, key: str) -> FindCoordinatorResponseCoordinator:
+    """A group's coordinator is the leader of its offsets partition, whichever
+    broker is asked (the client then talks to that one)."""
+    cluster = ctx.broker.cluster
+    assert cluster is not None
+    topic = ctx.broker.controller.topic(OFFSETS_TOPIC_NAME)
+    leader = None
+    if topic is not None:
+        state = cluster.partition_state(topic, _service(ctx).partition_for(key))
+        leader = next((b for b in cluster.live_brokers() if b.node_id == state.leader), None)
+    if leader is None:
+        return FindCoordinatorResponseCoordinator(
+            key=key, node_id=-1, host="", port=-1,
+            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            error_message=f"{OFFSETS_TOPIC_NAME} has no leader for this group yet; retry",
+        )  # fmt: skip
+    return FindCoordinatorResponseCoordinator(
+        key=key, node_id=leader.node_id, host=leader.host, port=leader.port,
+        error_code=ErrorCode.NONE, error_message=None,
+    )  # fmt: skip
 
 
 # -- OffsetCommit --------------------------------------------------------------------

@@ -17,8 +17,9 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 
 from weir.broker.broker import Broker, PartitionReplica, wall_clock_ms
-from weir.controller.controller import OFFSETS_TOPIC_NAME
+from weir.controller.controller import OFFSETS_TOPIC_NAME, ControllerError
 from weir.controller.metadata import TopicRecord
+from weir.format.errors import ErrorCode
 from weir.format.record_batch import (
     InvalidBatch,
     Record,
@@ -26,6 +27,7 @@ from weir.format.record_batch import (
     decode_records,
     iter_batch_headers,
 )
+from weir.log.errors import LogError
 from weir.log.settings import BATCH_INFLATE_BYTES_MAX
 
 log = logging.getLogger(__name__)
@@ -57,18 +59,31 @@ def ensure_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord:
     return record
 
 
-async def create_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord:
-    """`ensure_offsets_topic` with its file work on the disk executor."""
+async def create_offsets_topic(
+    broker: Broker, partition_count: int, replication_factor: int = 1
+) -> TopicRecord:
+    """`ensure_offsets_topic` with its file work on the disk executor (in a cluster,
+    replicated; another broker may create it first, and that one is used)."""
 
     def plan() -> TopicRecord:
         return broker.controller.plan_topic(
-            OFFSETS_TOPIC_NAME, partition_count, 1, configs=OFFSETS_TOPIC_CONFIGS, internal=True
+            OFFSETS_TOPIC_NAME,
+            partition_count,
+            replication_factor,
+            configs=OFFSETS_TOPIC_CONFIGS,
+            internal=True,
         )
 
     existing = broker.controller.topic(OFFSETS_TOPIC_NAME)
     if existing is not None:
         return existing
-    record = await broker.create_topic_async(plan)
+    try:
+        record = await broker.create_topic_async(plan)
+    except ControllerError as exc:
+        existing = broker.controller.topic(OFFSETS_TOPIC_NAME)
+        if exc.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and existing is not None:
+            return existing
+        raise
     log.info("created %s with %d partitions", OFFSETS_TOPIC_NAME, partition_count)
     return record
 
@@ -119,6 +134,8 @@ def append_group_records_now(broker: Broker, partition: int, records: Sequence[K
     """Append `records` to the partition (not yet durable) and return the offset
     to wait for with `wait_group_records`. Raises weir.log.errors.LogError."""
     replica = offsets_replica(broker, partition)
+    if not replica.is_leader:
+        raise LogError(ErrorCode.NOT_COORDINATOR, "the offsets partition moved to another broker")
     now_ms = wall_clock_ms()
     next_offset = replica.log.log_end_offset
     for start in range(0, len(records), RECORDS_PER_BATCH_MAX):
@@ -130,10 +147,21 @@ def append_group_records_now(broker: Broker, partition: int, records: Sequence[K
 
 
 async def wait_group_records(broker: Broker, partition: int, end_offset: int) -> None:
-    """Return once everything before `end_offset` in the partition is durable."""
+    """Return once everything before `end_offset` in the partition is durable (in
+    a cluster: committed, below the high watermark over the ISR). Raises LogError,
+    with NOT_COORDINATOR when this broker stopped leading the partition."""
     replica = offsets_replica(broker, partition)
     await replica.log.wait_durable(end_offset)
-    replica.wake_fetchers()
+    replication = replica.replication
+    if replication is None:
+        replica.wake_fetchers()
+        return
+    replication.durable_end_moved()
+    error = await replication.wait_committed(end_offset)
+    if error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        raise LogError(ErrorCode.NOT_COORDINATOR, "the offsets partition moved to another broker")
+    if error != ErrorCode.NONE:
+        raise LogError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"not committed: {error.name}")
 
 
 def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
@@ -141,7 +169,10 @@ def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
     in log order (tombstones included: their value is None)."""
     replica = offsets_replica(broker, partition)
     offset = replica.log.log_start_offset
-    end_offset = replica.high_watermark
+    # A cluster's new leader loads all it has: it never truncates its own log.
+    end_offset = (
+        replica.high_watermark if replica.replication is None else replica.log.log_end_offset
+    )
     while offset < end_offset:
         result = replica.log.read(offset, bytes_max=LOAD_READ_BYTES_MAX, end_offset=end_offset)
         if not result.records:

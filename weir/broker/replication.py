@@ -174,15 +174,17 @@ class Replication:
             and now_ms - p.caught_up_ms > lag_max_ms
         ]
 
-    def caught_up_followers(self) -> list[int]:
+    def caught_up_followers(self, now_ms: int, lag_max_ms: int) -> list[int]:
         """Followers outside the ISR that reached the high watermark and the
-        start of this leader epoch: they may join."""
+        start of this leader epoch, and are fetching (caught up within the lag
+        bound): they may join."""
         joining = []
         for replica_id, progress in self.followers.items():
             if replica_id in self.state.isr:
                 continue
             end = progress.log_end_offset
-            if end >= self.high_watermark and end >= self.epoch_start_offset:
+            fetching = now_ms - progress.caught_up_ms <= lag_max_ms and end >= 0
+            if fetching and end >= self.high_watermark and end >= self.epoch_start_offset:
                 joining.append(replica_id)
         return joining
 

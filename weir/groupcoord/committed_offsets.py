@@ -50,6 +50,12 @@ class OffsetStore:
     def groups(self) -> list[str]:
         return sorted(self._groups)
 
+    def forget(self, group_ids: Iterable[str]) -> None:
+        """Drop these groups' offsets from memory (their partition moved to another
+        coordinator; the records stay in the log)."""
+        for group_id in group_ids:
+            self._groups.pop(group_id, None)
+
     def has_offsets(self, group_id: str) -> bool:
         return bool(self._groups.get(group_id))
 

@@ -1038,6 +1038,12 @@ class ConsumerGroupCoordinator:
             member.pending_revocation = dict(current.pending_revocation)
         return True
 
+    def unload(self, group_ids: Iterable[str]) -> None:
+        """Forget groups (their partition moved to another coordinator). KIP-848
+        heartbeats are answered at once, so no request waits on them."""
+        for group_id in group_ids:
+            self.groups.pop(group_id, None)
+
     def finish_loading(self, now_ms: int) -> None:
         """After replay: rebuild ownership and start every member's timers from now."""
         for group_id, group in self.groups.items():
