@@ -169,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     _add_group_commands(commands, common)
+    _add_cluster_commands(commands, common)
 
     produce = commands.add_parser(
         "produce", parents=[common], help="send stdin lines as records (one per line)"
@@ -212,6 +213,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--print-key", action="store_true", help="print key<TAB>value instead of the value"
     )
     return parser
+
+
+def _add_cluster_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    cluster = commands.add_parser(
+        "cluster", help="a cluster's brokers, partitions and health; start a local one"
+    )
+    actions = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
+    actions.add_parser(
+        "status", parents=[common], help="controller, brokers, under-replicated and offline counts"
+    )
+    actions.add_parser("brokers", parents=[common], help="every live broker and what it leads")
+    partitions = actions.add_parser(
+        "partitions", parents=[common], help="leader, replicas and ISR of every partition"
+    )
+    partitions.add_argument("--topic", help="only this topic")
+    partitions.add_argument(
+        "--under-replicated", action="store_true", help="only partitions whose ISR is short"
+    )
+    partitions.add_argument("--offline", action="store_true", help="only partitions without leader")
+    up = actions.add_parser(
+        "up",
+        help="start etcd and a local cluster of brokers in the foreground (Ctrl-C stops all)",
+        add_help=False,
+    )
+    up.add_argument("up_args", nargs=argparse.REMAINDER)
 
 
 def _add_group_commands(commands: Any, common: argparse.ArgumentParser) -> None:

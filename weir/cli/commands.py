@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
-from weir.cli import group_commands, topic_commands
+from weir.cli import cluster_commands, group_commands, topic_commands
 from weir.cli.cluster import Cluster
 from weir.cli.consume_command import ConsumeOptions, Consumer, printer
 from weir.cli.formatting import JSON, render_json
@@ -29,6 +29,8 @@ def run_command(args: argparse.Namespace, cluster: Cluster, stdin: BinaryIO, std
         return _run_topic_command(args, cluster, stdout)
     if args.command == "group":
         return _run_group_command(args, cluster, stdout)
+    if args.command == "cluster":
+        return _run_cluster_command(args, cluster, stdout)
     if args.command == "produce":
         return _run_produce(args, cluster, stdin, stdout)
     if args.command == "consume":
@@ -92,6 +94,27 @@ def _run_group_command(args: argparse.Namespace, cluster: Cluster, stdout: TextI
         render = group_commands.render_reset_plan
     else:
         raise AssertionError(f"unknown group action {action!r}")
+    stdout.write(render_json(document) if args.output_format == JSON else render(document))
+    return EXIT_OK
+
+
+def _run_cluster_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:
+    action = args.cluster_command
+    document: dict[str, Any]
+    render: Callable[[dict[str, Any]], str]
+    if action == "status":
+        document = cluster_commands.cluster_status(cluster)
+        render = cluster_commands.render_cluster_status
+    elif action == "brokers":
+        document = cluster_commands.cluster_brokers(cluster)
+        render = cluster_commands.render_cluster_brokers
+    elif action == "partitions":
+        document = cluster_commands.cluster_partitions(
+            cluster, topic=args.topic, under_replicated=args.under_replicated, offline=args.offline
+        )
+        render = cluster_commands.render_cluster_partitions
+    else:
+        raise AssertionError(f"unknown cluster action {action!r}")
     stdout.write(render_json(document) if args.output_format == JSON else render(document))
     return EXIT_OK
 

@@ -57,6 +57,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_FETCH: (2, 7),  # one group per request, null topics = all
     ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
 }
 
 

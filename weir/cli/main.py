@@ -28,6 +28,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_serve(args_list[1:])
     if args_list[:1] == ["repair"]:
         return run_repair(args_list[1:])
+    if args_list[:2] == ["cluster", "up"]:
+        from weir.cli.local_cluster import main_cluster_up
+
+        return main_cluster_up(args_list[2:])
     try:
         args = parse_args(args_list)
     except SystemExit as exc:  # argparse: --help (0) or misuse (2), already printed

@@ -1,0 +1,181 @@
+"""`weir cluster status | brokers | partitions` against a single broker and a real
+three-broker cluster, and `weir cluster up` (etcd and brokers in the foreground)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from compat_tests.cluster_harness import WeirCluster
+from compat_tests.etcd_harness import EtcdCluster
+from compat_tests.harness import (
+    WeirProcess,
+    clean_environment,
+    free_ports,
+    run_cli,
+    unique_topic_name,
+    weir_executable,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def three_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirCluster]:
+    base = tmp_path_factory.mktemp("cluster-cli")
+    etcd = EtcdCluster.start(base / "etcd", 1)
+    cluster = WeirCluster(base / "weir", etcd, brokers_count=3)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        etcd.stop()
+
+
+def cli_json(bootstrap: str, *args: str) -> dict[str, object]:
+    result = run_cli("--bootstrap", bootstrap, "--format", "json", *args)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert isinstance(document, dict)
+    return document
+
+
+def test_single_broker_is_its_own_controller(broker: WeirProcess) -> None:
+    status = cli_json(broker.bootstrap, "cluster", "status")
+    assert status["controller_id"] == 1
+    assert status["brokers_count"] == 1
+    assert status["under_replicated_partitions_count"] == 0
+    brokers = cli_json(broker.bootstrap, "cluster", "brokers")["brokers"]
+    assert isinstance(brokers, list) and len(brokers) == 1
+    assert brokers[0]["node_id"] == 1 and brokers[0]["is_controller"] is True
+
+
+def test_cluster_partitions_lists_replicas_and_isr(three_brokers: WeirCluster) -> None:
+    topic = unique_topic_name("cli")
+    bootstrap = three_brokers.brokers[1].bootstrap
+    created = run_cli("--bootstrap", bootstrap, "topic", "create", topic,
+                      "--partitions", "3", "--replication-factor", "3")  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    three_brokers.wait_full_isr(topic)
+    rows = cli_json(bootstrap, "cluster", "partitions", "--topic", topic)["partitions"]
+    assert isinstance(rows, list)
+    assert [row["partition"] for row in rows] == [0, 1, 2]
+    for row in rows:
+        assert sorted(row["replicas"]) == [1, 2, 3]
+        assert sorted(row["isr"]) == [1, 2, 3]
+        assert row["leader"] == row["replicas"][0]
+    status = cli_json(bootstrap, "cluster", "status")
+    assert status["brokers_count"] == 3
+    assert status["controller_id"] in (1, 2, 3)
+    brokers = cli_json(bootstrap, "cluster", "brokers")["brokers"]
+    assert isinstance(brokers, list)
+    assert [b["is_controller"] for b in brokers].count(True) == 1
+    text = run_cli("--bootstrap", bootstrap, "cluster", "partitions", "--topic", topic)
+    assert text.stdout.splitlines()[0].split() == [
+        "topic", "partition", "leader", "leader_epoch", "replicas", "isr", "offline_replicas",
+    ]  # fmt: skip
+
+
+def test_under_replicated_filter_shows_a_dead_brokers_partitions(
+    tmp_path: Path,
+) -> None:
+    etcd = EtcdCluster.start(tmp_path / "etcd", 1)
+    cluster = WeirCluster(tmp_path / "weir", etcd, brokers_count=3)
+    try:
+        cluster.start()
+        topic = unique_topic_name("urp")
+        cluster.create_topic(topic, 3, 3)
+        cluster.wait_full_isr(topic)
+        cluster.brokers[3].kill()
+        bootstrap = cluster.brokers[1].bootstrap
+
+        def under_replicated() -> bool:
+            rows = cli_json(bootstrap, "cluster", "partitions", "--under-replicated")["partitions"]
+            assert isinstance(rows, list)
+            return {r["partition"] for r in rows if r["topic"] == topic} == {0, 1, 2}
+
+        cluster.wait_until(under_replicated, 20, "three under-replicated partitions")
+        status = cli_json(bootstrap, "cluster", "status")
+        assert status["under_replicated_partitions_count"] >= 3
+        assert status["brokers_count"] == 2
+    finally:
+        cluster.stop()
+        etcd.stop()
+
+
+def test_cluster_up_starts_etcd_and_brokers_and_stops_them(tmp_path: Path) -> None:
+    kafka_port, http_port, etcd_port = _port_block()
+    process = subprocess.Popen(
+        [weir_executable(), "cluster", "up", "--brokers", "2", "--data-dir", str(tmp_path),
+         "--base-port", str(kafka_port), "--http-base-port", str(http_port),
+         "--etcd-port", str(etcd_port), "--format", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_environment(),
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line, process.stderr.read() if process.stderr else ""
+        document = json.loads(line)
+        assert [b["node_id"] for b in document["brokers"]] == [1, 2]
+        status = cli_json(document["brokers"][0]["kafka"], "cluster", "status")
+        assert status["brokers_count"] == 2
+        pids = [b["pid"] for b in document["brokers"]]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=40)
+    assert code == 0
+    for pid in pids:
+        assert not _alive(pid), f"broker {pid} outlived `weir cluster up`"
+
+
+def test_cluster_up_without_etcd_installed_says_how_to_get_it(tmp_path: Path) -> None:
+    env = clean_environment()
+    env["PATH"] = str(Path(weir_executable()).parent)  # the venv's bin: no etcd there
+    started = time.monotonic()
+    result = subprocess.run(
+        [weir_executable(), "cluster", "up", "--data-dir", str(tmp_path)],
+        capture_output=True, env=env, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert b"apt-get install etcd-server" in result.stderr
+    assert time.monotonic() - started < 20
+
+
+def _port_block() -> tuple[int, int, int]:
+    """Free ports for two brokers' Kafka and HTTP listeners and etcd's two ports,
+    each pair consecutive (the command numbers them from a base)."""
+    for _ in range(50):
+        base = free_ports(1)[0]
+        if base > 60000:
+            continue
+        wanted = [base, base + 1, base + 10, base + 11, base + 20, base + 21]
+        if all(_free(p) for p in wanted):
+            return base, base + 10, base + 20
+    raise AssertionError("no block of free ports")
+
+
+def _free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
