@@ -16,6 +16,9 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from compat_tests.cluster_harness import WeirCluster
 from compat_tests.etcd_harness import EtcdCluster
 from compat_tests.harness import unique_topic_name
+from compat_tests.wire_client import connect, round_trip
+from weir.format.errors import ErrorCode
+from weir.wire.api_keys import ApiKey
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -368,3 +371,44 @@ def test_committed_offsets_survive_the_loss_of_the_groups_coordinator(
         assert message.offset() >= committed[message.partition()], "re-read below the commit"
     values = {m.value() for m in consumed} | {m.value() for m in rest}
     assert len(values) == 300
+
+
+def test_a_client_claiming_a_brokers_replica_id_is_refused(cluster: WeirCluster) -> None:
+    """CVE-2018-1288's class: without the follower's replication token, a Fetch with
+    a replica id reads nothing above the high watermark and moves no ISR."""
+    topic = unique_topic_name("replica-claim")
+    cluster.create_topic(topic, 1, 3)
+    cluster.wait_full_isr(topic)
+    leader = cluster.brokers[cluster.leader_of(topic, 0)]
+    follower_id = next(n for n in cluster.brokers if n != cluster.leader_of(topic, 0))
+    request = {
+        "replica_id": follower_id,
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": 0,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": 0,
+                        "partition_max_bytes": 1 << 20,
+                    }  # fmt: skip
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+    with connect(leader) as sock:
+        response = round_trip(sock, ApiKey.FETCH, 12, request)
+    assert response.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert response.responses == []
+    cluster.wait_full_isr(topic, timeout_s=5)

@@ -23,7 +23,7 @@ from weir.broker.cluster_member import (
 )
 from weir.broker.config import BrokerConfig, ConfigError, check_data_dir, load_config
 from weir.broker.descriptor_budget import raise_open_files_limit
-from weir.broker.etcd_client import EtcdClient, EtcdError
+from weir.broker.etcd_client import EtcdClient
 from weir.broker.group_service import attach_group_service
 from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
@@ -77,15 +77,6 @@ def main_serve(argv: Sequence[str]) -> int:
     finally:
         lock.close()
     return 0
-
-
-async def _leave_cluster(etcd: EtcdClient, member: ClusterMember) -> None:
-    """Revoke the lease: the registration (and the controller key) go at once, so
-    the controller moves leadership now instead of after the session timeout."""
-    try:
-        await etcd.lease_revoke(member.lease_id)
-    except EtcdError as exc:
-        log.warning("could not leave the cluster cleanly: %s", exc)
 
 
 def _first_os_error(group: BaseExceptionGroup) -> OSError | None:
@@ -180,6 +171,8 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
                         break
                     shutdown_deadline_s = time.monotonic() + config.shutdown_timeout_ms / 1000
                     broker.ready = False
+                    if member is not None:
+                        await member.leave()
                     drain_s = config.shutdown_timeout_ms / 1000 * SHUTDOWN_DRAIN_SHARE
                     kafka.stop(trio.current_time() + drain_s)
                 nursery.cancel_scope.cancel()
@@ -191,8 +184,6 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
             broker.close(timeout_s, threads_count=SHUTDOWN_CLOSE_THREADS)
             if etcd is not None:
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
-                    if member is not None and member.lease_id:
-                        await _leave_cluster(etcd, member)
                     await etcd.aclose()
             if started:
                 log.info("shutdown complete")

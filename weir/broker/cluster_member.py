@@ -72,6 +72,7 @@ PARTITIONS_PREFIX = PREFIX + b"partitions/"
 # How often leaders check their followers' lag and the controller its partitions.
 HOUSEKEEPING_INTERVAL_S = 0.5
 WATCH_RETRY_BACKOFF_S = 0.5
+LEAVE_TIMEOUT_S = 1.0
 
 
 def broker_key(node_id: int) -> bytes:
@@ -140,6 +141,7 @@ class ClusterMember:
             {"node_id": self.node_id, "token": secrets.token_hex(8)}
         ).encode()
         self.is_controller = False
+        self._leaving = False
         self.lease_id = 0
         self.registration_revision = 0
         self._lease_valid_until = 0.0
@@ -215,6 +217,19 @@ class ClusterMember:
             self._replace_metadata(kv)
         raise MetadataConflictError()
 
+    async def leave(self) -> None:
+        """At shutdown: stop leading and revoke the lease, so the registration (and
+        the controller key) go at once and the controller moves this broker's
+        leaderships now rather than after the session timeout."""
+        self._leaving = True
+        self._lease_valid_until = 0.0
+        self.is_controller = False
+        with trio.move_on_after(LEAVE_TIMEOUT_S):
+            try:
+                await self.etcd.lease_revoke(self.lease_id)
+            except EtcdError as exc:
+                log.warning("could not leave the cluster cleanly: %s", exc)
+
     # -- running -------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -261,8 +276,10 @@ class ClusterMember:
     async def _keep_lease(self) -> None:
         ttl_s = max(1, self.session_timeout_ms // 1000)
         interval_s = ttl_s / 3
-        while True:
+        while not self._leaving:
             await trio.sleep(interval_s)
+            if self._leaving:
+                return
             sent = trio.current_time()
             try:
                 remaining_s = await self.etcd.lease_keepalive(self.lease_id)
