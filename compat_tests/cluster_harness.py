@@ -22,11 +22,23 @@ WAIT_INTERVAL_S = 0.1
 
 
 class WeirCluster:
-    def __init__(self, base: Path, etcd: EtcdCluster, brokers_count: int = 3) -> None:
+    def __init__(
+        self,
+        base: Path,
+        etcd: EtcdCluster,
+        brokers_count: int = 3,
+        placement: Callable[[int], tuple[str, tuple[str, ...]]] | None = None,
+    ) -> None:
+        """`placement(node_id)`: (the address a broker listens on, a command prefix
+        such as `ip netns exec NS`); default loopback, no prefix."""
         self.base = base
         self.etcd = etcd
         self.brokers: dict[int, WeirProcess] = {}
         for node_id in range(1, brokers_count + 1):
+            host, prefix = placement(node_id) if placement else ("127.0.0.1", ())
+            ports: dict[str, int] = {}
+            if placement is not None:  # a namespace of its own: any port is free there
+                ports = {"kafka_port": 9092, "http_port": 8090}
             broker_dir = base / f"broker-{node_id}"
             broker_dir.mkdir(parents=True, exist_ok=True)
             settings_file = broker_dir / SETTINGS_FILE_NAME
@@ -41,7 +53,10 @@ class WeirCluster:
                     etcd.client_urls,
                     "--config",
                     str(settings_file),
-                ),  # fmt: skip
+                ),
+                host=host,
+                command_prefix=prefix,
+                **ports,
             )
 
     @property

@@ -100,16 +100,17 @@ class EtcdCluster:
         self.members = members
 
     @classmethod
-    def start(cls, base_dir: Path, members_count: int = 1) -> EtcdCluster:
+    def start(cls, base_dir: Path, members_count: int = 1, host: str = "127.0.0.1") -> EtcdCluster:
+        """`host`: the address the members listen on (the ports are free on loopback)."""
         base_dir.mkdir(parents=True, exist_ok=True)
         ports = free_ports(2 * members_count)
         names = [f"etcd{i}" for i in range(members_count)]
-        peer_urls = [f"http://127.0.0.1:{ports[2 * i + 1]}" for i in range(members_count)]
+        peer_urls = [f"http://{host}:{ports[2 * i + 1]}" for i in range(members_count)]
         initial = ",".join(f"{n}={u}" for n, u in zip(names, peer_urls, strict=True))
         members = [
             EtcdMember(
                 name=names[i],
-                client_url=f"http://127.0.0.1:{ports[2 * i]}",
+                client_url=f"http://{host}:{ports[2 * i]}",
                 peer_url=peer_urls[i],
                 data_dir=base_dir / names[i],
                 initial_cluster=initial,

@@ -125,10 +125,14 @@ class WeirProcess:
         extra_env: dict[str, str] | None = None,
         settings_via_env: bool = False,
         open_files_limit: int | None = None,
+        host: str = "127.0.0.1",
+        command_prefix: tuple[str, ...] = (),
     ) -> None:
         """`settings_via_env` passes data dir and listen addresses as WEIR_* environment
         variables instead of flags; `extra_env` adds variables (WEIR_* ones included);
-        `open_files_limit` sets the broker's RLIMIT_NOFILE (soft and hard)."""
+        `open_files_limit` sets the broker's RLIMIT_NOFILE (soft and hard); `host` is
+        the address it listens on and `command_prefix` runs it through another command
+        (`ip netns exec NS`, which execs it: the pid stays the broker's)."""
         if kafka_port is None or http_port is None:
             kafka_port, http_port = free_ports(2)
         self.data_dir = Path(data_dir)
@@ -139,8 +143,10 @@ class WeirProcess:
         self.extra_env = dict(extra_env or {})
         self.settings_via_env = settings_via_env
         self.open_files_limit = open_files_limit
-        self.bootstrap = f"127.0.0.1:{kafka_port}"
-        self.http_url = f"http://127.0.0.1:{http_port}"
+        self.host = host
+        self.command_prefix = command_prefix
+        self.bootstrap = f"{host}:{kafka_port}"
+        self.http_url = f"http://{host}:{http_port}"
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -168,7 +174,7 @@ class WeirProcess:
         return {
             "data-dir": str(self.data_dir),
             "kafka-listen": self.bootstrap,
-            "http-listen": f"127.0.0.1:{self.http_port}",
+            "http-listen": f"{self.host}:{self.http_port}",
         }
 
     @property
@@ -177,7 +183,7 @@ class WeirProcess:
         if not self.settings_via_env:
             for name, value in self.settings.items():
                 flags += [f"--{name}", value]
-        return [weir_executable(), "serve", *flags, *self.extra_args]
+        return [*self.command_prefix, weir_executable(), "serve", *flags, *self.extra_args]
 
     @property
     def environment(self) -> dict[str, str]:

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
 from compat_tests.cluster_harness import WeirCluster
 from compat_tests.etcd_harness import EtcdCluster
 from compat_tests.harness import unique_topic_name
+from compat_tests.history_checker import (
+    ConcurrentReader,
+    ProduceLoad,
+    check,
+    read_everything,
+)
 from compat_tests.wire_client import connect, round_trip
 from weir.format.errors import ErrorCode
 from weir.wire.api_keys import ApiKey
@@ -35,48 +40,19 @@ def cluster(tmp_path: Path) -> Iterator[WeirCluster]:
         etcd.stop()
 
 
-class AckLog:
-    """Delivery reports of one producer: acknowledged values with their offsets."""
-
-    def __init__(self) -> None:
-        self.acked: dict[str, tuple[int, int]] = {}
-        self.failed: dict[str, str] = {}
-        self._lock = threading.Lock()
-
-    def report(self, error: KafkaError | None, message: Message) -> None:
-        value = message.value().decode()
-        with self._lock:
-            if error is None:
-                self.acked[value] = (message.partition(), message.offset())
-            else:
-                self.failed[value] = error.str()
-
-
-def read_everything(
-    bootstrap: str, topic: str, partitions: int
-) -> dict[int, list[tuple[int, str]]]:
-    """Every record of every partition, from the beginning to the high watermark."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
-    )
-    try:
-        ends = {}
-        for p in range(partitions):
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            ends[p] = high
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        records: dict[int, list[tuple[int, str]]] = {p: [] for p in range(partitions)}
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and any(
-            (records[p][-1][0] + 1 if records[p] else 0) < ends[p] for p in range(partitions)
-        ):
-            message = consumer.poll(0.5)
-            if message is None or message.error() is not None:
-                continue
-            records[message.partition()].append((message.offset(), message.value().decode()))
-        return records
-    finally:
-        consumer.close()
+def check_history(
+    cluster: WeirCluster,
+    load: ProduceLoad,
+    partitions: int,
+    reader: ConcurrentReader | None = None,
+) -> None:
+    """Zero anomalies (history_checker.py): nothing acknowledged lost, nothing
+    duplicated or reordered, nothing read during the run disappeared."""
+    bootstrap = ",".join(b.bootstrap for b in cluster.running())
+    final = read_everything(bootstrap, load.topic, partitions)
+    anomalies = check(load.acks, load.sent, final, reader.reads if reader else ())
+    assert load.sent > 0 and anomalies.acknowledged_count == load.sent, anomalies.summary()
+    assert anomalies.ok, anomalies.summary()
 
 
 def test_replicated_topic_reports_three_replicas_in_sync(cluster: WeirCluster) -> None:
@@ -96,50 +72,22 @@ def test_acknowledged_writes_survive_a_leader_killed_mid_produce(cluster: WeirCl
     cluster.create_topic(topic, 3, 3)
     cluster.wait_full_isr(topic)
     victim = cluster.leader_of(topic, 0)
-    acks = AckLog()
-    producer = Producer(
-        {
-            "bootstrap.servers": cluster.bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            "message.timeout.ms": 60_000,
-        }
-    )
-    writes_count = 4000
-    killed_at_s = 0.0
-    for seq in range(writes_count):
-        producer.produce(topic, value=f"w-{seq}".encode(), on_delivery=acks.report)
-        producer.poll(0)
-        if seq % 100 == 0:
-            time.sleep(0.01)
-        if seq == writes_count // 2:
-            cluster.brokers[victim].kill()
+    with ConcurrentReader(cluster.bootstrap, topic, 3) as reader:
+        with ProduceLoad(cluster.bootstrap, topic) as load:
+            load.acked_since(500, timeout_s=30)
             killed_at_s = time.monotonic()
-    assert producer.flush(90) == 0, "every write got a delivery report"
-    assert not acks.failed, f"writes failed: {list(acks.failed.items())[:5]}"
-    assert len(acks.acked) == writes_count
-    failover_s = time.monotonic() - killed_at_s
-    survivors = ",".join(b.bootstrap for b in cluster.running())
-    records = read_everything(survivors, topic, 3)
-    seen: dict[str, tuple[int, int]] = {}
-    for partition, items in records.items():
-        for offset, value in items:
-            assert value not in seen, (
-                f"{value} is duplicated: {seen[value]} and {(partition, offset)}"
-            )
-            seen[value] = (partition, offset)
-    lost = [v for v in acks.acked if v not in seen]
-    assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:5]}"
-    moved = {v: (acks.acked[v], seen[v]) for v in acks.acked if acks.acked[v] != seen[v]}
-    assert not moved, f"acknowledged offsets differ from the log: {list(moved.items())[:5]}"
-    assert cluster.leader_of(topic, 0) != victim
-    assert failover_s < 60
-
-    # The killed broker returns as a follower, catches up and rejoins every ISR;
-    # then the three replicas of each partition hold the same bytes.
-    cluster.brokers[victim].start()
-    cluster.wait_full_isr(topic, timeout_s=40)
+            cluster.brokers[victim].kill()
+            load.acked_since(500, timeout_s=60)
+            assert cluster.leader_of(topic, 0) != victim
+            assert time.monotonic() - killed_at_s < 60
+            # The killed broker returns as a follower, truncates what it alone had,
+            # catches up and rejoins every ISR.
+            cluster.brokers[victim].start()
+            cluster.wait_full_isr(topic, timeout_s=40)
+            load.acked_since(200, timeout_s=30)
+        time.sleep(1)  # the reader reaches the end
+    check_history(cluster, load, 3, reader)
+    assert len(reader.reads) > 0
     cluster.stop()
     for partition in range(3):
         copies = {
@@ -151,84 +99,6 @@ def test_acknowledged_writes_survive_a_leader_killed_mid_produce(cluster: WeirCl
 
 def _log_bytes(directory: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
-
-
-class ProduceLoad:
-    """acks=all idempotent writes of unique values at a steady pace, on a thread,
-    until stopped; every delivery report is kept."""
-
-    def __init__(self, bootstrap: str, topic: str, pause_s: float = 0.002) -> None:
-        self.topic = topic
-        self.acks = AckLog()
-        self.sent = 0
-        self._pause_s = pause_s
-        self._stop = threading.Event()
-        self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "message.timeout.ms": 90_000,
-            }
-        )
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> ProduceLoad:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._producer.produce(
-                self.topic, value=f"w-{self.sent}".encode(), on_delivery=self.acks.report
-            )
-            self.sent += 1
-            self._producer.poll(self._pause_s)
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            self._stop.set()
-            self._thread.join(10)
-            remaining = self._producer.flush(120)
-            assert remaining == 0, f"{remaining} writes got no delivery report"
-
-    def acked_since(self, count: int, timeout_s: float) -> None:
-        """Wait until `count` more writes are acknowledged (the load makes progress)."""
-        target = len(self.acks.acked) + count
-        deadline = time.monotonic() + timeout_s
-        while len(self.acks.acked) < target:
-            assert time.monotonic() < deadline, (
-                f"{count} writes not acknowledged within {timeout_s:.0f} s "
-                f"(failed so far: {list(self.acks.failed.items())[:3]})"
-            )
-            time.sleep(0.05)
-
-
-def check_history(cluster: WeirCluster, load: ProduceLoad, partitions: int) -> None:
-    """Every acknowledged write is in the log exactly once, at its acknowledged
-    offset; nothing the producer never wrote is there."""
-    assert not load.acks.failed, f"writes failed: {list(load.acks.failed.items())[:5]}"
-    assert len(load.acks.acked) == load.sent
-    bootstrap = ",".join(b.bootstrap for b in cluster.running())
-    records = read_everything(bootstrap, load.topic, partitions)
-    seen: dict[str, tuple[int, int]] = {}
-    for partition, items in records.items():
-        for offset, value in items:
-            assert value not in seen, (
-                f"{value} duplicated at {seen[value]} and {(partition, offset)}"
-            )
-            seen[value] = (partition, offset)
-    acked = load.acks.acked
-    lost = [v for v in acked if v not in seen]
-    assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:5]}"
-    moved = [(v, acked[v], seen[v]) for v in acked if acked[v] != seen[v]]
-    assert not moved, f"acknowledged offsets differ from the log: {moved[:5]}"
-    unexpected = [v for v in seen if v not in acked]
-    assert not unexpected, f"values nobody acknowledged: {unexpected[:5]}"
 
 
 def test_a_leader_paused_past_its_lease_loses_leadership_and_rejoins(
