@@ -68,10 +68,19 @@ class WeirCluster:
             broker.start()
 
     def stop(self) -> None:
+        """Stop every broker; then no broker may have logged a traceback (a crash or
+        an unexpected exception in one of its tasks) in any of its runs."""
         for broker in self.brokers.values():
             if broker.is_running():
                 broker.stop()
             broker.close()
+        crashed = [
+            f"{path}:\n{path.read_text(errors='replace')[-3000:]}"
+            for broker in self.brokers.values()
+            for path in sorted(broker.log_dir.glob("*.stderr"))
+            if "Traceback" in path.read_text(errors="replace")
+        ]
+        assert not crashed, "a broker logged a traceback:\n" + "\n".join(crashed)
 
     def running(self) -> Iterator[WeirProcess]:
         return (b for b in self.brokers.values() if b.is_running())

@@ -18,6 +18,7 @@ import weir.broker.groups as groups
 import weir.broker.leader_epoch as leader_epoch
 import weir.broker.list_offsets as list_offsets
 import weir.broker.metadata as metadata
+import weir.broker.partition_admin as partition_admin
 import weir.broker.produce as produce
 import weir.broker.producer_ids as producer_ids
 from weir.broker.context import Handler
@@ -55,6 +56,9 @@ HANDLERS: dict[int, Handler[Any, Any]] = {
     ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: groups.handle_consumer_group_describe,
+    ApiKey.ELECT_LEADERS: partition_admin.handle_elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_admin.handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,
 }
 
 

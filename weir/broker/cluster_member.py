@@ -45,7 +45,7 @@ from weir.broker.replication import (
     ReplicaFetcher,
     Replication,
 )
-from weir.controller.controller import MetadataChange
+from weir.controller.controller import ControllerError, MetadataChange
 from weir.controller.metadata import (
     ClusterMetadata,
     MetadataCorruptError,
@@ -59,8 +59,10 @@ from weir.controller.partition_state import (
     BrokerInfo,
     PartitionState,
     elect_leader,
+    elect_preferred,
     initial_state,
 )
+from weir.format.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,7 @@ PARTITIONS_PREFIX = PREFIX + b"partitions/"
 HOUSEKEEPING_INTERVAL_S = 0.5
 WATCH_RETRY_BACKOFF_S = 0.5
 LEAVE_TIMEOUT_S = 1.0
+METADATA_RESYNC_INTERVAL_S = 5.0
 
 
 def broker_key(node_id: int) -> bytes:
@@ -149,6 +152,7 @@ class ClusterMember:
         self._nursery: trio.Nursery | None = None
         self._roles_changed = trio.Event()
         self._leadership_dirty = trio.Event()
+        self._reconcile_wanted = trio.Event()
         self.controller_elections_total = 0
         self.isr_shrinks_total = 0
         self.isr_expands_total = 0
@@ -181,7 +185,11 @@ class ClusterMember:
         stored = self.states.get((topic.topic_id, index))
         if stored is not None:
             return stored.state
-        return initial_state(topic.replicas(index, self.node_id))
+        # Never changed since creation: its replicas then were all in sync (empty). A
+        # move in progress adds replicas that are not: those at creation are the
+        # move's original ones.
+        move = topic.reassignments.get(index)
+        return initial_state(move[1] if move else topic.replicas(index, self.node_id))
 
     def replica_fetch_allowed(self, replica_id: int, client_id: str | None) -> bool:
         """A replica fetch must present the registered broker's replication token
@@ -204,15 +212,26 @@ class ClusterMember:
             self._leadership_dirty.set()
 
     async def save_metadata(self, change: MetadataChange) -> None:
-        result = await self.etcd.txn(
-            [Compare.mod_revision_is(METADATA_KEY, self.metadata_revision)],
-            [Put(METADATA_KEY, metadata_to_json(change.document))],
-            [],
-        )
+        try:
+            result = await self.etcd.txn(
+                [Compare.mod_revision_is(METADATA_KEY, self.metadata_revision)],
+                [Put(METADATA_KEY, metadata_to_json(change.document))],
+                [],
+            )
+        except EtcdError as exc:  # maybe applied: the watch brings it if so
+            raise ControllerError(
+                ErrorCode.REQUEST_TIMED_OUT, f"the cluster metadata store did not answer: {exc}"
+            ) from exc
         if result.succeeded:
             self.metadata_revision = result.revision
+            self._reconcile_wanted.set()  # the watch skips this broker's own saves
             return
-        kv = await self.etcd.get(METADATA_KEY)
+        try:
+            kv = await self.etcd.get(METADATA_KEY)
+        except EtcdError as exc:
+            raise ControllerError(
+                ErrorCode.REQUEST_TIMED_OUT, f"the cluster metadata store did not answer: {exc}"
+            ) from exc
         if kv is not None:
             self._replace_metadata(kv)
         raise MetadataConflictError()
@@ -237,14 +256,22 @@ class ClusterMember:
         for kv in kvs:
             self._apply_put(kv, initial=True)
         await self._register()
+        try:
+            await self._run_tasks(revision + 1, task_status)
+        finally:
+            self._nursery = None  # stopping: start no fetcher any more
+
+    async def _run_tasks(self, watch_from: int, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await self.broker.reconcile_local_partitions()
             self._apply_roles()
             nursery.start_soon(self._keep_lease)
-            nursery.start_soon(self._watch, revision + 1)
+            nursery.start_soon(self._watch, watch_from)
             nursery.start_soon(self._campaign)
             nursery.start_soon(self._housekeeping)
+            nursery.start_soon(self._reconcile_own_changes)
+            nursery.start_soon(self._resync_metadata)
             task_status.started()
 
     async def _register(self) -> None:
@@ -272,6 +299,35 @@ class ClusterMember:
         self._lease_valid_until = started + ttl_s
         self.brokers[self.node_id] = replace(info, epoch=result.revision)
         log.info("registered broker %d in etcd (lease %x, %d s)", self.node_id, lease_id, ttl_s)
+
+    async def _reconcile_own_changes(self) -> None:
+        """After this broker saved a metadata change, make its replicas match it
+        (other brokers do so when their watch sees the change)."""
+        while True:
+            await self._reconcile_wanted.wait()
+            self._reconcile_wanted = trio.Event()
+            try:
+                await self.broker.reconcile_local_partitions()
+            except Exception:  # a failed directory operation: the next change retries
+                log.exception("could not make the local replicas match the metadata")
+            self._leadership_dirty.set()
+
+    async def _resync_metadata(self) -> None:
+        """A safety net under the watch: every few seconds, compare the metadata
+        document's revision with the one applied, and apply a newer one."""
+        while True:
+            await trio.sleep(METADATA_RESYNC_INTERVAL_S)
+            try:
+                kv = await self.etcd.get(METADATA_KEY)
+            except EtcdError as exc:
+                log.debug("metadata resync: %s", exc)
+                continue
+            if kv is not None and kv.mod_revision > self.metadata_revision:
+                async with self.broker.metadata_lock:
+                    if kv.mod_revision > self.metadata_revision:
+                        log.warning("metadata revision %d was not seen through the watch: "
+                                    "applying it", kv.mod_revision)  # fmt: skip
+                        self._replace_metadata(kv)
 
     async def _keep_lease(self) -> None:
         ttl_s = max(1, self.session_timeout_ms // 1000)
@@ -329,9 +385,7 @@ class ClusterMember:
                 return  # our own save, already applied
             async with self.broker.metadata_lock:
                 if kv.mod_revision > self.metadata_revision:
-                    self._replace_metadata(kv)
-            await self.broker.reconcile_local_partitions()
-            self._leadership_dirty.set()
+                    self._replace_metadata(kv)  # the reconciler makes the replicas follow
             return
         self._apply_put(kv, initial=False)
 
@@ -344,6 +398,7 @@ class ClusterMember:
             return
         self.broker.controller.replace_metadata(metadata)
         self.metadata_revision = kv.mod_revision
+        self._reconcile_wanted.set()  # whichever path brought it: replicas follow
 
     def _apply_put(self, kv: KeyValue, *, initial: bool) -> None:
         key = kv.key
@@ -412,8 +467,8 @@ class ClusterMember:
             else:
                 if replication.state != state:
                     replication.become_follower(state)
-                if state.leader != NO_LEADER:
-                    fetcher = self._fetcher(state.leader)
+                fetcher = self._fetcher(state.leader) if state.leader != NO_LEADER else None
+                if fetcher is not None:
                     fetcher.follow(key, FollowedPartition(replica, replication, state.leader_epoch))
                     active.setdefault(state.leader, set()).add(key)
         for leader_id, fetcher in self.fetchers.items():
@@ -423,9 +478,12 @@ class ClusterMember:
         for listener in self.broker.leadership_listeners:
             listener()
 
-    def _fetcher(self, leader_id: int) -> ReplicaFetcher:
+    def _fetcher(self, leader_id: int) -> ReplicaFetcher | None:
+        """The fetcher from `leader_id`, started on first use (None once stopping)."""
         fetcher = self.fetchers.get(leader_id)
         if fetcher is None:
+            if self._nursery is None:
+                return None
             fetcher = ReplicaFetcher(
                 self.node_id,
                 leader_id,
@@ -435,7 +493,6 @@ class ClusterMember:
                 now_ms=wall_clock_ms,
             )
             self.fetchers[leader_id] = fetcher
-            assert self._nursery is not None, "fetchers start once the member runs"
             self._nursery.start_soon(fetcher.run)
         return fetcher
 
@@ -456,6 +513,8 @@ class ClusterMember:
                     await self._elect_leaders()
             except EtcdError as exc:
                 log.warning("etcd: %s", exc)
+            except Exception:  # a bug here must not stop the broker: log, go on
+                log.exception("leader and controller duties failed; retrying")
 
     async def _maintain_isr(self) -> None:
         if self.fenced():
@@ -468,11 +527,14 @@ class ClusterMember:
             if replication.state.leader != self.node_id:
                 continue
             replication.advance_high_watermark()
+            # The current assignment, not the replication's view (a metadata change
+            # may not have reached it): a replica a move removed never rejoins.
+            replicas = replica.topic.replicas(replica.index, self.node_id)
             lagging = replication.lagging_followers(now_ms, self.replica_lag_time_max_ms)
             joining = [
                 r
                 for r in replication.caught_up_followers(now_ms, self.replica_lag_time_max_ms)
-                if r in self.brokers
+                if r in self.brokers and r in replicas
             ]
             if not lagging and not joining:
                 continue
@@ -543,11 +605,39 @@ class ClusterMember:
                 state = self.partition_state(topic, index)
                 new_state = elect_leader(state, replicas, alive, unclean=unclean)
                 if new_state is not None:
-                    await self._swap_state_as_controller(topic, index, new_state)
+                    await self.swap_partition_state(topic, index, new_state, as_controller=True)
+            for index in list(topic.reassignments):
+                await self._finish_reassignment(topic, index)
 
-    async def _swap_state_as_controller(
-        self, topic: TopicRecord, index: int, new_state: PartitionState
-    ) -> None:
+    async def _finish_reassignment(self, topic: TopicRecord, index: int) -> None:
+        """A move is done once every target replica is in sync: the ISR keeps only
+        target replicas, a leader outside the target hands over to the first target
+        replica in sync (new leader epoch), then the assignment becomes the target."""
+        target, _ = topic.reassignments[index]
+        state = self.partition_state(topic, index)
+        if not set(target) <= set(state.isr):
+            return
+        isr = [r for r in state.isr if r in target]
+        leader = state.leader if state.leader in target else next(r for r in target if r in isr)
+        if isr != list(state.isr) or leader != state.leader:
+            moved = PartitionState(
+                leader=leader,
+                leader_epoch=state.leader_epoch + (leader != state.leader),
+                isr=tuple(isr),
+                partition_epoch=state.partition_epoch + 1,
+            )
+            if not await self.swap_partition_state(topic, index, moved, as_controller=True):
+                return
+        await self.broker.commit_metadata(
+            lambda: self.broker.controller.stage_finish_reassignment(topic.name, index)
+        )
+        log.info("%s-%d: replicas moved to %s", topic.name, index, target)
+
+    async def swap_partition_state(
+        self, topic: TopicRecord, index: int, new_state: PartitionState, *, as_controller: bool
+    ) -> bool:
+        """Compare-and-swap the partition's state; the controller's swaps also
+        require that it still holds the controller key."""
         key = partition_key(topic.topic_id, index)
         stored = self.states.get((topic.topic_id, index))
         guard = (
@@ -555,15 +645,43 @@ class ClusterMember:
             if stored is not None
             else Compare.absent(key)
         )
-        result = await self.etcd.txn(
-            [guard, Compare.value_is(CONTROLLER_KEY, self._controller_value)],
-            [Put(key, new_state.to_json())],
-        )
-        if result.succeeded:
-            self.states[(topic.topic_id, index)] = StoredState(new_state, result.revision)
-            log.info("%s-%d: leader %d (epoch %d), ISR %s", topic.name, index, new_state.leader,
-                     new_state.leader_epoch, list(new_state.isr))  # fmt: skip
-            self._apply_roles()
+        guards = [guard]
+        if as_controller:
+            guards.append(Compare.value_is(CONTROLLER_KEY, self._controller_value))
+        result = await self.etcd.txn(guards, [Put(key, new_state.to_json())])
+        if not result.succeeded:
+            return False
+        self.states[(topic.topic_id, index)] = StoredState(new_state, result.revision)
+        log.info("%s-%d: leader %d (epoch %d), ISR %s", topic.name, index, new_state.leader,
+                 new_state.leader_epoch, list(new_state.isr))  # fmt: skip
+        self._apply_roles()
+        return True
+
+    async def elect(self, topic: TopicRecord, index: int, *, unclean: bool) -> ErrorCode:
+        """ElectLeaders for one partition: the preferred replica (the first), or
+        with `unclean` any live replica when no in-sync one is alive."""
+        replicas = topic.replicas(index, self.node_id)
+        state = self.partition_state(topic, index)
+        alive = frozenset(self.brokers)
+        outcome: PartitionState | ErrorCode | None
+        if not unclean:
+            outcome = elect_preferred(state, replicas, alive)
+        elif state.leader in alive:
+            outcome = ErrorCode.ELECTION_NOT_NEEDED
+        else:
+            outcome = elect_leader(state, replicas, alive, unclean=True)
+            if outcome is None or outcome.leader == NO_LEADER:
+                outcome = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        if isinstance(outcome, ErrorCode):
+            return outcome
+        try:
+            swapped = await self.swap_partition_state(topic, index, outcome, as_controller=False)
+        except EtcdError as exc:
+            log.warning("election of %s-%d: %s", topic.name, index, exc)
+            return ErrorCode.REQUEST_TIMED_OUT
+        if not swapped:
+            return ErrorCode.REQUEST_TIMED_OUT  # the state changed meanwhile: ask again
+        return ErrorCode.NONE
 
     def follower_lag_samples(self) -> list[tuple[dict[str, str], float]]:
         samples = []

@@ -33,7 +33,7 @@ from weir.broker.broker import PartitionReplica
 from weir.broker.peer_client import PeerConnection, PeerError
 from weir.controller.partition_state import PartitionState
 from weir.format.errors import ErrorCode
-from weir.log.errors import LogError
+from weir.log.errors import LogClosed, LogError
 from weir.wire.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,12 @@ class Replication:
             latest = partition_log.latest_epoch
             if latest is None or latest < state.leader_epoch:
                 partition_log.epoch_cache.assign(state.leader_epoch, partition_log.log_end_offset)
+        else:  # the same term: replicas may have been added or removed (a move)
+            for replica_id in self.replicas:
+                if replica_id != self.node_id and replica_id not in self.followers:
+                    self.followers[replica_id] = FollowerProgress(caught_up_ms=now_ms)
+            for replica_id in [r for r in self.followers if r not in self.replicas]:
+                del self.followers[replica_id]
         self.high_watermark = min(self.high_watermark, partition_log.log_end_offset)
         self.advance_high_watermark()
         self.notify()
@@ -274,6 +280,9 @@ class ReplicaFetcher:
                 except PeerError as exc:
                     log.info("replica fetcher for leader %d: %s", self.leader_id, exc)
                     await self._pause()
+                except Exception:  # a bug here must not stop the broker: log, retry
+                    log.exception("replica fetcher for leader %d failed", self.leader_id)
+                    await self._pause()
                 finally:
                     await connection.aclose()
 
@@ -329,7 +338,10 @@ class ReplicaFetcher:
                              topic.topic, answer.partition, self.leader_id,
                              ErrorCode(answer.error_code).name)  # fmt: skip
                     continue
-                self._truncate_partition(followed, answer.leader_epoch, answer.end_offset)
+                try:
+                    self._truncate_partition(followed, answer.leader_epoch, answer.end_offset)
+                except LogError as exc:  # retired meanwhile (moved away, topic deleted)
+                    log.info("%s-%d: not truncated: %s", topic.topic, answer.partition, exc)
 
     def _truncate_partition(
         self, followed: FollowedPartition, leader_epoch: int, end_offset: int
@@ -403,7 +415,10 @@ class ReplicaFetcher:
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
             leader_start = getattr(answer, "log_start_offset")  # noqa: B009
             if leader_start > partition_log.log_end_offset:
-                partition_log.truncate_to(leader_start)  # below the leader's start: start over
+                try:
+                    partition_log.truncate_to(leader_start)  # below the leader's start: over
+                except LogError as exc:
+                    log.info("%s: not restarted: %s", partition_log.directory.name, exc)
             else:
                 followed.truncated = False
             return None
@@ -415,6 +430,8 @@ class ReplicaFetcher:
         if records:
             try:
                 partition_log.append_replicated(records, now_ms=self._now_ms())
+            except LogClosed:
+                return None  # retired meanwhile (moved away, topic deleted)
             except LogError as exc:
                 log.error("%s: replicated append failed: %s", partition_log.directory.name, exc)
                 followed.truncated = False

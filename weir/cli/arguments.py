@@ -170,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_group_commands(commands, common)
     _add_cluster_commands(commands, common)
+    _add_broker_commands(commands, common)
 
     produce = commands.add_parser(
         "produce", parents=[common], help="send stdin lines as records (one per line)"
@@ -232,12 +233,57 @@ def _add_cluster_commands(commands: Any, common: argparse.ArgumentParser) -> Non
         "--under-replicated", action="store_true", help="only partitions whose ISR is short"
     )
     partitions.add_argument("--offline", action="store_true", help="only partitions without leader")
+    elect = actions.add_parser(
+        "elect-leaders",
+        parents=[common],
+        help="move leadership back to each partition's preferred (first) replica",
+    )
+    elect.add_argument("--topic", help="only this topic (default: every partition)")
+    elect.add_argument("--partition", type=non_negative_int, help="only this partition")
+    elect.add_argument("--type", dest="election_type", choices=("preferred", "unclean"),
+                       default="preferred",
+                       help="unclean: let an out-of-sync replica lead an offline partition "
+                            "(loses what it lacks)")  # fmt: skip
+    move = actions.add_parser(
+        "reassign",
+        parents=[common],
+        help="move a partition's replicas to other brokers, while it serves",
+    )
+    move.add_argument("--topic", required=True)
+    move.add_argument("--partition", type=non_negative_int, required=True)
+    target = move.add_mutually_exclusive_group(required=True)
+    target.add_argument("--replicas", type=broker_list, metavar="N,N,...",
+                        help="the new replicas, preferred leader first")  # fmt: skip
+    target.add_argument("--cancel", action="store_true", help="cancel a move in progress")
+    actions.add_parser("reassignments", parents=[common], help="moves in progress")
     up = actions.add_parser(
         "up",
         help="start etcd and a local cluster of brokers in the foreground (Ctrl-C stops all)",
         add_help=False,
     )
     up.add_argument("up_args", nargs=argparse.REMAINDER)
+
+
+def _add_broker_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    broker = commands.add_parser("broker", help="take a broker out of service")
+    actions = broker.add_subparsers(dest="broker_command", metavar="ACTION", required=True)
+    decommission = actions.add_parser(
+        "decommission",
+        parents=[common],
+        help="move every replica off a broker (to the others), so it can be stopped",
+    )
+    decommission.add_argument("node_id", type=non_negative_int)
+    decommission.add_argument("--dry-run", action="store_true", help="print the plan only")
+
+
+def broker_list(text: str) -> list[int]:
+    try:
+        ids = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected broker ids like 1,2,3, not {text!r}") from None
+    if not ids or any(i < 0 for i in ids):
+        raise argparse.ArgumentTypeError(f"expected broker ids like 1,2,3, not {text!r}")
+    return ids
 
 
 def _add_group_commands(commands: Any, common: argparse.ArgumentParser) -> None:

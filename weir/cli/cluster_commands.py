@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from weir.cli.cluster import NO_LEADER, Cluster, TopicMetadata
-from weir.cli.errors import kafka_error
+from weir.cli.errors import CliError, kafka_error
 from weir.cli.formatting import render_table
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
@@ -136,3 +136,166 @@ def render_cluster_partitions(document: dict[str, Any]) -> str:
                "offline_replicas")  # fmt: skip
     rows = [tuple(row[h] for h in headers) for row in document["partitions"]]
     return render_table(headers, rows) if rows else "no partitions\n"
+
+
+# -- leadership and moves ---------------------------------------------------------------
+
+ELECTION_TYPES = {"preferred": 0, "unclean": 1}
+
+
+def elect_leaders(
+    cluster: Cluster, *, topic: str | None, partition: int | None, election_type: str
+) -> dict[str, Any]:
+    if topic is None:
+        wanted = None
+    else:
+        described = cluster.topic(topic, action="elect leaders")
+        indexes = (
+            [partition] if partition is not None else [p.partition for p in described.partitions]
+        )
+        wanted = [{"topic": topic, "partitions": indexes}]
+    response = cluster.controller().request(
+        ApiKey.ELECT_LEADERS,
+        {
+            "election_type": ELECTION_TYPES[election_type],
+            "topic_partitions": wanted,
+            "timeout_ms": 30_000,
+        },  # fmt: skip
+    )
+    error = int(response.get("error_code", ErrorCode.NONE))
+    if error != ErrorCode.NONE:
+        raise kafka_error(error, action="elect leaders")
+    results = [
+        {
+            "topic": topic_result["topic"],
+            "partition": int(p["partition_id"]),
+            "error": ErrorCode(int(p["error_code"])).name if int(p["error_code"]) else None,
+            "message": p.get("error_message"),
+        }
+        for topic_result in response["replica_election_results"]
+        for p in topic_result["partition_result"]
+    ]
+    return {"elections": sorted(results, key=lambda r: (r["topic"], r["partition"]))}
+
+
+def render_elections(document: dict[str, Any]) -> str:
+    rows = [
+        (
+            r["topic"],
+            r["partition"],
+            "elected" if r["error"] is None else r["error"],
+            r["message"] or "",
+        )  # fmt: skip
+        for r in document["elections"]
+    ]
+    return render_table(("topic", "partition", "result", "message"), rows) if rows else "none\n"
+
+
+def reassign(cluster: Cluster, moves: dict[tuple[str, int], list[int] | None]) -> dict[str, Any]:
+    """Submit replica moves (None cancels one); the controller finishes each once
+    its target replicas are in sync."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), replicas in sorted(moves.items()):
+        by_topic.setdefault(topic, []).append({"partition_index": partition, "replicas": replicas})
+    response = cluster.controller().request(
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        {
+            "timeout_ms": 30_000,
+            "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
+        },  # fmt: skip
+    )
+    error = int(response["error_code"])
+    if error != ErrorCode.NONE:
+        raise kafka_error(error, action="reassign partitions")
+    results = []
+    failed = []
+    for topic_result in response["responses"]:
+        for p in topic_result["partitions"]:
+            code = int(p["error_code"])
+            row = {
+                "topic": topic_result["name"],
+                "partition": int(p["partition_index"]),
+                "replicas": moves[(topic_result["name"], int(p["partition_index"]))],
+                "error": ErrorCode(code).name if code else None,
+                "message": p.get("error_message"),
+            }
+            results.append(row)
+            if code:
+                failed.append(row)
+    if failed:
+        first = failed[0]
+        raise CliError(
+            f"{len(failed)} of {len(results)} moves refused, e.g. {first['topic']}-"
+            f"{first['partition']}: {first['message'] or first['error']} ({first['error']})"
+        )
+    return {"reassignments": results}
+
+
+def render_reassign(document: dict[str, Any]) -> str:
+    rows = [
+        (r["topic"], r["partition"], r["replicas"] if r["replicas"] is not None else "cancelled")
+        for r in document["reassignments"]
+    ]
+    return "submitted:\n" + render_table(("topic", "partition", "target_replicas"), rows)
+
+
+def list_reassignments(cluster: Cluster) -> dict[str, Any]:
+    response = cluster.controller().request(
+        ApiKey.LIST_PARTITION_REASSIGNMENTS, {"timeout_ms": 30_000, "topics": None}
+    )
+    error = int(response["error_code"])
+    if error != ErrorCode.NONE:
+        raise kafka_error(error, action="list reassignments")
+    rows = [
+        {
+            "topic": t["name"],
+            "partition": int(p["partition_index"]),
+            "replicas": list(p["replicas"]),
+            "adding_replicas": list(p["adding_replicas"]),
+            "removing_replicas": list(p["removing_replicas"]),
+        }
+        for t in response["topics"]
+        for p in t["partitions"]
+    ]
+    return {"reassignments": sorted(rows, key=lambda r: (r["topic"], r["partition"]))}
+
+
+def render_reassignments(document: dict[str, Any]) -> str:
+    headers = ("topic", "partition", "replicas", "adding_replicas", "removing_replicas")
+    rows = [tuple(r[h] for h in headers) for r in document["reassignments"]]
+    return render_table(headers, rows) if rows else "no reassignment in progress\n"
+
+
+def decommission_plan(cluster: Cluster, node_id: int) -> dict[tuple[str, int], list[int] | None]:
+    """For every partition with a replica on `node_id`: the same replicas with that
+    one replaced by the live broker holding the fewest replicas (not already one of
+    them); the leader's position is kept."""
+    described = _describe_cluster(cluster)
+    live = sorted(int(b["broker_id"]) for b in described["brokers"])
+    if node_id not in live:
+        raise CliError(f"broker {node_id} is not a live broker of the cluster (live: {live})")
+    others = [n for n in live if n != node_id]
+    rows = _partition_rows(cluster.metadata(None))
+    load = {n: sum(1 for row in rows if n in row["replicas"]) for n in others}
+    plan: dict[tuple[str, int], list[int] | None] = {}
+    for row in rows:
+        replicas = list(row["replicas"])
+        if node_id not in replicas:
+            continue
+        candidates = [n for n in others if n not in replicas]
+        if not candidates:
+            raise CliError(
+                f"{row['topic']}-{row['partition']} has replicas on every other broker: "
+                f"no broker can take broker {node_id}'s replica"
+            )
+        chosen = min(candidates, key=lambda n: (load[n], n))
+        load[chosen] += 1
+        replicas[replicas.index(node_id)] = chosen
+        plan[(row["topic"], row["partition"])] = replicas
+    return plan
+
+
+def render_plan(document: dict[str, Any]) -> str:
+    rows = [(r["topic"], r["partition"], r["replicas"]) for r in document["plan"]]
+    return (render_table(("topic", "partition", "target_replicas"), rows) if rows
+            else "nothing to move\n")  # fmt: skip

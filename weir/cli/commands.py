@@ -31,6 +31,8 @@ def run_command(args: argparse.Namespace, cluster: Cluster, stdin: BinaryIO, std
         return _run_group_command(args, cluster, stdout)
     if args.command == "cluster":
         return _run_cluster_command(args, cluster, stdout)
+    if args.command == "broker":
+        return _run_broker_command(args, cluster, stdout)
     if args.command == "produce":
         return _run_produce(args, cluster, stdin, stdout)
     if args.command == "consume":
@@ -113,9 +115,42 @@ def _run_cluster_command(args: argparse.Namespace, cluster: Cluster, stdout: Tex
             cluster, topic=args.topic, under_replicated=args.under_replicated, offline=args.offline
         )
         render = cluster_commands.render_cluster_partitions
+    elif action == "elect-leaders":
+        document = cluster_commands.elect_leaders(
+            cluster, topic=args.topic, partition=args.partition, election_type=args.election_type
+        )
+        render = cluster_commands.render_elections
+    elif action == "reassign":
+        target = None if args.cancel else args.replicas
+        document = cluster_commands.reassign(cluster, {(args.topic, args.partition): target})
+        render = cluster_commands.render_reassign
+    elif action == "reassignments":
+        document = cluster_commands.list_reassignments(cluster)
+        render = cluster_commands.render_reassignments
     else:
         raise AssertionError(f"unknown cluster action {action!r}")
     stdout.write(render_json(document) if args.output_format == JSON else render(document))
+    return EXIT_OK
+
+
+def _run_broker_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:
+    assert args.broker_command == "decommission", args.broker_command
+    plan = cluster_commands.decommission_plan(cluster, args.node_id)
+    document: dict[str, Any] = {
+        "node_id": args.node_id,
+        "plan": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in plan.items()],
+        "submitted": False,
+    }
+    if plan and not args.dry_run:
+        cluster_commands.reassign(cluster, plan)
+        document["submitted"] = True
+    if args.output_format == JSON:
+        stdout.write(render_json(document))
+    else:
+        stdout.write(cluster_commands.render_plan(document))
+        if document["submitted"]:
+            stdout.write(f"submitted; watch `weir cluster reassignments` until empty, then "
+                         f"stop broker {args.node_id}\n")  # fmt: skip
     return EXIT_OK
 
 

@@ -379,6 +379,42 @@ class Controller:
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.commit(self.stage_set_topic_configs(name, configs))
 
+    def stage_reassign(self, name: str, targets: Mapping[int, list[int] | None]) -> MetadataChange:
+        """Start (or with None, cancel) moving partitions' replicas: the assignment
+        becomes the union of the original and target replicas until the controller
+        finishes the move (`stage_finish_reassignment`) once the targets are in sync."""
+        record = self._require(name)
+        assignment = [list(r) for r in record.assignment]
+        moves = dict(record.reassignments)
+        for index, target in targets.items():
+            original = moves[index][1] if index in moves else list(assignment[index])
+            if target is None or target == original:
+                assignment[index] = original
+                moves.pop(index, None)
+            else:
+                assignment[index] = original + [r for r in target if r not in original]
+                moves[index] = (list(target), original)
+        changed = replace(record, assignment=assignment, reassignments=moves)
+        return self._replace_topic(record, changed)
+
+    def stage_finish_reassignment(self, name: str, index: int) -> MetadataChange | None:
+        record = self.metadata.topics.get(name)
+        if record is None or index not in record.reassignments:
+            return None
+        target, _ = record.reassignments[index]
+        assignment = [list(r) for r in record.assignment]
+        assignment[index] = list(target)
+        moves = {i: m for i, m in record.reassignments.items() if i != index}
+        changed = replace(record, assignment=assignment, reassignments=moves)
+        return self._replace_topic(record, changed)
+
+    def _replace_topic(self, record: TopicRecord, changed: TopicRecord) -> MetadataChange:
+        def apply() -> None:
+            record.assignment = changed.assignment
+            record.reassignments = changed.reassignments
+
+        return self._staged(apply, topics={**self.metadata.topics, record.name: changed})
+
     def group_configs(self, group_id: str) -> dict[str, str]:
         """The group's config overrides (empty when it has none)."""
         return dict(self.metadata.group_configs.get(group_id, {}))

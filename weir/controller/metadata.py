@@ -33,6 +33,9 @@ class TopicRecord:
     # Replicas of each partition, preferred leader first (a cluster over etcd).
     # Empty on a single node: its one broker holds every partition.
     assignment: list[list[int]] = field(default_factory=list)
+    # Partitions being moved: index -> (target replicas, replicas before the move).
+    # Meanwhile the assignment is the union, the original replicas first.
+    reassignments: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.leader_epochs:
@@ -54,6 +57,10 @@ class TopicRecord:
             "leader_epochs": list(self.leader_epochs),
             "is_internal": self.is_internal,
             "assignment": [list(r) for r in self.assignment],
+            "reassignments": {
+                str(index): {"target": list(target), "original": list(original)}
+                for index, (target, original) in self.reassignments.items()
+            },
         }
 
     @classmethod
@@ -72,7 +79,19 @@ class TopicRecord:
             leader_epochs=[int(e) for e in epochs],
             is_internal=bool(doc.get("is_internal", False)),
             assignment=[[int(n) for n in r] for r in assignment],
+            reassignments=_reassignments_from_json(doc.get("reassignments", {})),
         )
+
+
+def _reassignments_from_json(doc: object) -> dict[int, tuple[list[int], list[int]]]:
+    assert isinstance(doc, dict)
+    moves: dict[int, tuple[list[int], list[int]]] = {}
+    for index, move in doc.items():
+        assert isinstance(move, dict)
+        target, original = move["target"], move["original"]
+        assert isinstance(target, list) and isinstance(original, list)
+        moves[int(index)] = ([int(n) for n in target], [int(n) for n in original])
+    return moves
 
 
 @dataclass

@@ -133,7 +133,8 @@ def elect_leader(
     """The next state when the leader is gone or dead brokers are in the ISR;
     None when nothing changes.
 
-    - The leader is alive: only dead followers leave the ISR (never the leader).
+    - The leader is alive: only dead followers (and ISR members that are no longer
+      replicas) leave the ISR, never the leader.
     - The leader is dead or absent: the first replica (assignment order: the
       preferred leader first) that is in the ISR and alive leads, with a new
       leader epoch; the ISR keeps its live members.
@@ -142,7 +143,8 @@ def elect_leader(
       (the topic's unclean.leader.election.enable), a live replica outside the
       ISR leads instead, and acknowledged records it lacks are lost.
     """
-    live_isr = tuple(r for r in state.isr if r in alive)
+    # Dead brokers leave the ISR, and so does a replica a finished move removed.
+    live_isr = tuple(r for r in state.isr if r in alive and r in replicas)
     if state.leader != NO_LEADER and state.leader in alive:
         if live_isr == state.isr:
             return None

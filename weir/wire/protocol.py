@@ -51,6 +51,11 @@ from weir.wire.apis.groups import (
 from weir.wire.apis.leader_epoch import OFFSET_FOR_LEADER_EPOCH
 from weir.wire.apis.list_offsets import LIST_OFFSETS
 from weir.wire.apis.metadata import METADATA
+from weir.wire.apis.partitions import (
+    ALTER_PARTITION_REASSIGNMENTS,
+    ELECT_LEADERS,
+    LIST_PARTITION_REASSIGNMENTS,
+)
 from weir.wire.apis.produce import PRODUCE
 from weir.wire.apis.records import DELETE_RECORDS
 from weir.wire.apis.topics import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
@@ -106,6 +111,9 @@ APIS: dict[int, Api] = {
         DESCRIBE_GROUPS,
         DELETE_GROUPS,
         OFFSET_DELETE,
+        ELECT_LEADERS,
+        ALTER_PARTITION_REASSIGNMENTS,
+        LIST_PARTITION_REASSIGNMENTS,
     )
 }
 

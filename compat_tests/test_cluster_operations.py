@@ -1,0 +1,111 @@
+"""Operating a real three-broker cluster: preferred-leader election, moving a
+partition's replicas while it is written to, decommissioning a broker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ElectionType, TopicPartition
+
+from compat_tests.cluster_harness import WeirCluster
+from compat_tests.etcd_harness import EtcdCluster
+from compat_tests.harness import run_cli, unique_topic_name
+from compat_tests.history_checker import ProduceLoad
+from compat_tests.test_cluster_replication import check_history
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[WeirCluster]:
+    etcd = EtcdCluster.start(tmp_path / "etcd", 1)
+    weir = WeirCluster(tmp_path / "weir", etcd, brokers_count=3)
+    try:
+        weir.start()
+        yield weir
+    finally:
+        weir.stop()
+        etcd.stop()
+
+
+def cli(cluster: WeirCluster, *args: str) -> dict[str, object]:
+    bootstrap = next(b.bootstrap for b in cluster.running())
+    result = run_cli("--bootstrap", bootstrap, "--format", "json", *args)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert isinstance(document, dict)
+    return document
+
+
+def test_preferred_leader_election_returns_leadership_to_the_first_replica(
+    cluster: WeirCluster,
+) -> None:
+    topic = unique_topic_name("preferred")
+    cluster.create_topic(topic, 3, 3)
+    cluster.wait_full_isr(topic)
+    preferred = cluster.partitions(topic)[0].replicas[0]
+    cluster.brokers[preferred].stop()
+    cluster.wait_until(lambda: cluster.leader_of(topic, 0) not in (preferred, -1), 20, "failover")
+    cluster.brokers[preferred].start()
+    cluster.wait_full_isr(topic)
+    assert cluster.leader_of(topic, 0) != preferred
+    elections = cli(cluster, "cluster", "elect-leaders", "--topic", topic)["elections"]
+    assert isinstance(elections, list)
+    results = {e["partition"]: e["error"] for e in elections}
+    assert results[0] is None
+    assert cluster.leader_of(topic, 0) == preferred
+    # Kafka's own answer when nothing needs to move, through confluent-kafka's admin.
+    admin = cluster.admin()
+    answer = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, 0)]).result(10)
+    error = answer[TopicPartition(topic, 0)]
+    assert error is not None and error.name() == "ELECTION_NOT_NEEDED"
+
+
+def test_moving_a_partitions_replicas_while_producing_loses_nothing(cluster: WeirCluster) -> None:
+    topic = unique_topic_name("moved")
+    cluster.create_topic(topic, 1, 2)
+    cluster.wait_full_isr(topic)
+    before = list(cluster.partitions(topic)[0].replicas)
+    outsider = next(n for n in (1, 2, 3) if n not in before)
+    target = [outsider, before[1]]  # the leader's replica moves to the third broker
+    with ProduceLoad(cluster.bootstrap, topic) as load:
+        load.acked_since(300, timeout_s=30)
+        submitted = cli(cluster, "cluster", "reassign", "--topic", topic, "--partition", "0",
+                        "--replicas", ",".join(map(str, target)))  # fmt: skip
+        assert submitted["reassignments"] == [
+            {"topic": topic, "partition": 0, "replicas": target, "error": None, "message": None}
+        ]
+
+        def moved() -> bool:
+            described = cluster.partitions(topic)[0]
+            return list(described.replicas) == target and sorted(described.isrs) == sorted(target)
+
+        cluster.wait_until(moved, 60, f"{topic}-0 on {target}")
+        assert cli(cluster, "cluster", "reassignments")["reassignments"] == []
+        assert cluster.leader_of(topic, 0) in target
+        load.acked_since(300, timeout_s=30)
+    check_history(cluster, load, 1)
+    removed = cluster.brokers[before[0]].data_dir / f"{topic}-0"
+    cluster.wait_until(lambda: not removed.exists(), 20, f"{removed} deleted")
+
+
+def test_decommission_moves_every_replica_off_a_broker(cluster: WeirCluster) -> None:
+    topic = unique_topic_name("decommission")
+    cluster.create_topic(topic, 3, 2)
+    cluster.wait_full_isr(topic)
+    plan = cli(cluster, "broker", "decommission", "3", "--dry-run")
+    assert plan["submitted"] is False and plan["plan"]
+    done = cli(cluster, "broker", "decommission", "3")
+    assert done["submitted"] is True
+
+    def off_broker_3() -> bool:
+        partitions = cluster.partitions(topic)
+        return all(3 not in p.replicas and len(p.isrs) == 2 for p in partitions.values())
+
+    cluster.wait_until(off_broker_3, 60, "no replica left on broker 3")
+    status = cli(cluster, "cluster", "brokers")["brokers"]
+    assert isinstance(status, list)
+    assert next(b for b in status if b["node_id"] == 3)["replicas"] == 0
