@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import ElectionType, TopicPartition
+from confluent_kafka.admin import NewPartitions, NewTopic
 
 from compat_tests.cluster_harness import WeirCluster
 from compat_tests.etcd_harness import EtcdCluster
@@ -109,3 +110,61 @@ def test_decommission_moves_every_replica_off_a_broker(cluster: WeirCluster) -> 
     status = cli(cluster, "cluster", "brokers")["brokers"]
     assert isinstance(status, list)
     assert next(b for b in status if b["node_id"] == 3)["replicas"] == 0
+
+
+def test_topic_admin_spreads_replicas_and_reaches_every_broker(cluster: WeirCluster) -> None:
+    admin = cluster.admin()
+    explicit = unique_topic_name("explicit")
+    futures = admin.create_topics(
+        [NewTopic(explicit, num_partitions=2, replica_assignment=[[3, 1], [1, 2]])],
+        operation_timeout=10,
+    )
+    futures[explicit].result(timeout=20)
+    cluster.wait_full_isr(explicit)
+    assert [list(p.replicas) for _, p in sorted(cluster.partitions(explicit).items())] == [
+        [3, 1], [1, 2],
+    ]  # fmt: skip
+    grown = unique_topic_name("grown")
+    cluster.create_topic(grown, 1, 2)
+    admin.create_partitions([NewPartitions(grown, 4)])[grown].result(timeout=20)
+    cluster.wait_until(lambda: len(cluster.partitions(grown)) == 4, 20, "4 partitions")
+    cluster.wait_full_isr(grown)
+    leaders = {p.leader for p in cluster.partitions(grown).values()}
+    assert len(leaders) >= 2, "new partitions are led by more than one broker"
+    for index in range(4):
+        holders = [
+            n for n, b in cluster.brokers.items() if (b.data_dir / f"{grown}-{index}").exists()
+        ]
+        assert sorted(holders) == sorted(cluster.partitions(grown)[index].replicas)
+    admin.delete_topics([grown], operation_timeout=10)[grown].result(timeout=20)
+
+    def gone_everywhere() -> bool:
+        return not any(
+            (b.data_dir / f"{grown}-{i}").exists()
+            for b in cluster.brokers.values()
+            for i in range(4)
+        )
+
+    cluster.wait_until(gone_everywhere, 20, f"{grown}'s directories deleted on every broker")
+
+
+def test_cluster_metrics_and_readiness(cluster: WeirCluster) -> None:
+    topic = unique_topic_name("metrics")
+    cluster.create_topic(topic, 3, 3)
+    cluster.wait_full_isr(topic)
+
+    def total(name: str) -> float:
+        return sum(sum(b.metric_samples(name).values()) for b in cluster.running())
+
+    assert total("weir_active_controller") == 1
+    first = cluster.brokers[1]
+    leaders = first.metric_samples("weir_partition_leaders")
+    assert sum(leaders.values()) >= 3
+    status, body = first.http_get("/health/ready")
+    assert status == 200 and json.loads(body)["replicas_catching_up"] == 0
+    cluster.brokers[3].kill()
+    cluster.wait_until(
+        lambda: sum(first.metric_samples("weir_under_replicated_partitions").values()) >= 3,
+        20,
+        "three under-replicated partitions in broker 1's metrics",
+    )

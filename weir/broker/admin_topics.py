@@ -194,12 +194,18 @@ def check_replica_list(broker: Broker, replicas: list[int]) -> None:
                 f"The manual partition assignment includes the broker {broker_id} more than once.",
             )
         seen.add(broker_id)
-        if broker_id != broker.config.node_id:
+        if broker_id not in _registered_brokers(broker):
             raise TopicRequestError(
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"The manual partition assignment includes broker {broker_id}, but no such "
                 "broker is registered.",
             )
+
+
+def _registered_brokers(broker: Broker) -> set[int]:
+    if broker.cluster is None:
+        return {broker.config.node_id}
+    return {b.node_id for b in broker.cluster.live_brokers()}
 
 
 def _collision_key(name: str) -> str:
