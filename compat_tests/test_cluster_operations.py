@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import ElectionType, TopicPartition
+from confluent_kafka import ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions, NewTopic
 
 from compat_tests.cluster_harness import WeirCluster
@@ -162,9 +162,51 @@ def test_cluster_metrics_and_readiness(cluster: WeirCluster) -> None:
     assert sum(leaders.values()) >= 3
     status, body = first.http_get("/health/ready")
     assert status == 200 and json.loads(body)["replicas_catching_up"] == 0
+    leader = cluster.brokers[cluster.leader_of(topic, 0)]
+    lag = leader.metric_samples("weir_follower_lag_messages")
+    followers = [labels for labels in lag if f'partition="0",topic="{topic}"' in labels]
+    assert len(followers) == 2, lag
+    assert len(leader.metric_samples("weir_follower_lag_seconds")) == len(lag)
     cluster.brokers[3].kill()
     cluster.wait_until(
         lambda: sum(first.metric_samples("weir_under_replicated_partitions").values()) >= 3,
         20,
         "three under-replicated partitions in broker 1's metrics",
     )
+
+
+def test_unclean_election_is_off_unless_the_topic_opts_in(cluster: WeirCluster) -> None:
+    """Both topics on brokers 1 and 2: broker 2 dies (leaves the ISR), records are
+    written to broker 1 alone, broker 1 dies, broker 2 returns. The default topic
+    stays offline (broker 2 lacks acknowledged records); the opted-in one elects
+    broker 2 and loses them."""
+    clean, unclean = unique_topic_name("clean"), unique_topic_name("unclean")
+    admin = cluster.admin()
+    futures = admin.create_topics([
+        NewTopic(clean, num_partitions=1, replica_assignment=[[1, 2]]),
+        NewTopic(unclean, num_partitions=1, replica_assignment=[[1, 2]],
+                 config={"unclean.leader.election.enable": "true"}),
+    ])  # fmt: skip
+    for future in futures.values():
+        future.result(timeout=20)
+    cluster.wait_full_isr(clean)
+    cluster.wait_full_isr(unclean)
+    cluster.brokers[2].kill()
+    cluster.wait_until(
+        lambda: all(list(cluster.partitions(t)[0].isrs) == [1] for t in (clean, unclean)),
+        20,
+        "ISRs down to broker 1",
+    )
+    producer = Producer({"bootstrap.servers": cluster.brokers[1].bootstrap, "acks": "all"})
+    for topic in (clean, unclean):
+        producer.produce(topic, b"only on broker 1")
+    assert producer.flush(20) == 0
+    cluster.brokers[1].kill()
+    cluster.brokers[2].start()
+    cluster.wait_until(lambda: cluster.leader_of(unclean, 0) == 2, 20, "unclean election of 2")
+    assert cluster.leader_of(clean, 0) == -1
+    offline = cli(cluster, "cluster", "partitions", "--offline")["partitions"]
+    assert isinstance(offline, list)
+    assert [(row["topic"], row["isr"]) for row in offline if row["topic"] == clean] == [
+        (clean, [1])
+    ]

@@ -44,7 +44,7 @@ ACCEPTED_WITHOUT_EFFECT = frozenset({
     "preallocate",
 })  # fmt: skip
 # Topic configs whose validators accept only the value that is Weir's behaviour.
-ONE_VALUE_ONLY = frozenset({"remote.storage.enable", "unclean.leader.election.enable"})
+ONE_VALUE_ONLY = frozenset({"remote.storage.enable"})
 # Fields that hold other settings, not settings themselves.
 CONTAINER_FIELDS = {(BrokerConfig, "limits"), (LogConfig, "overrides")}
 

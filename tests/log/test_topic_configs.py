@@ -66,7 +66,6 @@ def test_overrides_are_parsed_by_type() -> None:
         ("min.insync.replicas", "0"),
         ("min.cleanable.dirty.ratio", "1.5"),
         ("preallocate", "yes"),
-        ("unclean.leader.election.enable", "true"),
         ("compression.type", "brotli"),
     ],
 )

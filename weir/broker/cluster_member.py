@@ -599,7 +599,7 @@ class ClusterMember:
     async def _elect_leaders(self) -> None:
         alive = frozenset(self.brokers)
         for topic in self.broker.controller.topics():
-            unclean = topic.configs.get("unclean.leader.election.enable", "false") == "true"
+            unclean = self.broker.log_config(topic).unclean_leader_election_enable
             for index in range(topic.partition_count):
                 replicas = topic.replicas(index, self.node_id)
                 state = self.partition_state(topic, index)
@@ -683,15 +683,23 @@ class ClusterMember:
             return ErrorCode.REQUEST_TIMED_OUT  # the state changed meanwhile: ask again
         return ErrorCode.NONE
 
-    def follower_lag_samples(self) -> list[tuple[dict[str, str], float]]:
+    def follower_lag_samples(
+        self, *, in_seconds: bool = False
+    ) -> list[tuple[dict[str, str], float]]:
+        """Per follower of each partition this broker leads: records behind the log
+        end, or (`in_seconds`) time since it was last caught up."""
         samples = []
+        now_ms = wall_clock_ms()
         for (name, index), replica in sorted(self.broker.partitions.items()):
             replication = replica.replication
-            if not isinstance(replication, Replication) or not replication.followers:
+            if not isinstance(replication, Replication) or not replication.is_leader:
                 continue
             end = replica.log.log_end_offset
             for follower, progress in sorted(replication.followers.items()):
-                lag = end - progress.log_end_offset if progress.log_end_offset >= 0 else end
+                if in_seconds:
+                    lag = max(now_ms - progress.caught_up_ms, 0) / 1000
+                else:
+                    lag = end - progress.log_end_offset if progress.log_end_offset >= 0 else end
                 labels = {"topic": name, "partition": str(index), "follower": str(follower)}
                 samples.append((labels, float(lag)))
         return samples
@@ -765,4 +773,10 @@ def register_cluster_metrics(broker: Broker, member: ClusterMember) -> None:
         "weir_follower_lag_messages",
         "Per partition this broker leads, each follower's distance from the log end.",
         member.follower_lag_samples,
+    )
+    metrics.register_gauge(
+        "weir_follower_lag_seconds",
+        "Per partition this broker leads, how long ago each follower was last caught up "
+        "(past replica_lag_time_max_ms it leaves the ISR).",
+        lambda: member.follower_lag_samples(in_seconds=True),
     )

@@ -9,7 +9,7 @@ Names, types, defaults and valid ranges are Kafka's (3.x), with these exceptions
   produce path rewrite a batch of another codec (weir/log/recompression.py).
   Kafka's per-codec levels (`compression.gzip.level`, ...) are not accepted yet.
 - `segment.index.bytes` must be at least 12 (one time index entry).
-- `remote.storage.enable` and `unclean.leader.election.enable` must be false.
+- `remote.storage.enable` must be false.
 - `cleanup.policy=compact` compacts the log (weir/log/compaction.py) and keeps
   every segment otherwise (no time/size retention); `compact,delete` does both.
 
@@ -239,8 +239,8 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("segment.ms", _L, 604_800_000,
               "Age of a segment's first batch after which a new segment is rolled.", at_least(1)),
     ConfigDef("unclean.leader.election.enable", _B, False,
-              "Electing an out-of-sync replica; Weir never does.",
-              lambda value: "unclean leader election is not supported" if value else None),
+              "In a cluster, let an out-of-sync replica lead when no in-sync one is alive "
+              "(what it lacks is lost)."),
 )  # fmt: skip
 
 
