@@ -1,0 +1,130 @@
+"""The controller's pure decisions: leader election from the ISR, preferred-leader
+election, rack-aware replica placement, and the states' JSON in etcd."""
+
+from __future__ import annotations
+
+import pytest
+
+from weir.controller.errors import ControllerError
+from weir.controller.partition_state import (
+    NO_LEADER,
+    BrokerInfo,
+    PartitionState,
+    check_assignment,
+    elect_leader,
+    elect_preferred,
+    initial_state,
+    place_replicas,
+)
+from weir.format.errors import ErrorCode
+
+REPLICAS = [1, 2, 3]
+
+
+def test_a_new_partition_is_led_by_its_first_replica_with_every_replica_in_sync() -> None:
+    assert initial_state(REPLICAS) == PartitionState(leader=1, leader_epoch=0, isr=(1, 2, 3))
+
+
+def test_a_dead_leader_is_replaced_by_the_first_live_isr_member_in_replica_order() -> None:
+    state = PartitionState(leader=1, leader_epoch=4, isr=(3, 1, 2), partition_epoch=7)
+    elected = elect_leader(state, REPLICAS, frozenset({2, 3}))
+    assert elected == PartitionState(leader=2, leader_epoch=5, isr=(3, 2), partition_epoch=8)
+
+
+def test_dead_followers_leave_the_isr_without_a_new_leader_epoch() -> None:
+    state = PartitionState(leader=1, leader_epoch=4, isr=(1, 2, 3), partition_epoch=7)
+    elected = elect_leader(state, REPLICAS, frozenset({1, 2}))
+    assert elected == PartitionState(leader=1, leader_epoch=4, isr=(1, 2), partition_epoch=8)
+
+
+def test_nothing_changes_while_the_leader_and_isr_are_alive() -> None:
+    state = PartitionState(leader=1, leader_epoch=4, isr=(1, 2))
+    assert elect_leader(state, REPLICAS, frozenset({1, 2, 3})) is None
+
+
+def test_no_live_isr_member_takes_the_partition_offline_keeping_its_isr() -> None:
+    state = PartitionState(leader=1, leader_epoch=4, isr=(1,), partition_epoch=2)
+    offline = elect_leader(state, REPLICAS, frozenset({2, 3}))
+    assert offline == PartitionState(leader=NO_LEADER, leader_epoch=5, isr=(1,), partition_epoch=3)
+    assert offline is not None and elect_leader(offline, REPLICAS, frozenset({2, 3})) is None
+    # When the last in-sync replica returns, it leads again.
+    back = elect_leader(offline, REPLICAS, frozenset({1, 2, 3}))
+    assert back is not None and back.leader == 1 and back.leader_epoch == 6
+
+
+def test_unclean_election_picks_a_live_out_of_sync_replica_only_when_asked() -> None:
+    state = PartitionState(leader=NO_LEADER, leader_epoch=5, isr=(1,))
+    assert elect_leader(state, REPLICAS, frozenset({3})) is None
+    unclean = elect_leader(state, REPLICAS, frozenset({3}), unclean=True)
+    assert unclean is not None and (unclean.leader, unclean.isr) == (3, (3,))
+
+
+def test_a_replica_no_longer_assigned_leaves_the_isr() -> None:
+    state = PartitionState(leader=2, leader_epoch=1, isr=(2, 1, 3))
+    elected = elect_leader(state, [2, 1], frozenset({1, 2, 3}))
+    assert elected is not None and elected.isr == (2, 1)
+
+
+def test_preferred_election_needs_the_first_replica_alive_and_in_sync() -> None:
+    moved = PartitionState(leader=2, leader_epoch=3, isr=(2, 1))
+    assert elect_preferred(moved, REPLICAS, frozenset({1, 2})) == PartitionState(
+        leader=1, leader_epoch=4, isr=(2, 1), partition_epoch=1
+    )
+    assert elect_preferred(moved, REPLICAS, frozenset({2})) == (
+        ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    )
+    led = PartitionState(leader=1, leader_epoch=3, isr=(1, 2))
+    assert elect_preferred(led, REPLICAS, frozenset({1, 2})) == ErrorCode.ELECTION_NOT_NEEDED
+
+
+def brokers(*racks: str | None) -> list[BrokerInfo]:
+    return [BrokerInfo(node_id=i + 1, host="h", port=9092, rack=r) for i, r in enumerate(racks)]
+
+
+def test_placement_spreads_leaders_and_never_repeats_a_broker() -> None:
+    placed = place_replicas(6, 3, brokers(None, None, None))
+    assert [r[0] for r in placed] == [1, 2, 3, 1, 2, 3]
+    assert all(len(set(r)) == 3 for r in placed)
+
+
+def test_placement_puts_replicas_on_other_racks_first() -> None:
+    placed = place_replicas(4, 2, brokers("a", "a", "b", "b"))
+    racks = {1: "a", 2: "a", 3: "b", 4: "b"}
+    assert all(racks[r[0]] != racks[r[1]] for r in placed), placed
+
+
+def test_placement_starts_from_the_brokers_with_fewest_replicas() -> None:
+    placed = place_replicas(1, 1, brokers(None, None, None), replica_counts={1: 5, 2: 0, 3: 3})
+    assert placed == [[2]]
+
+
+def test_placement_refuses_more_replicas_than_brokers() -> None:
+    with pytest.raises(ControllerError) as refused:
+        place_replicas(1, 3, brokers(None, None))
+    assert refused.value.error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+@pytest.mark.parametrize("replicas", [[], [1, 1], [1, 9]])
+def test_explicit_assignments_must_name_distinct_live_brokers(replicas: list[int]) -> None:
+    with pytest.raises(ControllerError) as refused:
+        check_assignment(replicas, [1, 2, 3])
+    assert refused.value.error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+def test_states_and_registrations_round_trip_through_json() -> None:
+    state = PartitionState(leader=2, leader_epoch=9, isr=(2, 3), partition_epoch=11)
+    assert PartitionState.from_json(state.to_json()) == state
+    info = BrokerInfo(node_id=3, host="b3", port=9094, rack="r1", replication_token="t")
+    assert BrokerInfo.from_json(info.to_json(), epoch=42) == BrokerInfo(
+        node_id=3, host="b3", port=9094, rack="r1", replication_token="t", epoch=42
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"", b"[]", b'{"leader": "1", "leader_epoch": 0, "isr": [1], "partition_epoch": 0}',
+     b'{"leader": 1}', b"x" * 70_000],
+)  # fmt: skip
+def test_unreadable_state_documents_are_refused(value: bytes) -> None:
+    with pytest.raises((ValueError, KeyError)):
+        PartitionState.from_json(value)
