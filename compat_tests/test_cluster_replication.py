@@ -23,6 +23,7 @@ from compat_tests.history_checker import (
 )
 from compat_tests.wire_client import connect, round_trip
 from weir.format.errors import ErrorCode
+from weir.format.record_batch import build_batch
 from weir.wire.api_keys import ApiKey
 
 pytestmark = pytest.mark.timeout(180)
@@ -282,3 +283,36 @@ def test_a_client_claiming_a_brokers_replica_id_is_refused(cluster: WeirCluster)
     assert response.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     assert response.responses == []
     cluster.wait_full_isr(topic, timeout_s=5)
+
+
+def test_a_produce_to_a_follower_names_the_leader(cluster: WeirCluster) -> None:
+    """KIP-951 (Produce v10+): NOT_LEADER_OR_FOLLOWER carries the current leader and
+    its endpoint, so the client need not refresh metadata first."""
+    topic = unique_topic_name("hint")
+    cluster.create_topic(topic, 1, 3)
+    cluster.wait_full_isr(topic)
+    leader = cluster.partitions(topic)[0]
+    follower = next(b for n, b in cluster.brokers.items() if n != leader.leader)
+    request = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {
+                "name": topic,
+                "partition_data": [{"index": 0, "records": build_batch([(b"k", b"v", [])])}],
+            }
+        ],
+    }
+    with connect(follower) as sock:
+        response = round_trip(sock, ApiKey.PRODUCE, 11, request)
+    answer = response.responses[0].partition_responses[0]
+    assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (
+        leader.leader,
+        0,
+    )
+    leader_broker = cluster.brokers[leader.leader]
+    assert [(e.node_id, f"{e.host}:{e.port}") for e in response.node_endpoints] == [
+        (leader.leader, leader_broker.bootstrap)
+    ]

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from weir.format.primitives import EncodeError
 from weir.wire.produce_response import (
     PRODUCE_RESPONSE_VERSIONS,
+    NodeEndpoint,
     PartitionResult,
     encode_produce_response,
 )
@@ -33,12 +34,21 @@ partitions = st.builds(
     record_errors=st.lists(st.tuples(INT32, st.none() | st.text(max_size=20)), max_size=3).map(
         tuple
     ),
+    current_leader=st.just((-1, -1)) | st.tuples(INT32, INT32),
+)
+endpoints = st.lists(
+    st.builds(NodeEndpoint, INT32, st.text(max_size=20), INT32, st.none() | st.text(max_size=8)),
+    max_size=3,
 )
 topics = st.lists(st.tuples(st.text(max_size=30), st.lists(partitions, max_size=5)), max_size=4)
 
 
 def schema_frame(
-    version: int, correlation_id: int, body_topics: Any, throttle_time_ms: int
+    version: int,
+    correlation_id: int,
+    body_topics: Any,
+    throttle_time_ms: int,
+    node_endpoints: list[NodeEndpoint],
 ) -> bytes:
     body = {
         "responses": [
@@ -56,6 +66,10 @@ def schema_frame(
                             for index, message in p.record_errors
                         ],
                         "error_message": p.error_message,
+                        "current_leader": {
+                            "leader_id": p.current_leader[0],
+                            "leader_epoch": p.current_leader[1],
+                        },
                     }
                     for p in partition_results
                 ],
@@ -63,6 +77,7 @@ def schema_frame(
             for name, partition_results in body_topics
         ],
         "throttle_time_ms": throttle_time_ms,
+        "node_endpoints": [e._asdict() for e in node_endpoints],
     }
     return encode_response(ApiKey.PRODUCE, version, correlation_id, body)
 
@@ -73,12 +88,34 @@ def schema_frame(
     correlation_id=INT32,
     body_topics=topics,
     throttle_time_ms=INT32,
+    node_endpoints=endpoints,
 )
 def test_matches_the_schema_encoder_byte_for_byte(
-    version: int, correlation_id: int, body_topics: Any, throttle_time_ms: int
+    version: int,
+    correlation_id: int,
+    body_topics: Any,
+    throttle_time_ms: int,
+    node_endpoints: list[NodeEndpoint],
 ) -> None:
-    fast = encode_produce_response(version, correlation_id, body_topics, throttle_time_ms)
-    assert fast == schema_frame(version, correlation_id, body_topics, throttle_time_ms)
+    fast = encode_produce_response(
+        version, correlation_id, body_topics, throttle_time_ms, node_endpoints
+    )
+    assert fast == schema_frame(
+        version, correlation_id, body_topics, throttle_time_ms, node_endpoints
+    )
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_a_leader_hint_decodes_with_the_schema(version: int) -> None:
+    moved = PartitionResult(3, 6, -1, -1, -1, None, current_leader=(2, 7))
+    endpoint = NodeEndpoint(2, "broker2.example", 9093, "rack-b")
+    frame = encode_produce_response(version, 9, [("orders", [moved])], 0, [endpoint])
+    _, body = decode_response(ApiKey.PRODUCE, version, memoryview(frame)[4:])
+    partition = body.responses[0].partition_responses[0]
+    assert (partition.current_leader.leader_id, partition.current_leader.leader_epoch) == (2, 7)
+    assert [(e.node_id, e.host, e.port, e.rack) for e in body.node_endpoints] == [
+        (2, "broker2.example", 9093, "rack-b")
+    ]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -91,7 +128,7 @@ def test_a_typical_response_decodes_with_the_schema(version: int) -> None:
     assert [(p.index, p.base_offset) for p in decoded] == [(i, 1000 * i) for i in range(8)]
 
 
-@pytest.mark.parametrize("version", [2, 10])
-def test_versions_outside_3_to_9_are_refused(version: int) -> None:
+@pytest.mark.parametrize("version", [2, 12])
+def test_versions_outside_3_to_11_are_refused(version: int) -> None:
     with pytest.raises(EncodeError):
         encode_produce_response(version, 1, [])

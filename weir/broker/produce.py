@@ -1,4 +1,6 @@
-"""Produce v3–v9: append client batches as sent, answer once they are durable.
+"""Produce v3–v11: append client batches as sent, answer once they are durable (in
+a cluster, with acks=all, once the in-sync replicas have them); a broker that does
+not lead a partition answers NOT_LEADER_OR_FOLLOWER with the leader (v10+, KIP-951).
 
 Refused per partition before anything is written: internal topics (by name,
 INVALID_TOPIC_EXCEPTION, as Kafka); any request with a transactional id, and any
@@ -40,7 +42,12 @@ from weir.wire.messages.produce import (
     ProduceRequestPartitionData,
     ProduceResponse,
 )
-from weir.wire.produce_response import PartitionResult, encode_produce_response
+from weir.wire.produce_response import (
+    NO_LEADER_HINT,
+    NodeEndpoint,
+    PartitionResult,
+    encode_produce_response,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +68,8 @@ class PartitionOutcome:
     replica: PartitionReplica | None = None
     next_offset: int = 0
     record_errors: list[tuple[int, str]] = field(default_factory=list)  # KIP-467
+    # KIP-951: where the partition's leader is, when this broker is not it.
+    leader_hint: tuple[int, int] = NO_LEADER_HINT
 
 
 def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[ProduceResponse]:
@@ -85,8 +94,11 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[Pro
         if timed_out:
             _mark_timed_out(appended)
         topics = [(name, [_partition_result(o) for o in outcomes]) for name, outcomes in results]
+        endpoints = _leader_endpoints(broker, [o for _, outcomes in results for o in outcomes])
         return EncodedResponse(
-            encode_produce_response(ctx.api_version, ctx.header.correlation_id, topics)
+            encode_produce_response(
+                ctx.api_version, ctx.header.correlation_id, topics, node_endpoints=endpoints
+            )
         )
 
     return Deferred(finish)
@@ -124,10 +136,13 @@ def _append(
         return outcome
     if replica is None:
         outcome.error_code = broker.missing_partition_error(topic, partition.index)
+        if outcome.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            outcome.leader_hint = _leader_hint(broker, topic, partition.index)
         return outcome
     if not replica.is_leader:
         outcome.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         outcome.error_message = "this broker does not lead the partition"
+        outcome.leader_hint = _leader_hint(broker, topic, partition.index)
         return outcome
     in_sync = _in_sync_count(replica)
     if acks == -1 and replica.log.config.min_insync_replicas > in_sync:
@@ -251,4 +266,29 @@ def _partition_result(outcome: PartitionOutcome) -> PartitionResult:
         outcome.log_start_offset,
         outcome.error_message,
         tuple(outcome.record_errors),
+        outcome.leader_hint,
     )
+
+
+def _leader_hint(broker: Broker, topic: str, index: int) -> tuple[int, int]:
+    """(leader id, leader epoch) of a partition another live broker leads (KIP-951)."""
+    cluster = broker.cluster
+    record = broker.controller.topic(topic)
+    if cluster is None or record is None:
+        return NO_LEADER_HINT
+    state = cluster.partition_state(record, index)
+    if state.leader in {b.node_id for b in cluster.live_brokers()}:
+        return state.leader, state.leader_epoch
+    return NO_LEADER_HINT
+
+
+def _leader_endpoints(broker: Broker, outcomes: list[PartitionOutcome]) -> list[NodeEndpoint]:
+    """KIP-951's node endpoints: the brokers named by the responses' leader hints."""
+    leaders = {o.leader_hint[0] for o in outcomes if o.leader_hint != NO_LEADER_HINT}
+    if not leaders or broker.cluster is None:
+        return []
+    return [
+        NodeEndpoint(b.node_id, b.host, b.port, b.rack)
+        for b in broker.cluster.live_brokers()
+        if b.node_id in leaders
+    ]

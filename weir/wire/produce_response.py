@@ -1,4 +1,4 @@
-"""A hand-written encoder for Produce responses v3-v9, the hottest response.
+"""A hand-written encoder for Produce responses v3-v11, the hottest response.
 
 The schema encoder (`encode_response` with `PRODUCE_RESPONSE`) builds the same
 bytes from dicts through construct; for an 8-partition response that was about
@@ -8,6 +8,8 @@ byte for byte what the schema encoder produces, for every version and for
 random field values, so the schema stays the single definition of the format.
 
 `record_errors` (v8+, KIP-467) lists the records that made a batch be refused.
+`current_leader` and `node_endpoints` (v10+, KIP-951, tagged fields) tell a
+producer that reached a broker that does not lead a partition where its leader is.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from typing import NamedTuple
 
 from weir.format.primitives import EncodeError
 
-PRODUCE_RESPONSE_VERSIONS = (3, 9)
+PRODUCE_RESPONSE_VERSIONS = (3, 11)
 FIRST_FLEXIBLE_VERSION = 9
+FIRST_LEADER_HINT_VERSION = 10
+NO_LEADER_HINT = (-1, -1)
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _V3_PARTITION = struct.Struct(">ihqq")  # index, error_code, base_offset, append_time
 _V5_PARTITION = struct.Struct(">ihqqq")  # ... log_start_offset
+_LEADER = struct.Struct(">ii")  # leader id, leader epoch
 
 
 class PartitionResult(NamedTuple):
@@ -35,6 +40,14 @@ class PartitionResult(NamedTuple):
     log_start_offset: int
     error_message: str | None
     record_errors: tuple[tuple[int, str | None], ...] = ()  # (batch_index, message)
+    current_leader: tuple[int, int] = NO_LEADER_HINT  # (leader id, leader epoch), v10+
+
+
+class NodeEndpoint(NamedTuple):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
 
 
 def encode_produce_response(
@@ -42,6 +55,7 @@ def encode_produce_response(
     correlation_id: int,
     topics: Sequence[tuple[str, Sequence[PartitionResult]]],
     throttle_time_ms: int = 0,
+    node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> bytes:
     """The whole response frame, 4-byte size prefix included. Raises EncodeError."""
     low, high = PRODUCE_RESPONSE_VERSIONS
@@ -60,7 +74,9 @@ def encode_produce_response(
         if flexible:
             out += b"\x00"
     out += _INT32.pack(throttle_time_ms)
-    if flexible:
+    if api_version >= FIRST_LEADER_HINT_VERSION and node_endpoints:
+        out += _tagged_field(_endpoints(node_endpoints))
+    elif flexible:
         out += b"\x00"
     struct.pack_into(">ii", out, 0, len(out) - 4, correlation_id)
     return bytes(out)
@@ -87,8 +103,30 @@ def _write_partition(
             if flexible:
                 out += b"\x00"
         _write_nullable_string(out, partition.error_message, flexible)
-    if flexible:
+    if api_version >= FIRST_LEADER_HINT_VERSION and partition.current_leader != NO_LEADER_HINT:
+        out += _tagged_field(_LEADER.pack(*partition.current_leader) + b"\x00")
+    elif flexible:
         out += b"\x00"
+
+
+def _tagged_field(data: bytes | bytearray) -> bytearray:
+    """A tag buffer holding one field, tag 0 (the only tagged field either level has)."""
+    out = bytearray(b"\x01\x00")
+    _write_uvarint(out, len(data))
+    out += data
+    return out
+
+
+def _endpoints(node_endpoints: Sequence[NodeEndpoint]) -> bytearray:
+    out = bytearray()
+    _write_array_length(out, len(node_endpoints), True)
+    for endpoint in node_endpoints:
+        out += _INT32.pack(endpoint.node_id)
+        _write_string(out, endpoint.host, True)
+        out += _INT32.pack(endpoint.port)
+        _write_nullable_string(out, endpoint.rack, True)
+        out += b"\x00"
+    return out
 
 
 def _write_array_length(out: bytearray, length: int, flexible: bool) -> None:

@@ -1,4 +1,5 @@
-"""Produce (key 0), v3-v9. Records are zero-copy slices of the request frame."""
+"""Produce (key 0), v3-v11 (v10: KIP-951's leader hints; v11: only a new error code, for
+transactions). Records are zero-copy slices of the request frame."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from weir.wire.api_keys import ApiKey
 
 PRODUCE_REQUEST = Message(
     "ProduceRequest",
-    valid="3-9",
+    valid="3-11",
     flexible="9+",
     fields=[
         Field("transactional_id", STRING, "3+", nullable="3+", default=None),
@@ -78,7 +79,7 @@ _NODE_ENDPOINT = Struct(
 
 PRODUCE_RESPONSE = Message(
     "ProduceResponse",
-    valid="3-9",
+    valid="3-11",
     flexible="9+",
     fields=[
         Field(
@@ -95,4 +96,4 @@ PRODUCE_RESPONSE = Message(
     ],
 )
 
-PRODUCE = Api(ApiKey.PRODUCE, PRODUCE_REQUEST, PRODUCE_RESPONSE, (3, 9))
+PRODUCE = Api(ApiKey.PRODUCE, PRODUCE_REQUEST, PRODUCE_RESPONSE, (3, 11))
