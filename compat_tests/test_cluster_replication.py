@@ -3,14 +3,16 @@ replicated topics, acks=all through a leader's SIGKILL, and the replicas' bytes.
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, Message, Producer, TopicCollection, TopicPartition
 
 from compat_tests.cluster_harness import WeirCluster
 from compat_tests.etcd_harness import EtcdCluster
@@ -316,3 +318,64 @@ def test_a_produce_to_a_follower_names_the_leader(cluster: WeirCluster) -> None:
     assert [(e.node_id, f"{e.host}:{e.port}") for e in response.node_endpoints] == [
         (leader.leader, leader_broker.bootstrap)
     ]
+
+
+def _fetch_request(topic_id: object, partition: int) -> dict[str, object]:
+    return {
+        "replica_state": {"replica_id": -1, "replica_epoch": -1},
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic_id": topic_id,
+                "partitions": [
+                    {
+                        "partition": partition,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": 0,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }  # fmt: skip
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+
+
+def test_a_fetch_from_a_follower_names_the_leader_and_topics_go_by_id(
+    cluster: WeirCluster,
+) -> None:
+    """Fetch v16 (KIP-951): NOT_LEADER_OR_FOLLOWER with CurrentLeader and the
+    leader's endpoint; v13+ names topics by id, an unknown id is UNKNOWN_TOPIC_ID."""
+    topic = unique_topic_name("fetch-hint")
+    cluster.create_topic(topic, 1, 3)
+    cluster.wait_full_isr(topic)
+    admin = cluster.admin()
+    described = admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=10)
+    # Kafka prints a topic id as URL-safe base64 of its 16 bytes.
+    topic_id = uuid.UUID(bytes=base64.urlsafe_b64decode(str(described.topic_id) + "=="))
+    leader_id = cluster.partitions(topic)[0].leader
+    follower = next(b for n, b in cluster.brokers.items() if n != leader_id)
+    with connect(follower) as sock:
+        response = round_trip(sock, ApiKey.FETCH, 16, _fetch_request(topic_id, 0))
+        unknown = round_trip(sock, ApiKey.FETCH, 16, _fetch_request(uuid.uuid4(), 0))
+    answer = response.responses[0]
+    assert answer.topic_id == topic_id
+    partition = answer.partitions[0]
+    assert partition.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert partition.current_leader.leader_id == leader_id
+    assert [(e.node_id, f"{e.host}:{e.port}") for e in response.node_endpoints] == [
+        (leader_id, cluster.brokers[leader_id].bootstrap)
+    ]
+    assert unknown.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    with connect(cluster.brokers[leader_id]) as sock:
+        served = round_trip(sock, ApiKey.FETCH, 16, _fetch_request(topic_id, 0))
+    assert served.responses[0].partitions[0].error_code == ErrorCode.NONE
+    assert served.node_endpoints == []

@@ -1,4 +1,8 @@
-"""Fetch v4–v12: stored batches up to the high watermark, long-polled.
+"""Fetch v4–v16: stored batches up to the high watermark, long-polled. Topics by
+name (v4-v12) or by id (v13+); a partition this broker does not lead names its
+leader (CurrentLeader, and from v16 the leader's endpoint: KIP-951). A follower's
+fetch (its replica id: a field before v15, ReplicaState from v15) reads up to the
+log end and is parked for appends.
 
 A fetch that finds fewer than min_bytes parks one trio.Event on each partition
 it reads; the produce path sets them once new records are durable, so waiting
@@ -19,6 +23,7 @@ memory pressure undid, the read waits on the loop rather than never finishing.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -34,8 +39,11 @@ from weir.log.page_cache import ColdRange, ReadNotCached, warm
 from weir.wire.messages.fetch import (
     FetchRequest,
     FetchRequestPartition,
+    FetchRequestTopic,
     FetchResponse,
+    FetchResponseCurrentLeader,
     FetchResponseDivergingEpoch,
+    FetchResponseNodeEndpoint,
     FetchResponsePartition,
     FetchResponseResponse,
 )
@@ -46,13 +54,21 @@ INVALID_SESSION_ID = 0
 FINAL_SESSION_EPOCH = -1
 # Warm-ups of a fetch's cold ranges before its read may wait on the loop.
 COLD_READ_ATTEMPTS_MAX = 3
+FIRST_TOPIC_ID_VERSION = 13
+FIRST_NODE_ENDPOINTS_VERSION = 16
+LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+ZERO_UUID = uuid.UUID(int=0)
 
 
 @dataclass
 class FetchPlan:
     """The partitions of one request, resolved once and read on every attempt."""
 
-    topics: list[tuple[str, list[tuple[FetchRequestPartition, PartitionReplica | ErrorCode]]]]
+    # Per topic: its name and id (the response names topics by id from v13), and
+    # each requested partition with its replica or the error to answer.
+    topics: list[
+        tuple[str, uuid.UUID, list[tuple[FetchRequestPartition, PartitionReplica | ErrorCode]]]
+    ]
     response_bytes_max: int
     # A follower's fetch (its broker id): reads up to the log end, not the high
     # watermark, and parks for appends rather than for commits.
@@ -71,16 +87,14 @@ def handle_fetch(
     session_error = _check_session(request)
     if session_error != ErrorCode.NONE:
         return FetchResponse(throttle_time_ms=0, error_code=session_error, session_id=0)
-    replica_id = request.replica_id
+    # v15 moved the replica id into ReplicaState (KIP-903).
+    replica_id = request.replica_state.replica_id if ctx.api_version >= 15 else request.replica_id
     if replica_id != CONSUMER_REPLICA_ID and not _replica_allowed(ctx, replica_id):
         return FetchResponse(
             throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, session_id=0
         )
     plan = FetchPlan(
-        topics=[
-            (t.topic, [(p, _lookup(broker, t.topic, p, replica_id)) for p in t.partitions])
-            for t in request.topics
-        ],
+        topics=[_plan_topic(broker, t, replica_id, ctx.api_version) for t in request.topics],
         response_bytes_max=min(
             max(request.max_bytes, 0),
             limits.fetch_response_bytes_max,
@@ -92,7 +106,7 @@ def handle_fetch(
     min_bytes = max(request.min_bytes, 1)
     responses, total_bytes, has_error = _read_all(plan)
     if not plan.cold and (total_bytes >= min_bytes or has_error or wait_s <= 0):
-        return _fetch_response(responses)
+        return _fetch_response(broker, responses, ctx.api_version)
 
     async def finish() -> FetchResponse:
         # Records may have arrived while earlier responses were being sent.
@@ -105,10 +119,27 @@ def handle_fetch(
             if plan.cold:
                 continue
             if total_bytes >= min_bytes or has_error or trio.current_time() >= deadline:
-                return _fetch_response(responses)
+                return _fetch_response(broker, responses, ctx.api_version)
             await _wait_for_data(plan, deadline)
 
     return Deferred(finish)
+
+
+def _plan_topic(
+    broker: Broker, topic: FetchRequestTopic, replica_id: int, api_version: int
+) -> tuple[str, uuid.UUID, list[tuple[FetchRequestPartition, PartitionReplica | ErrorCode]]]:
+    """A requested topic by name (v4-v12) or by id (v13+: an unknown id answers
+    UNKNOWN_TOPIC_ID for each of its partitions)."""
+    if api_version >= FIRST_TOPIC_ID_VERSION:
+        record = broker.controller.topic_by_id(topic.topic_id)
+        if record is None:
+            unknown: PartitionReplica | ErrorCode = ErrorCode.UNKNOWN_TOPIC_ID
+            return "", topic.topic_id, [(p, unknown) for p in topic.partitions]
+        name, topic_id = record.name, record.topic_id
+    else:
+        record = broker.controller.topic(topic.topic)
+        name, topic_id = topic.topic, record.topic_id if record else ZERO_UUID
+    return name, topic_id, [(p, _lookup(broker, name, p, replica_id)) for p in topic.partitions]
 
 
 def _replica_allowed(ctx: RequestContext, replica_id: int) -> bool:
@@ -146,13 +177,53 @@ async def _warm(broker: Broker, plan: FetchPlan, warmups: int) -> None:
         broker.metrics.cold_read_bytes_total += warmed_bytes
 
 
-def _fetch_response(responses: list[FetchResponseResponse]) -> FetchResponse:
+def _fetch_response(
+    broker: Broker, responses: list[FetchResponseResponse], api_version: int
+) -> FetchResponse:
+    _add_leader_hints(broker, responses)
+    leaders = {
+        p.current_leader.leader_id
+        for t in responses
+        for p in t.partitions
+        if p.current_leader.leader_id >= 0
+    }
+    endpoints = []
+    if leaders and broker.cluster is not None and api_version >= FIRST_NODE_ENDPOINTS_VERSION:
+        endpoints = [
+            FetchResponseNodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for b in broker.cluster.live_brokers()
+            if b.node_id in leaders
+        ]
     return FetchResponse(
         throttle_time_ms=0,
         error_code=ErrorCode.NONE,
         session_id=INVALID_SESSION_ID,
         responses=responses,
+        node_endpoints=endpoints,
     )
+
+
+def _add_leader_hints(broker: Broker, responses: list[FetchResponseResponse]) -> None:
+    """KIP-951: a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
+    names its current leader (CurrentLeader, a tagged field since v12)."""
+    cluster = broker.cluster
+    if cluster is None:
+        return
+    alive = {b.node_id for b in cluster.live_brokers()}
+    for topic in responses:
+        record = broker.controller.topic(topic.topic)
+        if record is None:
+            continue
+        for partition in topic.partitions:
+            if partition.error_code not in LEADER_HINT_ERRORS:
+                continue
+            if not 0 <= partition.partition_index < record.partition_count:
+                continue
+            state = cluster.partition_state(record, partition.partition_index)
+            if state.leader in alive:
+                partition.current_leader = FetchResponseCurrentLeader(
+                    leader_id=state.leader, leader_epoch=state.leader_epoch
+                )
 
 
 def _check_session(request: FetchRequest) -> ErrorCode:
@@ -174,7 +245,7 @@ def _read_all(plan: FetchPlan) -> tuple[list[FetchResponseResponse], int, bool]:
     total_bytes = 0
     has_error = False
     responses = []
-    for topic, partitions in plan.topics:
+    for topic, topic_id, partitions in plan.topics:
         partition_responses = []
         for request_part, replica in partitions:
             first = total_bytes == 0 and _may_exceed(budget, bytes_left)
@@ -185,7 +256,9 @@ def _read_all(plan: FetchPlan) -> tuple[list[FetchResponseResponse], int, bool]:
             bytes_left -= size
             total_bytes += size
             partition_responses.append(response)
-        responses.append(FetchResponseResponse(topic=topic, partitions=partition_responses))
+        responses.append(
+            FetchResponseResponse(topic=topic, topic_id=topic_id, partitions=partition_responses)
+        )
     return responses, total_bytes, has_error
 
 
@@ -296,7 +369,7 @@ def _partition_error(
 
 async def _wait_for_data(plan: FetchPlan, deadline: float) -> None:
     event = trio.Event()
-    replicas = [r for _, parts in plan.topics for _, r in parts if not isinstance(r, ErrorCode)]
+    replicas = [r for _, _, parts in plan.topics for _, r in parts if not isinstance(r, ErrorCode)]
     follower = plan.replica_id != CONSUMER_REPLICA_ID
     for replica in replicas:
         (replica.follower_waiters if follower else replica.waiters).add(event)

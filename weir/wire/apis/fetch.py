@@ -1,4 +1,4 @@
-"""Fetch (key 1), v4-v12. Records are zero-copy slices (decode) or any buffer (encode)."""
+"""Fetch (key 1), v4-v16. Records are zero-copy slices (decode) or any buffer (encode)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ _FETCH_PARTITION = Struct(
 
 FETCH_REQUEST = Message(
     "FetchRequest",
-    valid="4-12",
+    valid="4-16",
     flexible="12+",
     fields=[
         Field("cluster_id", STRING, "12+", nullable="12+", tag=0, default=None),
@@ -125,7 +125,7 @@ _PARTITION_DATA = Struct(
 
 FETCH_RESPONSE = Message(
     "FetchResponse",
-    valid="4-12",
+    valid="4-16",
     flexible="12+",
     fields=[
         Field("throttle_time_ms", INT32, "1+"),
@@ -157,4 +157,4 @@ FETCH_RESPONSE = Message(
     ],
 )
 
-FETCH = Api(ApiKey.FETCH, FETCH_REQUEST, FETCH_RESPONSE, (4, 12))
+FETCH = Api(ApiKey.FETCH, FETCH_REQUEST, FETCH_RESPONSE, (4, 16))
