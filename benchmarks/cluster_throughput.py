@@ -33,8 +33,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compat_tests.cluster_harness import WeirCluster  # noqa: E402
-from compat_tests.etcd_harness import EtcdCluster  # noqa: E402
+from compat_tests.cluster_harness import running_cluster  # noqa: E402
 from compat_tests.harness import WeirProcess  # noqa: E402
 
 PARTITIONS = 8
@@ -105,23 +104,14 @@ def single_round(base: Path, messages: int, size: int) -> dict[str, float]:
 
 
 def cluster_round(base: Path, messages: int, size: int) -> dict[str, float]:
-    etcd = EtcdCluster.start(base / "etcd", 1)
-    cluster = WeirCluster(base / "cluster", etcd, 3)
-    cluster.start()
-    try:
+    with running_cluster(base / "cluster") as cluster:
         create_topic(cluster.bootstrap, "bench", 3)
         cluster.wait_full_isr("bench")
         return produce_run(cluster.bootstrap, "bench", messages, size)
-    finally:
-        cluster.stop()
-        etcd.stop()
 
 
 def failover_once(base: Path) -> float:
-    etcd = EtcdCluster.start(base / "etcd", 1)
-    cluster = WeirCluster(base / "cluster", etcd, 3)
-    cluster.start()
-    try:
+    with running_cluster(base / "cluster") as cluster:
         create_topic(cluster.bootstrap, "failover", 3)
         cluster.wait_full_isr("failover")
         partitions = cluster.partitions("failover")
@@ -157,9 +147,6 @@ def failover_once(base: Path) -> float:
         thread.join(70)
         firsts = [t for t, p in acked if t > killed_at and p in victim_partitions]
         return (min(firsts) - killed_at) if firsts else float("inf")
-    finally:
-        cluster.stop()
-        etcd.stop()
 
 
 def main() -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +137,29 @@ class WeirCluster:
             )
 
         self.wait_until(full, timeout_s, f"every partition of {topic} has its full ISR")
+
+
+Placement = Callable[[int], tuple[str, tuple[str, ...]]]
+
+
+@contextmanager
+def running_cluster(
+    base: Path,
+    *,
+    brokers_count: int = 3,
+    etcd_members: int = 1,
+    etcd_host: str = "127.0.0.1",
+    placement: Placement | None = None,
+) -> Iterator[WeirCluster]:
+    """etcd (`etcd_members`) and `brokers_count` started brokers under `base`;
+    everything stopped on exit (a broker that logged a traceback fails it)."""
+    etcd = EtcdCluster.start(base / "etcd", etcd_members, host=etcd_host)
+    try:
+        cluster = WeirCluster(base / "weir", etcd, brokers_count, placement)
+        try:
+            cluster.start()
+            yield cluster
+        finally:
+            cluster.stop()
+    finally:
+        etcd.stop()

@@ -35,8 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from compat_tests.cluster_harness import WeirCluster
-from compat_tests.etcd_harness import EtcdCluster
+from compat_tests.cluster_harness import WeirCluster, running_cluster
 from compat_tests.history_checker import ConcurrentReader, ProduceLoad, check, read_everything
 from compat_tests.netns import NetworkLab
 
@@ -102,13 +101,8 @@ def inject(kind: str, cluster: WeirCluster, lab: NetworkLab, load: ProduceLoad,
 def run(faults: int, seed: int, base: Path) -> dict[str, object]:
     rng = random.Random(seed)
     with NetworkLab(3) as lab:
-        etcd = EtcdCluster.start(base / "etcd", 1, host=lab.root_address)
-        cluster = WeirCluster(
-            base / "weir", etcd, 3,
-            placement=lambda n: (lab.addresses[n - 1], lab.prefix(n - 1)),
-        )  # fmt: skip
-        try:
-            cluster.start()
+        placement = lambda n: (lab.addresses[n - 1], lab.prefix(n - 1))  # noqa: E731
+        with running_cluster(base, etcd_host=lab.root_address, placement=placement) as cluster:
             cluster.create_topic(TOPIC, PARTITIONS, 3)
             cluster.wait_full_isr(TOPIC)
             records = []
@@ -126,9 +120,6 @@ def run(faults: int, seed: int, base: Path) -> dict[str, object]:
             bootstrap = ",".join(b.bootstrap for b in cluster.running())
             final = read_everything(bootstrap, TOPIC, PARTITIONS)
             anomalies = check(load.acks, load.sent, final, reader.reads)
-        finally:
-            cluster.stop()
-            etcd.stop()
     failovers = [r["failover_s"] for r in records if isinstance(r.get("failover_s"), float)]
     return {
         "seed": seed,

@@ -34,6 +34,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from compat_tests.cluster_harness import WeirCluster
+
 READ_TIMEOUT_S = 60.0
 
 
@@ -255,3 +257,19 @@ def check(
         if by_offset.get((partition, offset)) != value:
             found.vanished.append((partition, offset, value))
     return found
+
+
+def check_history(
+    cluster: WeirCluster,
+    load: ProduceLoad,
+    partitions: int,
+    reader: ConcurrentReader | None = None,
+) -> None:
+    """Zero anomalies: nothing acknowledged lost, nothing duplicated or reordered,
+    nothing read during the run disappeared (the final read goes to the running
+    brokers)."""
+    bootstrap = ",".join(b.bootstrap for b in cluster.running())
+    final = read_everything(bootstrap, load.topic, partitions)
+    anomalies = check(load.acks, load.sent, final, reader.reads if reader else ())
+    assert load.sent > 0 and anomalies.acknowledged_count == load.sent, anomalies.summary()
+    assert anomalies.ok, anomalies.summary()

@@ -11,25 +11,17 @@ import pytest
 from confluent_kafka import ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions, NewTopic
 
-from compat_tests.cluster_harness import WeirCluster
-from compat_tests.etcd_harness import EtcdCluster
+from compat_tests.cluster_harness import WeirCluster, running_cluster
 from compat_tests.harness import run_cli, unique_topic_name
-from compat_tests.history_checker import ProduceLoad
-from compat_tests.test_cluster_replication import check_history
+from compat_tests.history_checker import ProduceLoad, check_history
 
 pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[WeirCluster]:
-    etcd = EtcdCluster.start(tmp_path / "etcd", 1)
-    weir = WeirCluster(tmp_path / "weir", etcd, brokers_count=3)
-    try:
-        weir.start()
+    with running_cluster(tmp_path) as weir:
         yield weir
-    finally:
-        weir.stop()
-        etcd.stop()
 
 
 def cli(cluster: WeirCluster, *args: str) -> dict[str, object]:

@@ -8,12 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.cluster_harness import WeirCluster
-from compat_tests.etcd_harness import EtcdCluster
+from compat_tests.cluster_harness import WeirCluster, running_cluster
 from compat_tests.harness import unique_topic_name
-from compat_tests.history_checker import ConcurrentReader, ProduceLoad
+from compat_tests.history_checker import ConcurrentReader, ProduceLoad, check_history
 from compat_tests.netns import NetworkLab
-from compat_tests.test_cluster_replication import check_history
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -26,19 +24,12 @@ def lab() -> Iterator[NetworkLab]:
 
 @pytest.fixture
 def cluster(tmp_path: Path, lab: NetworkLab) -> Iterator[WeirCluster]:
-    etcd = EtcdCluster.start(tmp_path / "etcd", 1, host=lab.root_address)
-    weir = WeirCluster(
-        tmp_path / "weir",
-        etcd,
-        brokers_count=3,
+    with running_cluster(
+        tmp_path,
+        etcd_host=lab.root_address,
         placement=lambda node_id: (lab.addresses[node_id - 1], lab.prefix(node_id - 1)),
-    )
-    try:
-        weir.start()
+    ) as weir:
         yield weir
-    finally:
-        weir.stop()
-        etcd.stop()
 
 
 def test_a_leader_cut_off_from_brokers_and_etcd_loses_nothing_acknowledged(

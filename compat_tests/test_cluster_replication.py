@@ -14,15 +14,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Message, Producer, TopicCollection, TopicPartition
 
-from compat_tests.cluster_harness import WeirCluster
-from compat_tests.etcd_harness import EtcdCluster
+from compat_tests.cluster_harness import WeirCluster, running_cluster
 from compat_tests.harness import unique_topic_name
-from compat_tests.history_checker import (
-    ConcurrentReader,
-    ProduceLoad,
-    check,
-    read_everything,
-)
+from compat_tests.history_checker import ConcurrentReader, ProduceLoad, check_history
 from compat_tests.wire_client import connect, round_trip
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import build_batch
@@ -33,29 +27,8 @@ pytestmark = pytest.mark.timeout(180)
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[WeirCluster]:
-    etcd = EtcdCluster.start(tmp_path / "etcd", 1)
-    weir = WeirCluster(tmp_path / "weir", etcd, brokers_count=3)
-    try:
-        weir.start()
+    with running_cluster(tmp_path) as weir:
         yield weir
-    finally:
-        weir.stop()
-        etcd.stop()
-
-
-def check_history(
-    cluster: WeirCluster,
-    load: ProduceLoad,
-    partitions: int,
-    reader: ConcurrentReader | None = None,
-) -> None:
-    """Zero anomalies (history_checker.py): nothing acknowledged lost, nothing
-    duplicated or reordered, nothing read during the run disappeared."""
-    bootstrap = ",".join(b.bootstrap for b in cluster.running())
-    final = read_everything(bootstrap, load.topic, partitions)
-    anomalies = check(load.acks, load.sent, final, reader.reads if reader else ())
-    assert load.sent > 0 and anomalies.acknowledged_count == load.sent, anomalies.summary()
-    assert anomalies.ok, anomalies.summary()
 
 
 def test_replicated_topic_reports_three_replicas_in_sync(cluster: WeirCluster) -> None:
@@ -164,17 +137,14 @@ def test_rolling_restart_under_load_loses_nothing(cluster: WeirCluster) -> None:
 
 
 def test_losing_the_etcd_leader_member_interrupts_nothing(tmp_path: Path) -> None:
-    etcd = EtcdCluster.start(tmp_path / "etcd", 3)
-    cluster = WeirCluster(tmp_path / "weir", etcd, brokers_count=3)
-    try:
-        cluster.start()
+    with running_cluster(tmp_path, etcd_members=3) as cluster:
         topic = unique_topic_name("etcd-loss")
         cluster.create_topic(topic, 3, 3)
         cluster.wait_full_isr(topic)
         leaders_before = {p: cluster.leader_of(topic, p) for p in range(3)}
         with ProduceLoad(cluster.bootstrap, topic) as load:
             load.acked_since(200, timeout_s=30)
-            etcd.leader().kill()
+            cluster.etcd.leader().kill()
             load.acked_since(300, timeout_s=30)
             # The remaining two members elect a leader; every broker's lease survives.
             cluster.wait_until(lambda: len(cluster.admin().list_topics(timeout=5).brokers) == 3,
@@ -182,9 +152,6 @@ def test_losing_the_etcd_leader_member_interrupts_nothing(tmp_path: Path) -> Non
             load.acked_since(200, timeout_s=30)
         assert {p: cluster.leader_of(topic, p) for p in range(3)} == leaders_before
         check_history(cluster, load, 3)
-    finally:
-        cluster.stop()
-        etcd.stop()
 
 
 def _group_consumer(bootstrap: str, group_id: str) -> Consumer:

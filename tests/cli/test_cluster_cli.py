@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.cluster_harness import WeirCluster
-from compat_tests.etcd_harness import EtcdCluster
+from compat_tests.cluster_harness import WeirCluster, running_cluster
 from compat_tests.harness import (
     WeirProcess,
     clean_environment,
@@ -29,15 +28,8 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture(scope="module")
 def three_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirCluster]:
-    base = tmp_path_factory.mktemp("cluster-cli")
-    etcd = EtcdCluster.start(base / "etcd", 1)
-    cluster = WeirCluster(base / "weir", etcd, brokers_count=3)
-    try:
-        cluster.start()
+    with running_cluster(tmp_path_factory.mktemp("cluster-cli")) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
-        etcd.stop()
 
 
 def cli_json(bootstrap: str, *args: str) -> dict[str, object]:
@@ -84,13 +76,8 @@ def test_cluster_partitions_lists_replicas_and_isr(three_brokers: WeirCluster) -
     ]  # fmt: skip
 
 
-def test_under_replicated_filter_shows_a_dead_brokers_partitions(
-    tmp_path: Path,
-) -> None:
-    etcd = EtcdCluster.start(tmp_path / "etcd", 1)
-    cluster = WeirCluster(tmp_path / "weir", etcd, brokers_count=3)
-    try:
-        cluster.start()
+def test_under_replicated_filter_shows_a_dead_brokers_partitions(tmp_path: Path) -> None:
+    with running_cluster(tmp_path) as cluster:
         topic = unique_topic_name("urp")
         cluster.create_topic(topic, 3, 3)
         cluster.wait_full_isr(topic)
@@ -106,9 +93,6 @@ def test_under_replicated_filter_shows_a_dead_brokers_partitions(
         status = cli_json(bootstrap, "cluster", "status")
         assert status["under_replicated_partitions_count"] >= 3
         assert status["brokers_count"] == 2
-    finally:
-        cluster.stop()
-        etcd.stop()
 
 
 def test_cluster_up_starts_etcd_and_brokers_and_stops_them(tmp_path: Path) -> None:
