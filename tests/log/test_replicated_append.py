@@ -383,3 +383,31 @@ def test_truncation_point_below_the_log_start_restarts_the_log_there(
     assert follower.truncation_point(1, 3) == TruncationPoint(3, complete=True)
     follower.truncate_to(3)
     assert (follower.log_start_offset, follower.log_end_offset) == (3, 3)
+
+
+async def test_a_follower_behind_the_leaders_start_restarts_there(
+    tmp_path: Path, running_flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    """The leader answered OFFSET_OUT_OF_RANGE with a log start past this log's end."""
+    leader = open_at(tmp_path / "leader" / "t-0", running_flusher)
+    for _ in range(4):
+        leader.append(batch(2), leader_epoch=1, now_ms=now_ms)
+    await leader.wait_durable(leader.log_end_offset)
+    leader.roll()
+    leader.append(batch(1), leader_epoch=2, now_ms=now_ms)
+    await leader.wait_durable(leader.log_end_offset)
+    leader.delete_records_before(8)
+    follower = open_at(tmp_path / "follower" / "t-0", running_flusher)
+    follower.append(batch(1), leader_epoch=0, now_ms=now_ms)
+    follower.truncate_to(leader.log_start_offset)  # never moves the end up
+    assert follower.log_end_offset == 1
+    follower.truncate_fully_and_start_at(leader.log_start_offset)
+    assert (follower.log_start_offset, follower.log_end_offset) == (8, 8)
+    assert follower.epoch_cache.entries == []
+    replicate(follower, leader, now_ms)
+    await follower.wait_durable(9)
+    assert everything(follower) == everything(leader)
+    follower.close()
+    reopened = open_at(tmp_path / "follower" / "t-0", running_flusher)
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (8, 9)
+    assert reopened.epoch_cache.entries == [(2, 8)]

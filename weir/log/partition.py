@@ -1165,6 +1165,21 @@ class PartitionLog:
                 self._delete_segment(self._segments.pop())
             self._segments[-1].truncate_to(offset)
             self.log_end_offset = self._segments[-1].next_offset
+        self._after_truncation()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and restart it at `offset`, below or above its end (Kafka's
+        truncateFullyAndStartAt): a follower whose log end is below the leader's log
+        start (the leader answered OFFSET_OUT_OF_RANGE) starts over there.
+        `truncate_to` cannot: it never moves the log end up."""
+        self._check_writable()
+        assert offset >= 0, offset
+        self._generation += 1
+        self._restart_at(offset)
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        """Bookkeeping once the log end moved down, or the log restarted."""
         self._segments_changed()
         self._segments[-1].pin()
         self._unsynced[self._segments[-1].log_file] = None
