@@ -6,20 +6,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import crc32c
 import pytest
 
 from weir.format.errors import ErrorCode
 from weir.log.config import LogConfig
 from weir.log.errors import LogError
 from weir.log.flusher import GroupFlusher
-from weir.log.partition import PartitionLog
+from weir.log.partition import PartitionLog, TruncationPoint
 
 MakeBatch = Callable[..., bytes]
 PID = 41
 
 
-def open_at(path: Path, flusher: GroupFlusher) -> PartitionLog:
-    return PartitionLog.open(path, LogConfig(), flusher)
+def open_at(path: Path, flusher: GroupFlusher, config: LogConfig | None = None) -> PartitionLog:
+    return PartitionLog.open(path, config or LogConfig(), flusher)
 
 
 def everything(log: PartitionLog) -> bytes:
@@ -163,3 +164,250 @@ async def test_replicated_records_become_durable(
     follower.append_replicated(everything(leader), now_ms=now_ms)
     await follower.wait_durable(6)
     assert follower.durable_end_offset == 6
+
+
+def replicate(follower: PartitionLog, leader: PartitionLog, now_ms: int) -> None:
+    """Fetch one batch at a time (as a fetch with a small partition_max_bytes
+    would) until the follower has everything the leader has."""
+    for _ in range(1000):
+        if follower.log_end_offset >= leader.log_end_offset:
+            return
+        fetched = leader.read(
+            follower.log_end_offset, bytes_max=1, end_offset=leader.log_end_offset
+        )
+        follower.append_replicated(fetched.records, now_ms=now_ms)
+    raise AssertionError("the follower did not catch up")
+
+
+def converge(follower: PartitionLog, leader: PartitionLog) -> list[TruncationPoint]:
+    """A fetcher's truncation: ask the leader for the follower's latest epoch and
+    truncate, again while the answer is not complete (KIP-279)."""
+    points = []
+    for _ in range(100):
+        latest = follower.latest_epoch
+        epoch, end = leader.end_offset_for_epoch(-1 if latest is None else latest)
+        point = follower.truncation_point(epoch, end)
+        points.append(point)
+        follower.truncate_to(point.offset)
+        if point.complete:
+            return points
+    raise AssertionError("truncation did not converge")
+
+
+def segment_files(log: PartitionLog) -> dict[str, bytes]:
+    return {
+        path.name: path.read_bytes()
+        for path in sorted(log.directory.iterdir())
+        if path.suffix in (".log", ".index", ".timeindex")
+    }
+
+
+def test_follower_rolls_segments_like_the_leader_when_fetching_batch_by_batch(
+    tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    config = LogConfig.from_overrides({"segment.bytes": "1024", "index.interval.bytes": "300"})
+    leader = open_at(tmp_path / "leader" / "t-0", flusher, config)
+    for epoch in range(12):
+        leader.append(batch(2, value_bytes=100), leader_epoch=epoch // 4, now_ms=now_ms)
+    follower = open_at(tmp_path / "follower" / "t-0", flusher, config)
+    replicate(follower, leader, now_ms)
+    assert len(leader.segments) > 2
+    leader.flush()
+    follower.flush()
+    assert segment_files(follower) == segment_files(leader)
+    assert follower.epoch_cache.entries == leader.epoch_cache.entries == [(0, 0), (1, 8), (2, 16)]
+
+
+def test_follower_reopens_cleanly_with_its_epochs_and_producers(
+    tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    leader = leader_with(tmp_path, flusher, batch, now_ms)
+    path = tmp_path / "follower" / "t-0"
+    follower = open_at(path, flusher)
+    follower.append_replicated(everything(leader), now_ms=now_ms)
+    follower.close()
+    reopened = open_at(path, flusher)
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (0, 6)
+    assert everything(reopened) == everything(leader)
+    assert reopened.epoch_cache.entries == [(0, 0), (1, 3), (2, 5)]
+    retry = batch(2, producer_id=PID, producer_epoch=0, base_sequence=0)
+    result = reopened.append(retry, leader_epoch=3, now_ms=now_ms)
+    assert result.duplicate and (result.base_offset, result.last_offset) == (3, 4)
+
+
+def test_an_overlap_is_refused_and_nothing_is_written(
+    tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    leader = leader_with(tmp_path, flusher, batch, now_ms)
+    first = bytes(leader.read(0, bytes_max=1, end_offset=3).records)
+    follower = open_at(tmp_path / "follower" / "t-0", flusher)
+    with pytest.raises(LogError) as refused:
+        follower.append_replicated(first + first, now_ms=now_ms)
+    assert refused.value.error_code == ErrorCode.INVALID_RECORD
+    assert follower.log_end_offset == 0 and everything(follower) == b""
+    follower.append_replicated(first, now_ms=now_ms)
+    # A batch straddling the log end (offsets 2..3 when the log ends at 3).
+    straddling = batch(2, base_offset=2, partition_leader_epoch=0)
+    with pytest.raises(LogError):
+        follower.append_replicated(straddling, now_ms=now_ms)
+    assert follower.log_end_offset == 3 and everything(follower) == first
+
+
+def test_an_older_leader_epoch_is_refused(
+    tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    follower = open_at(tmp_path / "follower" / "t-0", flusher)
+    follower.append_replicated(batch(1, base_offset=0, partition_leader_epoch=2), now_ms=now_ms)
+    older = batch(1, base_offset=1, partition_leader_epoch=1)
+    with pytest.raises(LogError) as refused:
+        follower.append_replicated(older, now_ms=now_ms)
+    assert refused.value.error_code == ErrorCode.INVALID_RECORD
+    assert follower.log_end_offset == 1 and follower.epoch_cache.entries == [(2, 0)]
+
+
+def test_batches_without_an_epoch_are_stored_and_leave_the_cache_alone(
+    tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    follower = open_at(tmp_path / "follower" / "t-0", flusher)
+    records = (
+        batch(1, base_offset=0, partition_leader_epoch=-1)
+        + batch(1, base_offset=1, partition_leader_epoch=3)
+        + batch(1, base_offset=2, partition_leader_epoch=-1)
+    )
+    result = follower.append_replicated(records, now_ms=now_ms)
+    assert result is not None and result.last_offset == 2
+    assert everything(follower) == records
+    assert follower.epoch_cache.entries == [(3, 1)]
+
+
+def test_what_the_leader_accepted_is_stored_without_the_topics_limits(
+    tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    """Old timestamps, a batch over max.message.bytes, a transaction marker."""
+    config = LogConfig.from_overrides(
+        {"max.message.bytes": "100", "message.timestamp.before.max.ms": "1000"}
+    )
+    follower = open_at(tmp_path / "follower" / "t-0", flusher, config)
+    old = batch(1, base_offset=0, timestamp_ms=now_ms - 86_400_000, partition_leader_epoch=0)
+    large = batch(1, base_offset=1, value_bytes=500, partition_leader_epoch=0)
+    marker = batch(1, base_offset=2, is_control=True, is_transactional=True,
+                   producer_id=PID, producer_epoch=0, partition_leader_epoch=0)  # fmt: skip
+    follower.append_replicated(old + large + marker, now_ms=now_ms)
+    assert follower.log_end_offset == 3
+    assert everything(follower) == old + large + marker
+
+
+def test_a_compacted_batch_with_fewer_records_than_offsets_is_stored(
+    tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    follower = open_at(tmp_path / "follower" / "t-0", flusher)
+    whole = batch(3, base_offset=0, partition_leader_epoch=0)
+    # Records 0 and 1 compacted away: the batch keeps last_offset_delta 2, one record.
+    compacted = bytearray(whole)
+    compacted[57:61] = (1).to_bytes(4, "big")  # records_count
+    refused = bytearray(whole)
+    refused[57:61] = (4).to_bytes(4, "big")  # more records than offsets: not a batch
+    for data in (compacted, refused):  # the CRC is checked last: fix it
+        data[17:21] = crc32c.crc32c(bytes(data[21:])).to_bytes(4, "big")
+    with pytest.raises(LogError) as too_many:
+        follower.append_replicated(refused, now_ms=now_ms)
+    assert too_many.value.error_code == ErrorCode.INVALID_RECORD
+    result = follower.append_replicated(compacted, now_ms=now_ms)
+    assert result is not None and (result.base_offset, result.last_offset) == (0, 2)
+
+
+def test_a_follower_without_the_leaders_epoch_truncates_in_rounds(
+    tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    """KIP-279's case: the follower wrote epoch 2 as leader after offset 10; the
+    new leader had been leader in epoch 1 from offset 5 (which the follower never
+    saw) and leads now in epoch 3. The first answer names epoch 1, unknown to the
+    follower: it cuts at the end of its epoch 0 and asks again."""
+    leader = open_at(tmp_path / "leader" / "t-0", flusher)
+    follower = open_at(tmp_path / "follower" / "t-0", flusher)
+    for log in (leader, follower):
+        log.append(batch(5), leader_epoch=0, now_ms=now_ms)
+    follower.append(batch(5), leader_epoch=0, now_ms=now_ms)
+    follower.append(batch(5), leader_epoch=2, now_ms=now_ms)
+    leader.append(batch(7, value_bytes=11), leader_epoch=1, now_ms=now_ms)
+    leader.epoch_cache.assign(3, leader.log_end_offset)
+    leader.append(batch(2, value_bytes=12), leader_epoch=3, now_ms=now_ms)
+    assert converge(follower, leader) == [
+        TruncationPoint(10, complete=False),
+        TruncationPoint(5, complete=True),
+    ]
+    replicate(follower, leader, now_ms)
+    assert everything(follower) == everything(leader)
+    assert follower.epoch_cache.entries == leader.epoch_cache.entries == [(0, 0), (1, 5), (3, 12)]
+
+
+def test_a_follower_already_matching_the_leader_keeps_its_log(
+    tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    leader = leader_with(tmp_path, flusher, batch, now_ms)
+    follower = open_at(tmp_path / "follower" / "t-0", flusher)
+    follower.append_replicated(everything(leader), now_ms=now_ms)
+    leader.epoch_cache.assign(4, leader.log_end_offset)
+    leader.append(batch(1), leader_epoch=4, now_ms=now_ms)
+    assert converge(follower, leader) == [TruncationPoint(6, complete=True)]
+    assert follower.log_end_offset == 6
+
+
+def test_truncation_point_without_a_common_epoch(
+    tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    follower = open_at(tmp_path / "f" / "t-0", flusher)
+    follower.append(batch(3), leader_epoch=-1, now_ms=now_ms)  # no epoch cache entry
+    assert follower.epoch_cache.entries == []
+    # The leader has epochs but the follower none: Kafka keeps up to the leader's end.
+    assert follower.truncation_point(2, 1) == TruncationPoint(1, complete=True)
+    assert follower.truncation_point(2, 10) == TruncationPoint(3, complete=True)
+    # The leader gave no epoch but an offset (OffsetForLeaderEpoch v0 answers).
+    assert follower.truncation_point(-1, 2) == TruncationPoint(2, complete=True)
+    # UNDEFINED: nothing is known to match, never the high watermark.
+    assert follower.truncation_point(-1, -1) == TruncationPoint(0, complete=True)
+    assert follower.truncation_point(5, -1) == TruncationPoint(0, complete=True)
+
+
+def test_truncation_point_below_the_log_start_restarts_the_log_there(
+    tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    follower = open_at(tmp_path / "f" / "t-0", flusher)
+    follower.append(batch(3), leader_epoch=0, now_ms=now_ms)
+    follower.append(batch(3), leader_epoch=2, now_ms=now_ms)
+    follower.flush()
+    follower.delete_records_before(4)
+    assert follower.epoch_cache.entries == [(2, 4)]
+    # The leader's epoch 1 ended at 3 (its epoch 3 began there): below this log's
+    # start, so nothing here is kept and the log restarts at 3.
+    assert follower.truncation_point(1, 3) == TruncationPoint(3, complete=True)
+    follower.truncate_to(3)
+    assert (follower.log_start_offset, follower.log_end_offset) == (3, 3)
+
+
+async def test_a_follower_behind_the_leaders_start_restarts_there(
+    tmp_path: Path, running_flusher: GroupFlusher, batch: MakeBatch, now_ms: int
+) -> None:
+    """The leader answered OFFSET_OUT_OF_RANGE with a log start past this log's end."""
+    leader = open_at(tmp_path / "leader" / "t-0", running_flusher)
+    for _ in range(4):
+        leader.append(batch(2), leader_epoch=1, now_ms=now_ms)
+    await leader.wait_durable(leader.log_end_offset)
+    leader.roll()
+    leader.append(batch(1), leader_epoch=2, now_ms=now_ms)
+    await leader.wait_durable(leader.log_end_offset)
+    leader.delete_records_before(8)
+    follower = open_at(tmp_path / "follower" / "t-0", running_flusher)
+    follower.append(batch(1), leader_epoch=0, now_ms=now_ms)
+    follower.truncate_to(leader.log_start_offset)  # never moves the end up
+    assert follower.log_end_offset == 1
+    follower.truncate_fully_and_start_at(leader.log_start_offset)
+    assert (follower.log_start_offset, follower.log_end_offset) == (8, 8)
+    assert follower.epoch_cache.entries == []
+    replicate(follower, leader, now_ms)
+    await follower.wait_durable(9)
+    assert everything(follower) == everything(leader)
+    follower.close()
+    reopened = open_at(tmp_path / "follower" / "t-0", running_flusher)
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (8, 9)
+    assert reopened.epoch_cache.entries == [(2, 8)]

@@ -137,6 +137,15 @@ class AppendResult:
 
 
 @dataclass(frozen=True, slots=True)
+class TruncationPoint:
+    """Where a follower cuts its log after one OffsetForLeaderEpoch answer
+    (`PartitionLog.truncation_point`)."""
+
+    offset: int
+    complete: bool  # False: truncate there, then ask the leader again (KIP-279)
+
+
+@dataclass(frozen=True, slots=True)
 class ReadResult:
     records: bytes | bytearray  # whole batches, b"" when there is nothing to return
     next_offset: int  # the offset after the last returned batch (`offset` when empty)
@@ -183,6 +192,25 @@ def write_durable_checkpoints(due: Sequence[DurableCheckpoint]) -> list[DurableC
             continue
         written.append(checkpoint)
     return written
+
+
+def _check_replicated_batch(view: memoryview, position: int, header: BatchHeader) -> None:
+    """A replicated batch's structural checks (the leader applied the topic's
+    limits): at least one record and no more than its offsets span (compaction
+    removes records but keeps the span), a known codec, its CRC32C."""
+    if not 1 <= header.records_count <= header.last_offset_delta + 1:
+        raise LogError(
+            ErrorCode.INVALID_RECORD,
+            f"replicated batch at offset {header.base_offset}: {header.records_count} records "
+            f"for {header.last_offset_delta + 1} offsets",
+        )
+    if header.compression > COMPRESSION_CODEC_MAX:
+        raise LogError(ErrorCode.CORRUPT_MESSAGE, f"unknown codec {header.compression}")
+    if not verify_crc(view, position, header):
+        raise LogError(
+            ErrorCode.CORRUPT_MESSAGE,
+            f"replicated batch at offset {header.base_offset}: CRC32C mismatch",
+        )
 
 
 def _timestamp_errors(batch: memoryview | bytes | bytearray, low_ms: int, high_ms: int) -> LogError:
@@ -353,17 +381,8 @@ class PartitionLog:
         base_offset = self.log_end_offset
         last_offset = base_offset + sum(h.last_offset_delta + 1 for _, h in headers) - 1
         data, batches = self._assign(view, headers, base_offset, leader_epoch, now_ms)
-        try:
-            self._maybe_roll(len(view), last_offset, len(headers), now_ms)
-            segment = self._segments[-1]
-            if not segment.pinned:  # the partition was idle: reopen its files
-                segment.pin()
-            segment.append(data, batches, self.config.index_interval_bytes)
-        except OSError as exc:
-            log.error("append to %s failed: %s", self.directory, exc)
-            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
-        self.log_end_offset = last_offset + 1
-        self._unsynced[segment.log_file] = None
+        self._write(data, batches, now_ms)
+        assert self.log_end_offset == last_offset + 1, (self.log_end_offset, last_offset)
         self._commit_producers(pending, batches, base_offset, now_ms)
         self._after_write()
         if leader_epoch >= 0:
@@ -374,51 +393,49 @@ class PartitionLog:
     def append_replicated(
         self, records: memoryview | bytes | bytearray, *, now_ms: int
     ) -> AppendResult | None:
-        """A follower's append: the leader's batches stored byte-for-byte with the
-        leader's offsets and leader epochs (nothing patched). Batches wholly below
-        the log end are skipped (already here), a partial batch at the end (a fetch
-        cuts the last one) is ignored; the first kept batch must start at the log
-        end and the others follow without gap, else LogError and nothing is written.
-        Each batch is checked as the leader stored it (header, record count, codec,
-        CRC32C); the leader alone applied the topic's limits and the producers'
-        sequence checks, so producer state only records the batches (a follower
-        promoted to leader then recognises a producer's retry). None: nothing new."""
+        """A follower's append of a Fetch response's records: the leader's batches
+        stored byte for byte, with the leader's offsets and leader epochs.
+
+        Batches wholly below the log end are skipped (already here); a partial
+        batch at the end (a fetch cuts the last one) is left for the next fetch.
+        The first batch kept must start at the log end and each next one where
+        the previous ends: a gap or an overlap is LogError(INVALID_RECORD), and
+        so is a leader epoch older than the latest one here; a batch that fails
+        its structural checks (magic, length, record count, codec, CRC32C) is
+        LogError(CORRUPT_MESSAGE or INVALID_RECORD). On any error nothing of the
+        call is written. The leader alone applied the topic's limits (timestamps,
+        max.message.bytes) and the producers' sequence checks: producer state
+        only records the batches, so a follower promoted to leader recognises a
+        producer's retry. Control batches are stored like any other.
+
+        Returns the offsets written (`base_offset` is the old log end), or None
+        when there was no complete batch at or past the log end. Rolling, index
+        entries, the flusher and `wait_durable` work as for `append`."""
         self._check_writable()
         view = memoryview(records).cast("B")
         headers = self._replicated_headers(view)
         if not headers:
             return None
+        self._check_replicated_epochs(headers)
+        base_offset = self.log_end_offset
         first_position = headers[0][0]
         last_position, last_header = headers[-1]
-        data = bytearray(view[first_position : last_position + last_header.size])
-        base_offset = self.log_end_offset
         batches = [
             AppendedBatch(position - first_position, h.last_offset, h.max_timestamp, h.size)
             for position, h in headers
         ]
-        self._check_replicated_epochs(headers)
-        try:
-            self._maybe_roll(len(data), last_header.last_offset, len(headers), now_ms)
-            segment = self._segments[-1]
-            if not segment.pinned:
-                segment.pin()
-            segment.append(data, batches, self.config.index_interval_bytes)
-        except OSError as exc:
-            log.error("replicated append to %s failed: %s", self.directory, exc)
-            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
-        self.log_end_offset = last_header.last_offset + 1
-        self._unsynced[segment.log_file] = None
-        for _, header in headers:
-            if not header.is_control:
-                self.producer_state.replay(
-                    header.producer_id, header.producer_epoch, header.base_sequence,
-                    header.base_offset, header.last_offset, now_ms,
-                )  # fmt: skip
-            self._assign_epoch(header.partition_leader_epoch, header.base_offset)
+        self._write(view[first_position : last_position + last_header.size], batches, now_ms)
+        self._record_replicated_producers(headers, now_ms)
         self._after_write()
+        for _, header in headers:
+            if header.partition_leader_epoch >= 0:
+                self._assign_epoch(header.partition_leader_epoch, header.base_offset)
+        assert self.log_end_offset == last_header.last_offset + 1
         return AppendResult(base_offset, last_header.last_offset, -1, self.log_start_offset)
 
     def _replicated_headers(self, view: memoryview) -> list[tuple[int, BatchHeader]]:
+        """(position, header) of each complete batch of `view` from the log end on,
+        checked; batches before it and a trailing partial batch are left out."""
         headers: list[tuple[int, BatchHeader]] = []
         expected = self.log_end_offset
         position = 0
@@ -427,60 +444,95 @@ class PartitionLog:
             try:
                 header = parse_batch_header(view, position)
             except InvalidBatch as exc:
-                raise LogError(exc.error_code, f"replicated batch: {exc}") from exc
+                message = f"replicated batch at byte {position}: {exc}"
+                raise LogError(exc.error_code, message) from exc
             if header.size > total - position:
                 break  # the fetch cut the last batch
-            if header.last_offset < expected and not headers:
-                position += header.size
+            if not headers and header.last_offset < expected:
+                position += header.size  # already in this log
                 continue
             if header.base_offset != expected:
                 raise LogError(
                     ErrorCode.INVALID_RECORD,
-                    f"replicated batch at offset {header.base_offset}, expected {expected}",
+                    f"replicated batch of offsets {header.base_offset}..{header.last_offset} "
+                    f"where offset {expected} was expected "
+                    f"({'a gap' if header.base_offset > expected else 'an overlap'})",
                 )
-            self._check_replicated_batch(view, position, header)
+            _check_replicated_batch(view, position, header)
             headers.append((position, header))
             expected = header.last_offset + 1
             position += header.size
         return headers
 
-    @staticmethod
-    def _check_replicated_batch(view: memoryview, position: int, header: BatchHeader) -> None:
-        if header.records_count < 1 or header.last_offset_delta != header.records_count - 1:
-            raise LogError(ErrorCode.INVALID_RECORD, "replicated batch: bad record count")
-        if header.compression > COMPRESSION_CODEC_MAX:
-            raise LogError(ErrorCode.CORRUPT_MESSAGE, f"unknown codec {header.compression}")
-        if not verify_crc(view, position, header):
-            raise LogError(ErrorCode.CORRUPT_MESSAGE, "replicated batch CRC32C mismatch")
-
     def _check_replicated_epochs(self, headers: list[tuple[int, BatchHeader]]) -> None:
+        """Leader epochs never go back. A batch without one (-1) is stored as it is
+        and leaves the epoch cache alone."""
         latest = self.epoch_cache.latest_epoch
         for _, header in headers:
             epoch = header.partition_leader_epoch
+            if epoch < 0:
+                continue
             if latest is not None and epoch < latest:
                 raise LogError(
                     ErrorCode.INVALID_RECORD,
-                    f"replicated batch of leader epoch {epoch} after epoch {latest}",
+                    f"replicated batch at offset {header.base_offset} has leader epoch "
+                    f"{epoch}, older than epoch {latest}",
                 )
             latest = epoch
 
-    def truncation_offset(self, leader_epoch: int, leader_end_offset: int) -> int:
+    def _record_replicated_producers(
+        self, headers: list[tuple[int, BatchHeader]], now_ms: int
+    ) -> None:
+        """Producer state learns each written batch as the leader accepted it: no
+        sequence or epoch check (the same as rebuilding it from the log)."""
+        for _, header in headers:
+            if not header.is_control:
+                self.producer_state.replay(
+                    header.producer_id, header.producer_epoch, header.base_sequence,
+                    header.base_offset, header.last_offset, now_ms,
+                )  # fmt: skip
+
+    def truncation_point(self, leader_epoch: int, leader_end_offset: int) -> TruncationPoint:
         """KIP-279: where a follower cuts its log, given the leader's answer to
-        OffsetForLeaderEpoch for the follower's latest epoch (the largest epoch at
-        or below it that the leader has, and where that epoch ends on the leader).
-        The follower keeps what both logs share: up to the leader's end of that
-        epoch, and no further than its own end of it (its next epoch's start when
-        it lacks that epoch). Never the high watermark (KIP-101). When the leader
-        has no such epoch (UNDEFINED), nothing of this log is known to match: it
-        is cut to its start and fetched again from the leader."""
-        if leader_epoch < 0 or leader_end_offset < 0:
-            return self.log_start_offset
-        if leader_epoch == self.epoch_cache.latest_epoch:
-            return min(leader_end_offset, self.log_end_offset)
-        epoch, own_end = self.epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
-        if epoch < 0:
-            return self.log_start_offset
-        return max(min(leader_end_offset, own_end, self.log_end_offset), self.log_start_offset)
+        OffsetForLeaderEpoch for the follower's latest epoch: `leader_epoch`, the
+        largest epoch at or below it that the leader has, and `leader_end_offset`,
+        where that epoch ends on the leader. Kafka's rule (AbstractFetcherThread.
+        getOffsetTruncationState), with F(e) = this log's (epoch, end offset) for
+        its largest epoch <= e (`end_offset_for_epoch`):
+
+        - the follower has `leader_epoch` (F's epoch equals it): cut at
+          min(leader_end_offset, its own end of that epoch), complete;
+        - it lacks that epoch: cut at its own end of the largest epoch below it,
+          NOT complete: the caller truncates there and asks again with its new
+          latest epoch (each round removes at least one epoch, so this ends);
+        - it has no epoch at or below `leader_epoch` (an empty cache), or the
+          leader gave no epoch (-1) with an offset: min(leader_end_offset, log
+          end), complete, as Kafka;
+        - the leader has no such epoch (`leader_end_offset` -1, UNDEFINED): Kafka
+          falls back to the follower's fetch offset (the high watermark for a log
+          without epochs), which KIP-101 showed can keep diverged records. Here
+          nothing of this log is known to match the leader's, so it is cut to its
+          log start and fetched again: safe, at the cost of a refetch.
+
+        Never above the log end. It can be below the log start (the leader's
+        epoch ended before this log starts): `truncate_to` then empties the log
+        and restarts it there."""
+        end = self.log_end_offset
+        if leader_end_offset < 0:
+            return TruncationPoint(self.log_start_offset, complete=True)
+        if leader_epoch < 0:
+            return TruncationPoint(min(leader_end_offset, end), complete=True)
+        own_epoch, own_end = self.epoch_cache.end_offset_for(leader_epoch, end)
+        if own_epoch < 0:
+            return TruncationPoint(min(leader_end_offset, end), complete=True)
+        if own_epoch != leader_epoch:
+            return TruncationPoint(min(own_end, end), complete=False)
+        return TruncationPoint(min(own_end, leader_end_offset, end), complete=True)
+
+    def truncation_offset(self, leader_epoch: int, leader_end_offset: int) -> int:
+        """The offset of `truncation_point` (see there; when it is not complete the
+        caller must truncate and ask the leader again)."""
+        return self.truncation_point(leader_epoch, leader_end_offset).offset
 
     def _check_producers(
         self, headers: list[tuple[int, BatchHeader]]
@@ -524,6 +576,25 @@ class PartitionLog:
             if checked is not None:
                 self.producer_state.commit(checked, first_offset, batch.last_offset, now_ms)
             first_offset = batch.last_offset + 1
+
+    def _write(
+        self, data: bytes | bytearray | memoryview, batches: list[AppendedBatch], now_ms: int
+    ) -> None:
+        """Write whole batches (offsets final, contiguous from the log end) to the
+        active segment, rolling first when due, and advance the log end; unsynced."""
+        last_offset = batches[-1].last_offset
+        assert last_offset >= self.log_end_offset, (last_offset, self.log_end_offset)
+        try:
+            self._maybe_roll(len(data), last_offset, len(batches), now_ms)
+            segment = self._segments[-1]
+            if not segment.pinned:  # the partition was idle: reopen its files
+                segment.pin()
+            segment.append(data, batches, self.config.index_interval_bytes)
+        except OSError as exc:
+            log.error("append to %s failed: %s", self.directory, exc)
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
+        self.log_end_offset = last_offset + 1
+        self._unsynced[segment.log_file] = None
 
     def _assign_epoch(self, leader_epoch: int, base_offset: int) -> None:
         latest = self.epoch_cache.latest_epoch
@@ -1094,6 +1165,21 @@ class PartitionLog:
                 self._delete_segment(self._segments.pop())
             self._segments[-1].truncate_to(offset)
             self.log_end_offset = self._segments[-1].next_offset
+        self._after_truncation()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and restart it at `offset`, below or above its end (Kafka's
+        truncateFullyAndStartAt): a follower whose log end is below the leader's log
+        start (the leader answered OFFSET_OUT_OF_RANGE) starts over there.
+        `truncate_to` cannot: it never moves the log end up."""
+        self._check_writable()
+        assert offset >= 0, offset
+        self._generation += 1
+        self._restart_at(offset)
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        """Bookkeeping once the log end moved down, or the log restarted."""
         self._segments_changed()
         self._segments[-1].pin()
         self._unsynced[self._segments[-1].log_file] = None
