@@ -80,17 +80,23 @@ def test_partial_trailing_batch_is_left_for_the_next_fetch(
     assert everything(follower) == data
 
 
-def test_a_gap_is_refused_and_nothing_is_written(
+def test_a_gap_left_by_a_compacted_leader_is_kept(
     tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
 ) -> None:
+    """Compaction removes whole batches: the leader serves offsets 0..2 then 5..5,
+    and the follower stores them with the same gap (and survives a reopen)."""
     leader = leader_with(tmp_path, flusher, batch, now_ms)
     first = leader.read(0, bytes_max=1, end_offset=3).records
     later = leader.read(5, bytes_max=1 << 20, end_offset=6).records
-    follower = open_at(tmp_path / "follower" / "t-0", flusher)
-    with pytest.raises(LogError) as refused:
-        follower.append_replicated(bytes(first) + bytes(later), now_ms=now_ms)
-    assert refused.value.error_code == ErrorCode.INVALID_RECORD
-    assert follower.log_end_offset == 0
+    path = tmp_path / "follower" / "t-0"
+    follower = open_at(path, flusher)
+    follower.append_replicated(bytes(first) + bytes(later), now_ms=now_ms)
+    assert follower.log_end_offset == 6
+    assert everything(follower) == bytes(first) + bytes(later)
+    follower.flush()
+    for segment in follower.segments:
+        segment.close()
+    assert everything(open_at(path, flusher)) == bytes(first) + bytes(later)
 
 
 def test_a_corrupt_batch_is_refused(

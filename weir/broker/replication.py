@@ -346,18 +346,23 @@ class ReplicaFetcher:
     def _truncate_partition(
         self, followed: FollowedPartition, leader_epoch: int, end_offset: int
     ) -> None:
+        """KIP-279: cut where the leader's answer says; when this log lacks the
+        leader's epoch the cut is provisional and the leader is asked again (with
+        the log's new latest epoch) before fetching."""
         partition_log = followed.replica.log
-        if leader_epoch >= 0 and end_offset >= 0:
-            target = partition_log.truncation_offset(leader_epoch, end_offset)
-            if target < partition_log.log_end_offset:
-                log.warning("%s: truncating from %d to %d to match leader %d (epoch %d)",
-                            partition_log.directory.name, partition_log.log_end_offset, target,
-                            self.leader_id, leader_epoch)  # fmt: skip
-                partition_log.truncate_to(target)
+        if partition_log.log_end_offset == partition_log.log_start_offset:
+            followed.truncated = True  # nothing to compare
+            return
+        point = partition_log.truncation_point(leader_epoch, end_offset)
+        if point.offset < partition_log.log_end_offset:
+            log.warning("%s: truncating from %d to %d to match leader %d (epoch %d)",
+                        partition_log.directory.name, partition_log.log_end_offset, point.offset,
+                        self.leader_id, leader_epoch)  # fmt: skip
+            partition_log.truncate_to(point.offset)
         followed.replication.high_watermark = min(
             followed.replication.high_watermark, partition_log.log_end_offset
         )
-        followed.truncated = True
+        followed.truncated = point.complete
 
     async def _fetch(
         self, connection: PeerConnection, partitions: dict[tuple[str, int], FollowedPartition]
@@ -415,8 +420,8 @@ class ReplicaFetcher:
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
             leader_start = getattr(answer, "log_start_offset")  # noqa: B009
             if leader_start > partition_log.log_end_offset:
-                try:
-                    partition_log.truncate_to(leader_start)  # below the leader's start: over
+                try:  # the leader deleted what this log lacks: start over at its start
+                    partition_log.truncate_fully_and_start_at(leader_start)
                 except LogError as exc:
                     log.info("%s: not restarted: %s", partition_log.directory.name, exc)
             else:
