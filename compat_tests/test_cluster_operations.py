@@ -14,6 +14,9 @@ from confluent_kafka.admin import NewPartitions, NewTopic
 from compat_tests.cluster_harness import WeirCluster, running_cluster
 from compat_tests.harness import run_cli, unique_topic_name
 from compat_tests.history_checker import ProduceLoad, check_history
+from compat_tests.wire_client import connect, round_trip
+from weir.format.errors import ErrorCode
+from weir.wire.api_keys import ApiKey
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -202,3 +205,20 @@ def test_unclean_election_is_off_unless_the_topic_opts_in(cluster: WeirCluster) 
     assert [(row["topic"], row["isr"]) for row in offline if row["topic"] == clean] == [
         (clean, [1])
     ]
+
+
+def test_producer_ids_are_unique_across_brokers(cluster: WeirCluster) -> None:
+    """Each broker reserves its blocks of producer ids by compare-and-swap on the
+    metadata in etcd: ids handed out by different brokers never collide."""
+    issued: list[int] = []
+    for _ in range(2):
+        for broker in cluster.brokers.values():
+            with connect(broker) as sock:
+                answer = round_trip(
+                    sock, ApiKey.INIT_PRODUCER_ID, 4,
+                    {"transactional_id": None, "transaction_timeout_ms": 60000,
+                     "producer_id": -1, "producer_epoch": -1},
+                )  # fmt: skip
+            assert answer.error_code == ErrorCode.NONE
+            issued.append(answer.producer_id)
+    assert len(set(issued)) == len(issued) == 6, issued

@@ -529,7 +529,7 @@ class Broker:
                 return change
 
             await self.commit_metadata(stage)
-            [record] = removed
+            record = removed[-1]  # the staging that was saved (a conflict restages)
             if self.cluster is not None:
                 await self._reconcile_local_partitions()
                 return record
@@ -574,7 +574,7 @@ class Broker:
             return change
 
         await self.commit_metadata(stage)
-        self.producer_ids.add_block(firsts[0])
+        self.producer_ids.add_block(firsts[-1])  # the staging that was saved (the last)
 
     async def _build_partitions(
         self, record: TopicRecord, indexes: Sequence[int]
