@@ -106,6 +106,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     repair.add_argument("repair_args", nargs=argparse.REMAINDER)
 
+    _add_topic_commands(commands, common)
+    _add_group_commands(commands, common)
+    _add_cluster_commands(commands, common)
+    _add_broker_commands(commands, common)
+
+    _add_produce_command(commands, common)
+    _add_consume_command(commands, common)
+    return parser
+
+
+def _add_topic_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     topic = commands.add_parser("topic", help="create, list, describe, alter or delete topics")
     topic_commands = topic.add_subparsers(dest="topic_command", metavar="ACTION", required=True)
 
@@ -168,10 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY",
     )
 
-    _add_group_commands(commands, common)
-    _add_cluster_commands(commands, common)
-    _add_broker_commands(commands, common)
 
+def _add_produce_command(commands: Any, common: argparse.ArgumentParser) -> None:
     produce = commands.add_parser(
         "produce", parents=[common], help="send stdin lines as records (one per line)"
     )
@@ -192,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long the broker may take to make a write durable",
     )
 
+
+def _add_consume_command(commands: Any, common: argparse.ArgumentParser) -> None:
     consume = commands.add_parser("consume", parents=[common], help="print a topic's records")
     consume.add_argument("topic")
     consume.add_argument(
@@ -213,7 +224,6 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument(
         "--print-key", action="store_true", help="print key<TAB>value instead of the value"
     )
-    return parser
 
 
 def _add_cluster_commands(commands: Any, common: argparse.ArgumentParser) -> None:
