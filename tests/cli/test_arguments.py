@@ -5,6 +5,7 @@ import pytest
 
 from weir.cli import main as cli_main
 from weir.cli.arguments import parse_args
+from weir.cli.offset_specs import OffsetKind, OffsetSpec
 
 
 def test_topic_create_collects_configs_from_repeated_and_multi_value_flags() -> None:
@@ -57,16 +58,54 @@ def test_consume_options() -> None:
         ["consume", "t", "--partition", "1", "--offset", "5", "-n", "10", "--timeout-ms", "300",
          "--print-key"]
     )  # fmt: skip
-    assert (args.partition, args.offset, args.max_records, args.timeout_ms) == (1, 5, 10, 300)
+    assert (args.partitions, args.max_records, args.timeout_ms) == ([1], 10, 300)
+    assert args.offset_specs == {None: OffsetSpec(OffsetKind.ABSOLUTE, 5)}
     assert args.print_key
     assert not args.from_beginning
+
+
+def test_consume_takes_kcat_short_flags_and_per_partition_offsets() -> None:
+    args = parse_args(
+        ["consume", "-b", "h:1", "-t", "t", "-p", "0", "-p", "2", "-o", "0:-3",
+         "-o", "2:@1700000000000", "-o", "+4", "-e", "-c", "7", "-f", "%p %o %k %v\\n"]
+    )  # fmt: skip
+    assert (args.bootstrap, args.topic, args.partitions) == ("h:1", "t", [0, 2])
+    assert args.offset_specs == {
+        0: OffsetSpec(OffsetKind.BEFORE_END, 3),
+        2: OffsetSpec(OffsetKind.TIMESTAMP, 1700000000000),
+        None: OffsetSpec(OffsetKind.AFTER_BEGINNING, 4),
+    }
+    assert args.exit_at_end and args.max_records == 7
+    assert args.record_tokens is not None
+
+
+def test_produce_takes_kcat_short_flags() -> None:
+    args = parse_args(
+        ["produce", "-t", "t", "-k", "fixed", "-H", "a=1", "-H", "b=", "-p", "1", "-z", "lz4",
+         "-c", "3"]
+    )  # fmt: skip
+    assert (args.topic, args.key, args.partition, args.compression) == ("t", "fixed", 1, "lz4")
+    assert args.headers == [("a", b"1"), ("b", b"")]
+    assert args.max_records == 3
 
 
 @pytest.mark.parametrize(
     "argv",
     [
-        ["consume", "t", "--offset", "5"],
         ["consume", "t", "--partition", "0", "--offset", "5", "--from-beginning"],
+        ["consume", "t", "-o", "0:5", "-o", "0:end"],
+        ["consume", "t", "-o", "x:5"],
+        ["consume", "t", "-o", "-x"],
+        ["consume", "t", "-g", "g", "-p", "0"],
+        ["consume", "t", "-f", "%q"],
+        ["consume", "t", "-f", "%v", "--format", "json"],
+        ["consume"],
+        ["consume", "t", "-t", "u"],
+        ["produce", "t", "-f", "%k%v"],
+        ["produce", "t", "-f", "%k:%o"],
+        ["produce", "t", "-f", "%k"],
+        ["produce", "t", "-f", "%k:%v", "-K", ":"],
+        ["produce", "t", "-H", "novalue"],
         ["consume", "t", "-n", "0"],
         ["produce", "t", "--acks", "2"],
         ["produce", "t", "--compression", "brotli"],

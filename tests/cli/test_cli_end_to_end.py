@@ -86,10 +86,11 @@ def test_keyed_lines_are_produced_to_murmur2_partitions_and_consumed_back(
         stdin=("\n".join(lines) + "\n").encode(),
     )  # fmt: skip
     summary = json.loads(out)
-    assert summary["records_written"] == 40
+    assert summary["records_acknowledged"] == 40
+    assert summary["lines_acknowledged"] == "1-40"
     assert summary["errors"] == []
     expected_counts = Counter(partition_for_key(f"key-{i}".encode(), 3) for i in range(40))
-    assert {p["partition"]: p["records_written"] for p in summary["partitions"]} == dict(
+    assert {p["partition"]: p["records_acknowledged"] for p in summary["partitions"]} == dict(
         expected_counts
     )
 
@@ -153,7 +154,7 @@ def test_every_compression_codec_round_trips(broker: WeirProcess, topic_name: st
 def test_acks_zero_and_fixed_partition(broker: WeirProcess, topic_name: str) -> None:
     ok(broker, "topic", "create", topic_name, "--partitions", "2")
     out = ok(broker, "produce", topic_name, "--acks", "0", "--partition", "1", stdin=b"x\ny\n")
-    assert out == f"sent (acks=0, unconfirmed) 2 records to topic '{topic_name}'\n"
+    assert out == f"sent 2 records to topic '{topic_name}' (acks=0: the broker does not confirm)\n"
     out = ok(
         broker, "consume", topic_name, "--partition", "1", "--from-beginning", "-n", "2",
         "--timeout-ms", CONSUME_TIMEOUT_MS,
@@ -175,7 +176,6 @@ def test_unknown_topic_is_one_error_line(broker: WeirProcess) -> None:
         ["topic", "describe", "no-such-topic"],
         ["topic", "delete", "no-such-topic"],
         ["topic", "alter-config", "no-such-topic", "--set", "retention.ms=1"],
-        ["produce", "no-such-topic"],
         ["consume", "no-such-topic", "--timeout-ms", "100"],
     ):
         code, out, err = cli(broker, *args, stdin=b"x\n")
@@ -216,8 +216,8 @@ def test_produce_errors_are_reported(broker: WeirProcess, topic_name: str) -> No
         broker, "produce", topic_name, "--key-separator", ":", stdin=b"k:v\nnokey\nk:w\n"
     )
     assert code == 1
-    assert_one_error_line(err, "line 2 has no key separator ':'")
-    assert out == f"wrote 1 record to topic '{topic_name}'\n"
+    assert_one_error_line(err, "line 2: no key separator ':'; nothing was sent")
+    assert out == f"wrote 0 records to topic '{topic_name}'\nnot sent: lines 1-2\n"
 
 
 def test_consume_out_of_range_offset_is_an_error(broker: WeirProcess, topic_name: str) -> None:
@@ -228,7 +228,8 @@ def test_consume_out_of_range_offset_is_an_error(broker: WeirProcess, topic_name
     assert code == 1
     assert_one_error_line(
         err,
-        f"topic '{topic_name}' partition 0: offset 99 is out of range (OFFSET_OUT_OF_RANGE)",
+        f"offset 99 is out of range for topic '{topic_name}' partition 0: it holds no records; "
+        "the next offset is 0 (OFFSET_OUT_OF_RANGE)",
     )
 
 

@@ -94,19 +94,33 @@ def test_created_and_altered_messages() -> None:
 
 
 def test_produce_summary_lists_partitions_when_several() -> None:
-    one = {"topic": "t", "records_written": 1, "acknowledged": True,
-           "partitions": [{"partition": 0, "records_written": 1, "first_offset": 4,
+    one = {"topic": "t", "acks": "all", "records_acknowledged": 1, "lines_acknowledged": "1",
+           "lines_sent_unconfirmed": "", "lines_refused": "", "lines_not_sent": "",
+           "partitions": [{"partition": 0, "records_acknowledged": 1, "first_offset": 4,
                            "last_offset": 4}], "errors": []}  # fmt: skip
     assert render_summary(one) == "wrote 1 record to topic 't'\n"
-    two = dict(one, records_written=3, partitions=[
-        {"partition": 0, "records_written": 1, "first_offset": 4, "last_offset": 4},
-        {"partition": 2, "records_written": 2, "first_offset": 0, "last_offset": 1},
+    two = dict(one, records_acknowledged=3, partitions=[
+        {"partition": 0, "records_acknowledged": 1, "first_offset": 4, "last_offset": 4},
+        {"partition": 2, "records_acknowledged": 2, "first_offset": 0, "last_offset": 1},
     ])  # fmt: skip
     assert render_summary(two) == (
         "wrote 3 records to topic 't'\n"
         "PARTITION  RECORDS  FIRST OFFSET  LAST OFFSET\n"
         "0          1        4             4\n"
         "2          2        0             1\n"
+    )
+
+
+def test_produce_summary_names_the_lines_of_each_outcome() -> None:
+    document = {"topic": "t", "acks": "all", "records_acknowledged": 3,
+                "lines_acknowledged": "1-2,4", "lines_sent_unconfirmed": "5-6",
+                "lines_refused": "3", "lines_not_sent": "7", "partitions": [],
+                "errors": ["x"]}  # fmt: skip
+    assert render_summary(document) == (
+        "wrote 3 records to topic 't' (lines 1-2,4)\n"
+        "unconfirmed (sent, no answer; may or may not be written): lines 5-6\n"
+        "refused by the broker: lines 3\n"
+        "not sent: lines 7\n"
     )
 
 

@@ -47,7 +47,7 @@ def test_key_separator_splits_at_the_first_occurrence() -> None:
     assert split_line(b"k:v:w", b":", 1) == (b"k", b"v:w")
     assert split_line(b"::", b"::", 1) == (b"", b"")
     assert split_line(b"no key", None, 1) == (None, b"no key")
-    with pytest.raises(CliError, match="line 3 has no key separator ':'"):
+    with pytest.raises(CliError, match="line 3: no key separator ':'"):
         split_line(b"nokey", b":", 3)
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from weir.cli.formatting import FORMATS, TABLE
+from weir.cli.formatting import FORMATS, JSON, TABLE
+from weir.cli.offset_specs import (
+    BEGINNING,
+    OffsetSpec,
+    PartitionOffsetSpec,
+    parse_partition_offset_spec,
+)
+from weir.cli.record_format import FormatError, check_input_format, compile_format
 
 BOOTSTRAP_DEFAULT = "127.0.0.1:9092"
 BOOTSTRAP_ENV = "WEIR_BOOTSTRAP"
@@ -64,6 +71,7 @@ def _connection_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     default = argparse.SUPPRESS if suppress_defaults else None
     parent.add_argument(
+        "-b",
         "--bootstrap",
         metavar="HOST:PORT",
         default=default,
@@ -182,48 +190,211 @@ def _add_topic_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def _add_produce_command(commands: Any, common: argparse.ArgumentParser) -> None:
     produce = commands.add_parser(
-        "produce", parents=[common], help="send stdin lines as records (one per line)"
+        "produce",
+        parents=[common],
+        help="send stdin lines as records (one per line), like kcat -P",
+        description="Each line of stdin becomes one record: its value, key and value split "
+        "at -K, or the fields of a -f format. Input from a pipe or file is checked (up to "
+        "16 MiB) before anything is sent.",
+        epilog=FORMAT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    produce.add_argument("topic")
+    _add_topic_argument(produce)
     produce.add_argument(
+        "-K",
         "--key-separator",
         type=key_separator,
         metavar="SEP",
         help="split each line at the first SEP into key and value",
     )
-    produce.add_argument("--partition", type=non_negative_int, metavar="P")
-    produce.add_argument("--acks", choices=ACKS_NAMES, default="all")
-    produce.add_argument("--compression", choices=COMPRESSION_NAMES, default="none")
     produce.add_argument(
-        "--timeout-ms",
-        type=positive_int,
-        default=PRODUCE_TIMEOUT_MS_DEFAULT,
-        help="how long the broker may take to make a write durable",
+        "-f",
+        "--record-format",
+        metavar="FORMAT",
+        help="read each line with this format, e.g. '%%k %%v' (see below)",
     )
+    produce.add_argument(
+        "-k", "--key", metavar="KEY", help="the key of every record (a key from -K or -f wins)"
+    )
+    produce.add_argument(
+        "-H",
+        "--header",
+        dest="headers",
+        type=header_entry,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a header on every record (repeatable)",
+    )
+    produce.add_argument(
+        "-p",
+        "--partition",
+        type=non_negative_int,
+        metavar="P",
+        help="send every record to partition P (default: by key, else sticky)",
+    )
+    produce.add_argument(
+        "-c",
+        "--count",
+        dest="max_records",
+        type=positive_int,
+        metavar="N",
+        help="stop after N records",
+    )
+    produce.add_argument("--acks", choices=ACKS_NAMES, default="all")
+    produce.add_argument("-z", "--compression", choices=COMPRESSION_NAMES, default="none")
+    produce.add_argument("--timeout-ms", type=positive_int, default=PRODUCE_TIMEOUT_MS_DEFAULT,
+                         help="how long the broker may take to make a write durable")  # fmt: skip
 
 
 def _add_consume_command(commands: Any, common: argparse.ArgumentParser) -> None:
-    consume = commands.add_parser("consume", parents=[common], help="print a topic's records")
-    consume.add_argument("topic")
-    consume.add_argument(
-        "--from-beginning", action="store_true", help="start at the log start, not the end"
+    consume = commands.add_parser(
+        "consume",
+        parents=[common],
+        help="print a topic's records, like kcat -C",
+        description="Print records of a topic: of every partition (or those of -p) from "
+        "the offsets of -o, or as a member of consumer group -g, which commits what it "
+        "printed.",
+        epilog=OFFSET_EPILOG + "\n" + FORMAT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    consume.add_argument("--partition", type=non_negative_int, metavar="P")
+    _add_topic_argument(consume)
     consume.add_argument(
-        "--offset", type=non_negative_int, metavar="O", help="start offset (needs --partition)"
+        "-g",
+        "--group",
+        dest="group_id",
+        metavar="GROUP",
+        help="consume as a member of this group, committing as it goes",
     )
     consume.add_argument(
-        "-n", "--max-records", type=positive_int, metavar="N", help="stop after N records"
+        "-p",
+        "--partition",
+        dest="partitions",
+        type=non_negative_int,
+        action="append",
+        metavar="P",
+        help="only partition P (repeatable)",
+    )
+    consume.add_argument(
+        "-o",
+        "--offset",
+        dest="offsets",
+        type=offset_spec,
+        action="append",
+        default=[],
+        metavar="[P:]SPEC",
+        help="where to start (default end; in a group, where nothing is committed); see below",
+    )
+    consume.add_argument("--from-beginning", action="store_true", help="the same as -o beginning")
+    consume.add_argument(
+        "-e",
+        "--exit-at-end",
+        action="store_true",
+        help="exit once every partition is read up to its end",
+    )
+    consume.add_argument(
+        "-c",
+        "-n",
+        "--count",
+        "--max-records",
+        dest="max_records",
+        type=positive_int,
+        metavar="N",
+        help="exit after N records",
     )
     consume.add_argument(
         "--timeout-ms",
         type=positive_int,
         metavar="T",
-        help="stop after T ms without a new record (default: wait forever)",
+        help="exit after T ms without a new record (default: wait forever)",
     )
     consume.add_argument(
-        "--print-key", action="store_true", help="print key<TAB>value instead of the value"
+        "-f",
+        "--record-format",
+        metavar="FORMAT",
+        help="print each record with this format, e.g. '%%p %%o %%k %%v\\n'",
     )
+    consume.add_argument("--print-key", action="store_true",
+                         help="print key<TAB>value instead of the value")  # fmt: skip
+
+
+def _add_topic_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("topic", nargs="?", help="the topic (or -t TOPIC)")
+    parser.add_argument("-t", "--topic", dest="topic_flag", metavar="TOPIC", help=argparse.SUPPRESS)
+
+
+def header_entry(text: str) -> tuple[str, bytes]:
+    key, value = config_entry(text)
+    return key, value.encode("utf-8")
+
+
+def offset_spec(text: str) -> PartitionOffsetSpec:
+    try:
+        return parse_partition_offset_spec(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _check_produce_consume(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    command = args.command
+    if args.topic is not None and args.topic_flag is not None and args.topic != args.topic_flag:
+        parser.error(
+            f"{command}: the topic is given twice ({args.topic!r} and -t {args.topic_flag!r})"
+        )
+    args.topic = args.topic or args.topic_flag
+    if not args.topic:
+        parser.error(f"{command}: name the topic (weir {command} TOPIC, or -t TOPIC)")
+    if args.record_format is not None:
+        if command == "consume" and args.output_format == JSON:
+            parser.error("consume: -f and --format json exclude each other")
+        try:
+            tokens = compile_format(args.record_format)
+            if command == "produce":
+                check_input_format(tokens, args.record_format)
+        except FormatError as exc:
+            parser.error(f"{command}: -f: {exc}")
+        args.record_tokens = tokens
+    else:
+        args.record_tokens = None
+    if command == "produce":
+        if args.record_format is not None and args.key_separator is not None:
+            parser.error("produce: -f and -K exclude each other (the format says where the key is)")
+        return
+    _check_consume(parser, args)
+
+
+def _check_consume(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    specs: dict[int | None, OffsetSpec] = {}
+    for item in args.offsets:
+        if item.partition in specs:
+            where = "every partition" if item.partition is None else f"partition {item.partition}"
+            parser.error(f"consume: -o is given twice for {where}")
+        specs[item.partition] = item.spec
+    if args.from_beginning:
+        if None in specs:
+            parser.error("consume: -o and --from-beginning exclude each other")
+        specs[None] = BEGINNING
+    args.offset_specs = specs
+    if args.group_id is not None and args.partitions:
+        parser.error("consume: -p and -g exclude each other (the group assigns the partitions)")
+    if args.print_key and (args.record_format is not None or args.output_format == JSON):
+        parser.error("consume: --print-key goes with the plain output only (use %k in -f)")
+
+
+OFFSET_EPILOG = """offsets (-o [P:]SPEC, repeatable; P: for partition P only):
+  beginning | end      the log start | the end (only new records; the default)
+  N                    offset N (an error, naming the valid range, if it is not held)
+  +N | -N              N after the beginning | N before the end
+  @MS                  the first record at or after timestamp MS (epoch milliseconds)
+"""
+
+FORMAT_EPILOG = """format fields (-f, kcat-style):
+  %t topic  %p partition  %o offset  %T timestamp (ms)  %k key  %K key length
+  %s or %v value  %S or %V value length  %h headers (k=v,k=v)  %H header count
+  %% percent; escapes \\n \\r \\t \\0 \\\\
+  produce reads %k %v %h %p %T from each line; text between fields tells where
+  one ends. A null key or value prints empty, its length as -1.
+"""
 
 
 def _add_cluster_commands(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -326,11 +497,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """Parse and cross-check options; argparse exits with code 2 on misuse."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "consume":
-        if args.offset is not None and args.partition is None:
-            parser.error("consume: --offset needs --partition")
-        if args.offset is not None and args.from_beginning:
-            parser.error("consume: --offset and --from-beginning exclude each other")
+    if args.command in ("produce", "consume"):
+        _check_produce_consume(parser, args)
     if args.command == "topic" and args.topic_command == "alter-config":
         if not args.set_configs and not args.delete_configs:
             parser.error("topic alter-config: give --set KEY=VALUE and/or --delete KEY")

@@ -20,6 +20,12 @@ from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
 LEADER_WAIT_MS_MAX = 3_000
+COORDINATOR_KEY_TYPE_GROUP = 0
+# The coordinator is not there yet (a cluster creates the offsets topic on the first
+# group request) or is moving: FindCoordinator is asked again.
+COORDINATOR_RETRY_ERRORS = frozenset(
+    {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+)
 LEADER_RETRY_INTERVAL_S = 0.1
 NO_LEADER = -1
 
@@ -121,7 +127,7 @@ class Cluster:
             self._bootstrap = None
 
     def any_broker(self) -> KafkaClient:
-        if self._bootstrap is None:
+        if self._bootstrap is None or not self._bootstrap.is_open:
             self._bootstrap = KafkaClient.connect(
                 self.bootstrap_address, request_timeout_ms=self.request_timeout_ms
             )
@@ -130,7 +136,7 @@ class Cluster:
     def broker(self, node_id: int) -> KafkaClient:
         """The connection to broker `node_id` (known from the last Metadata answer)."""
         client = self._clients.get(node_id)
-        if client is not None:
+        if client is not None and client.is_open:
             return client
         address = self._nodes.get(node_id)
         if address is None:
@@ -148,11 +154,14 @@ class Cluster:
             return self.broker(self.controller_id)
         return self.any_broker()
 
-    def metadata(self, topics: Sequence[str] | None) -> list[TopicMetadata]:
-        """Metadata for `topics` (None: every topic); never auto-creates a topic."""
+    def metadata(
+        self, topics: Sequence[str] | None, *, auto_create: bool = False
+    ) -> list[TopicMetadata]:
+        """Metadata for `topics` (None: every topic). `auto_create` lets the broker
+        create a missing topic when its auto-create setting allows (as a producer does)."""
         body = {
             "topics": None if topics is None else [{"name": name} for name in topics],
-            "allow_auto_topic_creation": False,
+            "allow_auto_topic_creation": auto_create,
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False,
         }
@@ -163,20 +172,50 @@ class Cluster:
         self.controller_id = int(response.get("controller_id", NO_LEADER))
         return [parse_topic_metadata(t) for t in response["topics"]]
 
-    def topic(self, name: str, *, action: str | None = None) -> TopicMetadata:
-        """One existing topic whose partitions all have leaders (waits briefly for them)."""
+    def topic(
+        self, name: str, *, action: str | None = None, auto_create: bool = False
+    ) -> TopicMetadata:
+        """One existing topic whose partitions all have leaders (waits briefly for them).
+        `auto_create`: a missing topic is created if the broker creates topics on use."""
         deadline = time.monotonic() + LEADER_WAIT_MS_MAX / 1000
         while True:
-            found = [t for t in self.metadata([name]) if t.name == name]
+            found = [t for t in self.metadata([name], auto_create=auto_create) if t.name == name]
             if not found:
                 raise kafka_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, topic=name)
             topic = found[0]
             retriable = topic.error_code == ErrorCode.LEADER_NOT_AVAILABLE or (
                 topic.error_code == ErrorCode.NONE and not topic.has_all_leaders()
             )
+            # Created on use: the next answer has its partitions.
+            retriable |= auto_create and topic.error_code == ErrorCode.NONE and not topic.partitions
             if not retriable or time.monotonic() >= deadline:
                 break
             time.sleep(LEADER_RETRY_INTERVAL_S)
         if topic.error_code != ErrorCode.NONE:
             raise kafka_error(topic.error_code, topic=name, action=action)
         return topic
+
+    def group_coordinator(self, group_id: str, *, wait_ms: int) -> KafkaClient:
+        """The connection to `group_id`'s coordinator, asking again for up to `wait_ms`
+        while it is not available."""
+        deadline = time.monotonic() + wait_ms / 1000
+        while True:
+            response = self.any_broker().request(
+                ApiKey.FIND_COORDINATOR,
+                {
+                    "key": group_id,
+                    "key_type": COORDINATOR_KEY_TYPE_GROUP,
+                    "coordinator_keys": [group_id],
+                },
+            )
+            found = response["coordinators"][0] if "coordinators" in response else response
+            error = int(found["error_code"])
+            if error == ErrorCode.NONE:
+                break
+            if error not in COORDINATOR_RETRY_ERRORS or time.monotonic() >= deadline:
+                raise kafka_error(error, action=f"find the coordinator of group '{group_id}'")
+            time.sleep(LEADER_RETRY_INTERVAL_S)
+        node_id = int(found["node_id"])
+        if node_id not in self._nodes:
+            self.metadata([])  # learn the brokers' addresses
+        return self.broker(node_id)

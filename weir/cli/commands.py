@@ -159,11 +159,15 @@ def _run_produce(
 ) -> int:
     options = ProduceOptions(
         key_separator=None if args.key_separator is None else args.key_separator.encode("utf-8"),
+        record_format=args.record_tokens,
+        key=None if args.key is None else args.key.encode("utf-8"),
+        headers=args.headers,
         partition=args.partition,
         acks=ACKS[args.acks],
         compression=COMPRESSION_CODECS[args.compression],
         timeout_ms=args.timeout_ms,
         send_each_line=stdin.isatty(),
+        max_records=args.max_records,
     )
     summary = produce_lines(cluster, args.topic, read_lines(stdin), options)
     document = summary.to_document()
@@ -176,13 +180,19 @@ def _run_produce(
 
 def _run_consume(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:
     options = ConsumeOptions(
-        from_beginning=args.from_beginning,
-        partition=args.partition,
-        offset=args.offset,
+        offsets=args.offset_specs,
+        partitions=None if not args.partitions else tuple(args.partitions),
         max_records=args.max_records,
         idle_timeout_ms=args.timeout_ms,
+        exit_at_end=args.exit_at_end,
+        group_id=args.group_id,
     )
     stdout.flush()
-    emit = printer(stdout.buffer, output_json=args.output_format == JSON, print_key=args.print_key)
+    emit = printer(
+        stdout.buffer,
+        output_json=args.output_format == JSON,
+        print_key=args.print_key,
+        record_format=args.record_tokens,
+    )
     Consumer(cluster, args.topic, options, emit).run()
     return EXIT_OK

@@ -1,23 +1,36 @@
-"""`weir consume TOPIC`: a Fetch loop over the topic's partitions (or one of them).
+"""`weir consume TOPIC`: a Fetch loop over the topic's partitions (or some of them), or
+over the partitions a consumer group assigns (`-g GROUP`).
 
-Positions start at the high watermark (latest), the log start offset with
-`--from-beginning`, or the given `--offset`. Each whole batch is decoded
-(CRC checked) with `decode_records`; control batches are skipped. The loop
-ends after `max_records` records, or when `idle_timeout_ms` passes with nothing new.
+Each partition starts where its offset spec says (weir.cli.offset_specs; the default
+is the end), or, in a group, at the group's committed offset (the spec is used only
+where there is none). Each whole batch is decoded (CRC checked) with
+`decode_records`; control batches are skipped. The loop ends after `max_records`
+records, when `idle_timeout_ms` passes with nothing new, or (`exit_at_end`) once every
+partition has been read up to its high watermark. A group member commits what it
+printed after every fetch that printed something, and when it stops.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from weir.cli.cluster import NO_LEADER, Cluster, TopicMetadata
-from weir.cli.errors import CliError, describe_kafka_error, kafka_error
+from weir.cli.errors import CliError, kafka_error
 from weir.cli.formatting import bytes_fields, render_json
-from weir.cli.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, list_offsets
+from weir.cli.group_member import GroupMember, RejoinNeededError
+from weir.cli.offset_specs import END, OffsetKind, OffsetSpec
+from weir.cli.offsets import (
+    PartitionRange,
+    list_offsets,
+    out_of_range_error,
+    partition_ranges,
+)
+from weir.cli.record_format import OutputRecord, Token, render_record
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import (
     BATCH_HEADER_SIZE,
@@ -39,6 +52,7 @@ SESSIONLESS_ID = 0
 SESSIONLESS_EPOCH = -1
 RETRY_BACKOFF_S = 0.1
 NULL_TEXT = b"null"
+NO_TIMESTAMP_OFFSET = -1
 
 # Errors after which fresh metadata (a new leader) lets the fetch go on.
 LEADERSHIP_ERRORS = frozenset(
@@ -56,22 +70,20 @@ LEADERSHIP_ERRORS = frozenset(
 
 @dataclass(frozen=True)
 class ConsumeOptions:
-    from_beginning: bool = False
-    partition: int | None = None
-    offset: int | None = None
+    """`offsets`: the spec of each partition, None the default for the others."""
+
+    offsets: Mapping[int | None, OffsetSpec] = field(default_factory=dict)
+    partitions: tuple[int, ...] | None = None
     max_records: int | None = None
     idle_timeout_ms: int | None = None
+    exit_at_end: bool = False
+    group_id: str | None = None
+
+    def spec_for(self, partition: int) -> OffsetSpec:
+        return self.offsets.get(partition) or self.offsets.get(None) or END
 
 
-@dataclass(frozen=True)
-class ConsumedRecord:
-    topic: str
-    partition: int
-    offset: int
-    timestamp_ms: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]]
+ConsumedRecord = OutputRecord
 
 
 def record_json_line(record: ConsumedRecord) -> str:
@@ -96,13 +108,20 @@ def record_text_line(record: ConsumedRecord, *, print_key: bool) -> bytes:
 
 
 def printer(
-    stream: BinaryIO, *, output_json: bool, print_key: bool
+    stream: BinaryIO,
+    *,
+    output_json: bool,
+    print_key: bool,
+    record_format: list[Token] | None = None,
 ) -> Callable[[ConsumedRecord], None]:
-    """Writes each record to `stream` at once (JSON lines, or raw values)."""
+    """Writes each record to `stream` at once: JSON lines, a format string's output,
+    or raw values (with their keys)."""
 
     def emit(record: ConsumedRecord) -> None:
         if output_json:
             stream.write(record_json_line(record).encode("utf-8"))
+        elif record_format is not None:
+            stream.write(render_record(record_format, record))
         else:
             stream.write(record_text_line(record, print_key=print_key))
         stream.flush()
@@ -160,60 +179,149 @@ class Consumer:
         self.emit = emit
         self.topic: TopicMetadata = cluster.topic(topic_name, action="consume from")
         self.positions: dict[int, int] = {}
+        self.at_end: set[int] = set()
         self.records_emitted = 0
+        self.member: GroupMember | None = None
+        if options.group_id is not None:
+            self.member = GroupMember(cluster, options.group_id, topic_name)
+        self._committed: dict[int, int] = {}
 
     def run(self) -> int:
         """Consume until done; returns how many records were printed."""
-        self._start_positions()
-        max_records = self.options.max_records
+        if self.member is None:
+            self._start(self._partitions())
+            self._loop()
+            return self.records_emitted
+        try:
+            self._join()
+            self._loop()
+        finally:
+            self._stop_membership()
+        return self.records_emitted
+
+    def _loop(self) -> None:
         idle_s = (
             None if self.options.idle_timeout_ms is None else self.options.idle_timeout_ms / 1000
         )
         last_progress = time.monotonic()
-        while max_records is None or self.records_emitted < max_records:
-            wait_ms = FETCH_WAIT_MS_MAX
+        while not self._done():
+            if self.options.exit_at_end and self.at_end >= set(self.positions):
+                return
+            wait_ms = 0 if self.options.exit_at_end else FETCH_WAIT_MS_MAX
             if idle_s is not None:
                 remaining_s = last_progress + idle_s - time.monotonic()
                 if remaining_s <= 0:
-                    break
-                wait_ms = max(0, min(FETCH_WAIT_MS_MAX, int(remaining_s * 1000)))
-            if self._fetch_once(wait_ms):
+                    return
+                wait_ms = max(0, min(wait_ms, int(remaining_s * 1000)))
+            if self._step(wait_ms):
                 last_progress = time.monotonic()
-        return self.records_emitted
+
+    def _step(self, wait_ms: int) -> bool:
+        """One fetch round (and, in a group, a heartbeat and a commit); True when it
+        printed something."""
+        if self.member is None:
+            return self._fetch_once(wait_ms)
+        try:
+            self.member.heartbeat_if_due()
+            progressed = self._fetch_once(wait_ms)
+            if progressed:
+                self._commit()
+            return progressed
+        except RejoinNeededError:
+            self._commit_quietly()
+            self._join()
+            return False
+
+    # -- start positions -----------------------------------------------------------------------
 
     def _partitions(self) -> list[int]:
         count = len(self.topic.partitions)
-        wanted = self.options.partition
+        wanted = self.options.partitions
         if wanted is None:
             return list(range(count))
-        if not 0 <= wanted < count:
-            raise CliError(
-                f"topic '{self.topic_name}' has no partition {wanted} "
-                f"(it has {count}: 0..{count - 1})"
-            )
-        return [wanted]
-
-    def _start_positions(self) -> None:
-        partitions = self._partitions()
-        if self.options.offset is not None:
-            self.positions = {p: self.options.offset for p in partitions}
-            return
-        self._reset(partitions)
-
-    def _reset(self, partitions: list[int]) -> None:
-        timestamp = EARLIEST_TIMESTAMP if self.options.from_beginning else LATEST_TIMESTAMP
-        for lookup in list_offsets(self.cluster, self.topic, partitions, timestamp).values():
-            if lookup.error_code != ErrorCode.NONE or lookup.offset is None:
-                raise kafka_error(
-                    lookup.error_code,
-                    topic=self.topic_name,
-                    partition=lookup.partition,
-                    action="find the start offset of",
+        for partition in wanted:
+            if not 0 <= partition < count:
+                raise CliError(
+                    f"topic '{self.topic_name}' has no partition {partition} "
+                    f"(it has {count}: 0..{count - 1})"
                 )
-            self.positions[lookup.partition] = lookup.offset
+        return sorted(set(wanted))
+
+    def _start(self, partitions: list[int]) -> None:
+        """Each partition's position from its offset spec."""
+        if not partitions:
+            return
+        ranges = partition_ranges(self.cluster, self.topic, partitions)
+        for partition in partitions:
+            self.positions[partition] = self._resolve(
+                self.options.spec_for(partition), ranges[partition]
+            )
+
+    def _resolve(self, spec: OffsetSpec, held: PartitionRange) -> int:
+        if spec.kind is OffsetKind.BEGINNING:
+            return held.start
+        if spec.kind is OffsetKind.END:
+            return held.end
+        if spec.kind is OffsetKind.AFTER_BEGINNING:
+            return min(held.start + spec.value, held.end)
+        if spec.kind is OffsetKind.BEFORE_END:
+            return max(held.end - spec.value, held.start)
+        if spec.kind is OffsetKind.TIMESTAMP:
+            return self._offset_for_timestamp(held, spec.value)
+        if not held.start <= spec.value <= held.end:
+            raise out_of_range_error(self.topic_name, spec.value, held)
+        return spec.value
+
+    def _offset_for_timestamp(self, held: PartitionRange, timestamp_ms: int) -> int:
+        lookup = list_offsets(self.cluster, self.topic, [held.partition], timestamp_ms)
+        found = lookup[held.partition]
+        if found.error_code != ErrorCode.NONE:
+            raise kafka_error(found.error_code, topic=self.topic_name, partition=held.partition,
+                              action="find the offset for a timestamp in")  # fmt: skip
+        if found.offset is None or found.offset == NO_TIMESTAMP_OFFSET:
+            return held.end  # every record is older: start at the end
+        return found.offset
+
+    # -- group membership ----------------------------------------------------------------------
+
+    def _join(self) -> None:
+        """Join the group; positions are the committed offsets of the partitions it
+        assigns, or their offset spec where none is committed."""
+        assert self.member is not None
+        partitions = self.member.join()
+        committed = self.member.committed(partitions)
+        self.positions = dict(committed)
+        self._committed = dict(committed)
+        self.at_end.clear()
+        self._start([p for p in partitions if p not in committed])
+
+    def _commit(self) -> None:
+        assert self.member is not None
+        changed = {p: o for p, o in self.positions.items() if self._committed.get(p) != o}
+        self.member.commit(changed)
+        self._committed.update(changed)
+
+    def _commit_quietly(self) -> None:
+        """Commit what was printed when the group already moved on: it may be refused
+        (the records are then read again by the partition's next owner)."""
+        with contextlib.suppress(RejoinNeededError, CliError):
+            self._commit()
+
+    def _stop_membership(self) -> None:
+        assert self.member is not None
+        try:
+            self._commit()
+            self.member.leave()
+        except (RejoinNeededError, CliError):
+            pass
+
+    # -- fetching ------------------------------------------------------------------------------
 
     def _fetch_once(self, wait_ms: int) -> bool:
         """One Fetch per leader; True when any record was printed."""
+        if not self.positions:  # a group member without partitions waits its turn
+            time.sleep(wait_ms / 1000 if wait_ms else RETRY_BACKOFF_S)
+            return False
         by_leader: dict[int, list[int]] = defaultdict(list)
         leaders = {p.partition: p.leader for p in self.topic.partitions}
         needs_metadata = False
@@ -280,30 +388,32 @@ class Consumer:
         error = int(part["error_code"])
         if error in LEADERSHIP_ERRORS:
             return True
-        if error == ErrorCode.OFFSET_OUT_OF_RANGE and self.options.offset is None:
-            self._reset([partition])
-            return False
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
-            raise CliError(
-                describe_kafka_error(
-                    error,
-                    topic=self.topic_name,
-                    partition=partition,
-                    message=f"offset {self.positions[partition]} is out of range",
-                )
-            )
+            self._out_of_range(partition)
+            return False
         if error != ErrorCode.NONE:
             raise kafka_error(error, topic=self.topic_name, partition=partition)
         records = part.get("records")
-        if records is None:
-            return False
-        try:
-            self._print_batches(partition, records)
-        except InvalidBatch as exc:
-            raise CliError(
-                f"topic '{self.topic_name}' partition {partition}: unreadable batch: {exc}"
-            ) from None
+        if records is not None:
+            try:
+                self._print_batches(partition, records)
+            except InvalidBatch as exc:
+                raise CliError(
+                    f"topic '{self.topic_name}' partition {partition}: unreadable batch: {exc}"
+                ) from None
+        if self.positions[partition] >= int(part["high_watermark"]):
+            self.at_end.add(partition)
         return False
+
+    def _out_of_range(self, partition: int) -> None:
+        """The position left the log (retention, or an offset asked for): an offset the
+        user gave is an error that says what is valid; otherwise start again at the
+        beginning, or at the end when that is the spec."""
+        held = partition_ranges(self.cluster, self.topic, [partition])[partition]
+        spec = self.options.spec_for(partition)
+        if spec.kind is OffsetKind.ABSOLUTE and self.member is None:
+            raise out_of_range_error(self.topic_name, self.positions[partition], held)
+        self.positions[partition] = held.end if spec.kind is OffsetKind.END else held.start
 
     def _print_batches(self, partition: int, records: bytes | memoryview) -> None:
         for record in fetched_records(records, self.positions[partition]):

@@ -70,3 +70,12 @@ def kafka_error(
     return CliError(
         describe_kafka_error(code, topic=topic, partition=partition, action=action, message=message)
     )
+
+
+def group_error(code: int, group_id: str, *, action: str) -> CliError:
+    """A group request's error as a sentence: `cannot join group 'g': ... (CODE)`."""
+    name = error_name(code)
+    if code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return CliError(f"group '{group_id}' does not exist ({name})")
+    detail = name.lower().replace("_", " ")
+    return CliError(f"cannot {action} group '{group_id}': {detail} ({name})")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from weir.cli.errors import BrokerConnectionError, BrokerProtocolError, CliError
+from weir.cli.errors import BrokerConnectionError, BrokerProtocolError
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import (
     APIS,
@@ -54,6 +54,10 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.FIND_COORDINATOR: (0, 4),
     ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_FETCH: (2, 7),  # one group per request, null topics = all
     ApiKey.OFFSET_COMMIT: (2, 9),
@@ -162,6 +166,10 @@ class KafkaClient:
     ) -> None:
         self.close()
 
+    @property
+    def is_open(self) -> bool:
+        return self._sock is not None
+
     def close(self) -> None:
         if self._sock is not None:
             self._sock.close()
@@ -258,8 +266,8 @@ class KafkaClient:
         self, api_key: int, version: int, body: Mapping[str, Any], *, wait_ms: int
     ) -> bytes:
         deadline = time.monotonic() + (self.request_timeout_ms + max(wait_ms, 0)) / 1000
-        self._send(api_key, version, body)
         try:
+            self._send(api_key, version, body)
             size_bytes = self._receive_exactly(SIZE_PREFIX.size, deadline, api_key)
             (size,) = SIZE_PREFIX.unpack(size_bytes)
             if size_bytes == HTTP_RESPONSE_START:
@@ -273,7 +281,8 @@ class KafkaClient:
                     f"{size} bytes (allowed: 4..{RESPONSE_BYTES_MAX})"
                 )
             return self._receive_exactly(size, deadline, api_key)
-        except CliError:
+        except BaseException:
+            # A failed or interrupted (Ctrl-C) exchange leaves the stream out of step.
             self.close()
             raise
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from weir.cli.cluster import NO_LEADER, Cluster, TopicMetadata
+from weir.cli.errors import CliError, kafka_error
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
@@ -71,3 +72,45 @@ def list_offsets(
     for partition in wanted:
         results.setdefault(partition, OffsetLookup(partition, None, ErrorCode.UNKNOWN_SERVER_ERROR))
     return results
+
+
+@dataclass(frozen=True)
+class PartitionRange:
+    """The offsets a partition holds: `start` (log start) up to `end` (high watermark,
+    the next offset to be written), `end` excluded."""
+
+    partition: int
+    start: int
+    end: int
+
+    def describe(self) -> str:
+        if self.start == self.end:
+            return f"it holds no records; the next offset is {self.end}"
+        return f"it holds offsets {self.start} to {self.end - 1} (the next is {self.end})"
+
+
+def partition_ranges(
+    cluster: Cluster, topic: TopicMetadata, partitions: Iterable[int]
+) -> dict[int, PartitionRange]:
+    """Log start and high watermark of each partition; CliError if either lookup fails."""
+    wanted = list(partitions)
+    starts = list_offsets(cluster, topic, wanted, EARLIEST_TIMESTAMP)
+    ends = list_offsets(cluster, topic, wanted, LATEST_TIMESTAMP)
+    ranges: dict[int, PartitionRange] = {}
+    for partition in wanted:
+        for lookup in (starts[partition], ends[partition]):
+            if lookup.error_code != ErrorCode.NONE or lookup.offset is None:
+                raise kafka_error(lookup.error_code, topic=topic.name, partition=partition,
+                                  action="find the offsets of")  # fmt: skip
+        start, end = starts[partition].offset, ends[partition].offset
+        assert start is not None and end is not None
+        ranges[partition] = PartitionRange(partition, start, end)
+    return ranges
+
+
+def out_of_range_error(topic: str, offset: int, partition_range: PartitionRange) -> CliError:
+    """OFFSET_OUT_OF_RANGE with the range that is valid."""
+    return CliError(
+        f"offset {offset} is out of range for topic '{topic}' partition "
+        f"{partition_range.partition}: {partition_range.describe()} (OFFSET_OUT_OF_RANGE)"
+    )

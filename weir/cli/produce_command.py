@@ -1,76 +1,195 @@
 """`weir produce TOPIC`: lines from stdin become records, sent in RecordBatches.
 
+Each line is one record: its value, or key and value split at `--key-separator`,
+or the fields a kcat-style format names (`-f '%k %v'`, weir.cli.record_format).
+`-k` gives every record a key, `-H key=value` a header.
+
 Records are grouped per partition; one Produce request carries at most one batch
 per partition (Kafka rejects more from v3 on) and is sent once the pending
 records reach PRODUCE_REQUEST_BYTES_MAX, at end of input, or after every line
 when stdin is a terminal. Keyed records go to Kafka's murmur2 partition; records
 without a key stick to one partition per request, rotating (the sticky
 partitioner's behaviour).
+
+Input from a pipe or file is checked up to VALIDATE_AHEAD_BYTES before the first
+request, so a bad line in it sends nothing. Every line is accounted for: the summary
+names the lines acknowledged, those the broker refused, those whose request got no
+answer (the broker died: they may or may not be written) and those never sent.
+A partition whose leader moved is retried (nothing was written); a request that got
+no answer is not (it might have been).
 """
 
 from __future__ import annotations
 
+import bisect
 import random
+import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from weir.cli.cluster import Cluster, TopicMetadata
-from weir.cli.errors import CliError, describe_kafka_error
+from weir.cli.errors import BrokerConnectionError, CliError, describe_kafka_error
 from weir.cli.formatting import render_table
 from weir.cli.partitioner import partition_for_key
+from weir.cli.record_format import FormatError, InputRecord, Token, parse_line
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import build_batch
 from weir.wire.protocol import ApiKey
 
 COMPRESSION_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
+ACKS_NAMES = {0: "0", 1: "1", -1: "all"}
 PRODUCE_REQUEST_BYTES_MAX = 512 * 1024
 RECORD_OVERHEAD_BYTES = 24
 LINE_BYTES_MAX = 8 * 1024 * 1024
+VALIDATE_AHEAD_BYTES = 16 * 1024 * 1024
+RETRY_ATTEMPTS_MAX = 10
+RETRY_BACKOFF_S = 0.25
 
-Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
+# The broker answered without appending: the same records may be sent again.
+RETRIABLE_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.FENCED_LEADER_EPOCH,
+    }
+)
+
+RecordTuple = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]
 
 
 @dataclass(frozen=True)
 class ProduceOptions:
     timeout_ms: int
     key_separator: bytes | None = None
+    record_format: Sequence[Token] | None = None
+    key: bytes | None = None
+    headers: Sequence[tuple[str, bytes | None]] = ()
     partition: int | None = None
     acks: int = -1
     compression: int = 0
     send_each_line: bool = False
+    max_records: int | None = None
+
+
+@dataclass(frozen=True)
+class InputLine:
+    line_number: int
+    record: InputRecord
+    size_bytes: int
+
+
+class InputLineError(CliError):
+    """A line that cannot become a record; nothing from it on is sent."""
+
+    def __init__(self, line_number: int, reason: str) -> None:
+        super().__init__(f"line {line_number}: {reason}")
+        self.line_number = line_number
 
 
 @dataclass
 class PartitionTally:
     partition: int
-    records_written: int = 0
+    records_acknowledged: int = 0
     first_offset: int | None = None
     last_offset: int | None = None
 
 
+class LineSet:
+    """Line numbers as sorted, disjoint, merged ranges (input lines mostly arrive in
+    runs, so millions of lines take a few ranges)."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []  # inclusive
+
+    def __len__(self) -> int:
+        return sum(end - start + 1 for start, end in zip(self._starts, self._ends, strict=True))
+
+    def add(self, numbers: Iterable[int]) -> None:
+        for start, end in _runs(sorted(numbers)):
+            self._add_run(start, end)
+
+    def add_run(self, start: int, end: int) -> None:
+        """Lines `start` to `end`, both included (none when end < start)."""
+        if start <= end:
+            self._add_run(start, end)
+
+    def _add_run(self, start: int, end: int) -> None:
+        index = bisect.bisect_left(self._ends, start - 1)
+        while index < len(self._starts) and self._starts[index] <= end + 1:
+            start = min(start, self._starts[index])
+            end = max(end, self._ends[index])
+            del self._starts[index], self._ends[index]
+        self._starts.insert(index, start)
+        self._ends.insert(index, end)
+
+    def text(self) -> str:
+        """ "1-3,7"; "" when empty."""
+        return ",".join(
+            str(start) if start == end else f"{start}-{end}"
+            for start, end in zip(self._starts, self._ends, strict=True)
+        )
+
+
+def _runs(numbers: Sequence[int]) -> Iterator[tuple[int, int]]:
+    if not numbers:
+        return
+    start = previous = numbers[0]
+    for number in numbers[1:]:
+        if number != previous + 1:
+            yield start, previous
+            start = number
+        previous = number
+    yield start, previous
+
+
 @dataclass
 class ProduceSummary:
+    """What became of every line read."""
+
     topic: str
     acks: int
     partitions: dict[int, PartitionTally] = field(default_factory=dict)
+    acknowledged_lines: LineSet = field(default_factory=LineSet)
+    sent_unconfirmed_lines: LineSet = field(default_factory=LineSet)
+    refused_lines: LineSet = field(default_factory=LineSet)
+    not_sent_lines: LineSet = field(default_factory=LineSet)
+    lines_read: int = 0
     errors: list[str] = field(default_factory=list)
 
     @property
-    def records_written(self) -> int:
-        return sum(t.records_written for t in self.partitions.values())
+    def records_acknowledged(self) -> int:
+        return len(self.acknowledged_lines)
+
+    def no_line_sent(self) -> bool:
+        return not (
+            len(self.acknowledged_lines)
+            or len(self.sent_unconfirmed_lines)
+            or len(self.refused_lines)
+        )
 
     def to_document(self) -> dict[str, Any]:
         return {
             "topic": self.topic,
-            "records_written": self.records_written,
-            "acknowledged": self.acks != 0,
+            "acks": ACKS_NAMES[self.acks],
+            "records_read": self.lines_read,
+            "records_acknowledged": self.records_acknowledged,
+            "records_sent_unconfirmed": len(self.sent_unconfirmed_lines),
+            "records_refused": len(self.refused_lines),
+            "records_not_sent": len(self.not_sent_lines),
+            "lines_acknowledged": self.acknowledged_lines.text(),
+            "lines_sent_unconfirmed": self.sent_unconfirmed_lines.text(),
+            "lines_refused": self.refused_lines.text(),
+            "lines_not_sent": self.not_sent_lines.text(),
             "partitions": [
                 {
                     "partition": t.partition,
-                    "records_written": t.records_written,
+                    "records_acknowledged": t.records_acknowledged,
                     "first_offset": t.first_offset,
                     "last_offset": t.last_offset,
                 }
@@ -80,18 +199,37 @@ class ProduceSummary:
         }
 
 
+def _records(count: int) -> str:
+    return f"{count} record" if count == 1 else f"{count} records"
+
+
 def render_summary(document: dict[str, Any]) -> str:
-    count = document["records_written"]
-    noun = "record" if count == 1 else "records"
-    verb = "wrote" if document["acknowledged"] else "sent (acks=0, unconfirmed)"
-    text = f"{verb} {count} {noun} to topic '{document['topic']}'\n"
+    acknowledged = document["records_acknowledged"]
+    if document["acks"] == "0":
+        text = f"sent {_records(document['records_sent_unconfirmed'])} to topic " \
+               f"'{document['topic']}' (acks=0: the broker does not confirm)\n"  # fmt: skip
+    else:
+        text = f"wrote {_records(acknowledged)} to topic '{document['topic']}'"
+        if document["errors"] and acknowledged:
+            text += f" (lines {document['lines_acknowledged']})"
+        text += "\n"
+    if document["lines_sent_unconfirmed"] and document["acks"] != "0":
+        text += f"unconfirmed (sent, no answer; may or may not be written): lines " \
+                f"{document['lines_sent_unconfirmed']}\n"  # fmt: skip
+    if document["lines_refused"]:
+        text += f"refused by the broker: lines {document['lines_refused']}\n"
+    if document["lines_not_sent"]:
+        text += f"not sent: lines {document['lines_not_sent']}\n"
     if len(document["partitions"]) > 1:
         rows = [
-            [p["partition"], p["records_written"], p["first_offset"], p["last_offset"]]
+            [p["partition"], p["records_acknowledged"], p["first_offset"], p["last_offset"]]
             for p in document["partitions"]
         ]
         text += render_table(["PARTITION", "RECORDS", "FIRST OFFSET", "LAST OFFSET"], rows)
     return text
+
+
+# -- reading input -------------------------------------------------------------------------------
 
 
 def read_lines(stream: BinaryIO) -> Iterator[bytes]:
@@ -105,7 +243,7 @@ def read_lines(stream: BinaryIO) -> Iterator[bytes]:
         if line.endswith(b"\n"):
             line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
         if len(line) > LINE_BYTES_MAX:
-            raise CliError(f"line {line_number} is longer than {LINE_BYTES_MAX} bytes")
+            raise InputLineError(line_number, f"longer than {LINE_BYTES_MAX} bytes")
         yield line
 
 
@@ -117,10 +255,49 @@ def split_line(
         return None, line
     key, found, value = line.partition(separator)
     if not found:
-        raise CliError(
-            f"line {line_number} has no key separator {separator.decode(errors='replace')!r}"
+        raise InputLineError(
+            line_number, f"no key separator {separator.decode(errors='replace')!r}"
         )
     return key, value
+
+
+def parse_input(lines: Iterable[bytes], options: ProduceOptions) -> Iterator[InputLine]:
+    """Each line as a record, with the options' key and headers; InputLineError on a
+    line that does not fit."""
+    for line_number, line in enumerate(lines, start=1):
+        if options.max_records is not None and line_number > options.max_records:
+            return
+        if options.record_format is not None:
+            try:
+                record = parse_line(options.record_format, line)
+            except FormatError as exc:
+                raise InputLineError(line_number, f"does not match the format: {exc}") from None
+        else:
+            key, value = split_line(line, options.key_separator, line_number)
+            record = InputRecord(key=key, value=value)
+        if record.key is None:
+            record.key = options.key
+        record.headers[:0] = options.headers
+        if record.timestamp_ms is not None and record.timestamp_ms < 0:
+            raise InputLineError(line_number, f"timestamp {record.timestamp_ms} is negative")
+        yield InputLine(line_number, record, len(line) + RECORD_OVERHEAD_BYTES)
+
+
+def checked_ahead(lines: Iterator[InputLine], limit_bytes: int, check: Any) -> Iterator[InputLine]:
+    """Read and check up to `limit_bytes` of input before yielding any of it, so a bad
+    line there stops the command before anything is sent."""
+    ahead: list[InputLine] = []
+    size = 0
+    for item in lines:
+        check(item)
+        ahead.append(item)
+        size += item.size_bytes
+        if size >= limit_bytes:
+            break
+    yield from ahead
+    for item in lines:
+        check(item)
+        yield item
 
 
 class PartitionChooser:
@@ -142,115 +319,225 @@ class PartitionChooser:
         self.sticky = (self.sticky + 1) % self.partition_count
 
 
+# -- sending -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Pending:
+    """Records not yet sent, per partition, with their line numbers."""
+
+    records: dict[int, list[InputLine]] = field(default_factory=lambda: defaultdict(list))
+    size_bytes: int = 0
+
+    def add(self, partition: int, item: InputLine) -> None:
+        self.records[partition].append(item)
+        self.size_bytes += item.size_bytes
+
+    def clear(self) -> None:
+        self.records = defaultdict(list)
+        self.size_bytes = 0
+
+    def line_numbers(self) -> list[int]:
+        return [item.line_number for items in self.records.values() for item in items]
+
+
+class Producer:
+    def __init__(self, cluster: Cluster, topic: TopicMetadata, options: ProduceOptions) -> None:
+        self.cluster = cluster
+        self.topic = topic
+        self.options = options
+        self.summary = ProduceSummary(topic=topic.name, acks=options.acks)
+        self.chooser = PartitionChooser(len(topic.partitions), options.partition)
+        self.pending = Pending()
+        self._unresolved: dict[int, list[InputLine]] = {}
+        self.last_line_sent = 0
+
+    def run(self, lines: Iterable[bytes]) -> ProduceSummary:
+        items = parse_input(lines, self.options)
+        if not self.options.send_each_line:
+            items = checked_ahead(items, VALIDATE_AHEAD_BYTES, self._check_partition)
+        try:
+            for item in items:
+                self.summary.lines_read = item.line_number
+                if self.options.send_each_line:
+                    self._check_partition(item)
+                self.pending.add(self._partition_of(item.record), item)
+                if self.pending.size_bytes >= PRODUCE_REQUEST_BYTES_MAX or (
+                    self.options.send_each_line
+                ):
+                    self._flush()
+                    if self.summary.errors:
+                        return self.summary
+            self._flush()
+        except InputLineError as exc:
+            self.summary.lines_read = exc.line_number
+            self.summary.errors.append(exc.message + _nothing_sent_note(self.summary))
+            self._give_up_pending(exc.line_number)
+        except CliError as exc:  # a lost broker, or no metadata: what was sent is counted
+            self.summary.errors.append(exc.message)
+        return self.summary
+
+    def _check_partition(self, item: InputLine) -> None:
+        partition = item.record.partition
+        count = len(self.topic.partitions)
+        if partition is not None and not 0 <= partition < count:
+            raise InputLineError(item.line_number, f"topic '{self.topic.name}' has no partition "
+                                 f"{partition} (it has {count}: 0..{count - 1})")  # fmt: skip
+
+    def _partition_of(self, record: InputRecord) -> int:
+        if record.partition is not None:
+            return record.partition
+        return self.chooser.choose(record.key)
+
+    def _give_up_pending(self, bad_line: int) -> None:
+        """Input stopped at `bad_line`: the lines after those handed to a request
+        (pending, or checked ahead) up to it were not sent."""
+        self.summary.not_sent_lines.add_run(self.last_line_sent + 1, bad_line)
+        self.pending.clear()
+
+    def _flush(self) -> None:
+        """Send what is pending; partitions whose leader moved are sent again. On a
+        lost broker (or metadata that cannot be had) the lines not yet answered count
+        as not sent, and the error goes up."""
+        if not self.pending.records:
+            return
+        self._unresolved = dict(self.pending.records)
+        self.last_line_sent = max(self.pending.line_numbers())
+        self.pending.clear()
+        self.chooser.next_request()
+        try:
+            for attempt in range(RETRY_ATTEMPTS_MAX):
+                self._send_round()
+                if not self._unresolved:
+                    return
+                time.sleep(RETRY_BACKOFF_S * (attempt + 1))
+                self.topic = self.cluster.topic(self.topic.name, action="produce to")
+        except CliError:
+            self._resolve_all(self.summary.not_sent_lines)
+            raise
+        self.summary.errors.append(f"topic '{self.topic.name}': partitions "
+                                   f"{sorted(self._unresolved)} found no leader after "
+                                   f"{RETRY_ATTEMPTS_MAX} attempts")  # fmt: skip
+        self._resolve_all(self.summary.refused_lines)
+
+    def _resolve_all(self, lines: LineSet) -> None:
+        for items in self._unresolved.values():
+            lines.add(i.line_number for i in items)
+        self._unresolved = {}
+
+    def _send_round(self) -> None:
+        """Send each leader its unresolved partitions once."""
+        leaders = {p.partition: p.leader for p in self.topic.partitions}
+        by_leader: dict[int, list[int]] = defaultdict(list)
+        for partition in sorted(self._unresolved):
+            by_leader[leaders[partition]].append(partition)
+        for leader, partitions in by_leader.items():
+            if leader < 0:
+                continue  # no leader now: again after fresh metadata
+            batch = {p: self._unresolved[p] for p in partitions}
+            try:
+                self._send_to(leader, batch)
+            except BrokerConnectionError:
+                for partition, items in batch.items():
+                    self.summary.sent_unconfirmed_lines.add(i.line_number for i in items)
+                    del self._unresolved[partition]
+                raise
+
+    def _send_to(self, leader: int, batch: dict[int, list[InputLine]]) -> None:
+        body = {
+            "transactional_id": None,
+            "acks": self.options.acks,
+            "timeout_ms": self.options.timeout_ms,
+            "topic_data": [
+                {
+                    "name": self.topic.name,
+                    "partition_data": [
+                        {"index": p, "records": self._batch_bytes(items)}
+                        for p, items in batch.items()
+                    ],
+                }
+            ],
+        }
+        client = self.cluster.broker(leader)
+        if self.options.acks == 0:
+            client.send_without_response(ApiKey.PRODUCE, body)
+            for partition, items in batch.items():
+                self.summary.sent_unconfirmed_lines.add(i.line_number for i in items)
+                del self._unresolved[partition]
+            return
+        response = client.request(ApiKey.PRODUCE, body, wait_ms=self.options.timeout_ms)
+        self._record_outcomes(response, batch)
+
+    def _batch_bytes(self, items: list[InputLine]) -> bytes:
+        now_ms = int(time.time() * 1000)
+        records: list[RecordTuple] = [
+            (
+                i.record.key,
+                i.record.value,
+                i.record.headers,
+                now_ms if i.record.timestamp_ms is None else i.record.timestamp_ms,
+            )
+            for i in items
+        ]
+        return build_batch(records, compression=self.options.compression)
+
+    def _record_outcomes(self, response: Any, batch: dict[int, list[InputLine]]) -> None:
+        """Tally what the broker accepted and an error line for each refusal; partitions
+        to send again stay unresolved."""
+        answered: set[int] = set()
+        for topic in response["responses"]:
+            if topic["name"] != self.topic.name:
+                continue
+            for part in topic["partition_responses"]:
+                partition = int(part["index"])
+                if partition not in batch or partition in answered:
+                    continue
+                answered.add(partition)
+                self._outcome(partition, part, batch[partition])
+        for partition in sorted(set(batch) - answered):
+            self.summary.sent_unconfirmed_lines.add(i.line_number for i in batch[partition])
+            del self._unresolved[partition]
+            self.summary.errors.append(f"topic '{self.topic.name}' partition {partition}: "
+                                       "the broker's answer left it out")  # fmt: skip
+
+    def _outcome(self, partition: int, part: Any, items: list[InputLine]) -> None:
+        error = int(part["error_code"])
+        if error in RETRIABLE_ERRORS:
+            return
+        del self._unresolved[partition]
+        lines = [i.line_number for i in items]
+        if error != ErrorCode.NONE:
+            self.summary.refused_lines.add(lines)
+            self.summary.errors.append(describe_kafka_error(
+                error, topic=self.topic.name, partition=partition, message=_error_message(part),
+            ))  # fmt: skip
+            return
+        tally = self.summary.partitions.get(partition) or PartitionTally(partition)
+        self.summary.partitions[partition] = tally
+        base_offset = int(part["base_offset"])
+        tally.records_acknowledged += len(items)
+        if tally.first_offset is None:
+            tally.first_offset = base_offset
+        tally.last_offset = base_offset + len(items) - 1
+        self.summary.acknowledged_lines.add(lines)
+
+
+def _nothing_sent_note(summary: ProduceSummary) -> str:
+    return "; nothing was sent" if summary.no_line_sent() else ""
+
+
 def produce_lines(
     cluster: Cluster, topic_name: str, lines: Iterable[bytes], options: ProduceOptions
 ) -> ProduceSummary:
-    """Send every line as a record; stops at the first input or partition error."""
-    topic = cluster.topic(topic_name, action="produce to")
+    """Send every line as a record; stops at the first bad line, refusal or lost broker."""
+    topic = cluster.topic(topic_name, action="produce to", auto_create=True)
     count = len(topic.partitions)
     if options.partition is not None and not 0 <= options.partition < count:
         raise CliError(
             f"topic '{topic_name}' has no partition {options.partition} "
             f"(it has {count}: 0..{count - 1})"
         )
-    summary = ProduceSummary(topic=topic_name, acks=options.acks)
-    chooser = PartitionChooser(count, options.partition)
-    pending: dict[int, list[Record]] = defaultdict(list)
-    pending_bytes = 0
-    try:
-        for line_number, line in enumerate(lines, start=1):
-            key, value = split_line(line, options.key_separator, line_number)
-            pending[chooser.choose(key)].append((key, value, []))
-            pending_bytes += len(line) + RECORD_OVERHEAD_BYTES
-            if pending_bytes >= PRODUCE_REQUEST_BYTES_MAX or options.send_each_line:
-                _send(cluster, topic, pending, options, summary)
-                chooser.next_request()
-                pending.clear()
-                pending_bytes = 0
-                if summary.errors:
-                    return summary
-    except CliError as exc:
-        summary.errors.append(exc.message)
-    if pending:
-        _send(cluster, topic, pending, options, summary)
-    return summary
-
-
-def _send(
-    cluster: Cluster,
-    topic: TopicMetadata,
-    pending: dict[int, list[Record]],
-    options: ProduceOptions,
-    summary: ProduceSummary,
-) -> None:
-    leaders = {p.partition: p.leader for p in topic.partitions}
-    by_leader: dict[int, list[int]] = defaultdict(list)
-    for partition in sorted(pending):
-        by_leader[leaders[partition]].append(partition)
-    for leader, partitions in by_leader.items():
-        body = {
-            "transactional_id": None,
-            "acks": options.acks,
-            "timeout_ms": options.timeout_ms,
-            "topic_data": [
-                {
-                    "name": topic.name,
-                    "partition_data": [
-                        {
-                            "index": p,
-                            "records": build_batch(pending[p], compression=options.compression),
-                        }
-                        for p in partitions
-                    ],
-                }
-            ],
-        }
-        client = cluster.broker(leader)
-        if options.acks == 0:
-            client.send_without_response(ApiKey.PRODUCE, body)
-            for p in partitions:
-                _tally(summary, p).records_written += len(pending[p])
-            continue
-        response = client.request(ApiKey.PRODUCE, body, wait_ms=options.timeout_ms)
-        sent = {p: len(pending[p]) for p in partitions}
-        _record_outcomes(response, topic.name, sent, summary)
-
-
-def _record_outcomes(
-    response: Any, topic_name: str, sent: dict[int, int], summary: ProduceSummary
-) -> None:
-    """Tally the partitions the broker accepted, and one error line for each it did not."""
-    answered: set[int] = set()
-    for topic in response["responses"]:
-        if topic["name"] != topic_name:
-            continue
-        for part in topic["partition_responses"]:
-            partition = int(part["index"])
-            if partition not in sent:
-                continue
-            answered.add(partition)
-            error = int(part["error_code"])
-            if error != ErrorCode.NONE:
-                summary.errors.append(
-                    describe_kafka_error(
-                        error,
-                        topic=topic_name,
-                        partition=partition,
-                        message=_error_message(part),
-                    )
-                )
-                continue
-            tally = _tally(summary, partition)
-            base_offset = int(part["base_offset"])
-            written = sent[partition]
-            tally.records_written += written
-            if tally.first_offset is None:
-                tally.first_offset = base_offset
-            tally.last_offset = base_offset + written - 1
-    for partition in sorted(set(sent) - answered):
-        summary.errors.append(
-            f"topic '{topic_name}' partition {partition}: the broker's answer left it out"
-        )
+    return Producer(cluster, topic, options).run(lines)
 
 
 def _error_message(part: Any) -> str | None:
@@ -264,10 +551,3 @@ def _error_message(part: Any) -> str | None:
             for e in record_errors
         )
     return None
-
-
-def _tally(summary: ProduceSummary, partition: int) -> PartitionTally:
-    tally = summary.partitions.get(partition)
-    if tally is None:
-        tally = summary.partitions[partition] = PartitionTally(partition)
-    return tally
