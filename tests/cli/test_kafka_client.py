@@ -5,13 +5,20 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
 
 from weir.cli.errors import BrokerConnectionError, BrokerProtocolError
-from weir.cli.kafka_client import CLIENT_VERSIONS, Address, KafkaClient, parse_address
+from weir.cli.kafka_client import (
+    CLIENT_VERSIONS,
+    HANDSHAKE_TIMEOUT_MS,
+    Address,
+    KafkaClient,
+    parse_address,
+)
 from weir.wire.protocol import (
     SUPPORTED_VERSIONS,
     ApiKey,
@@ -103,7 +110,10 @@ def test_silent_broker_times_out() -> None:
         with pytest.raises(BrokerConnectionError) as info:
             KafkaClient.connect(address, request_timeout_ms=200)
         release.set()
-    assert info.value.message == f"broker at {address} did not answer ApiVersions within 200 ms"
+    assert info.value.message == (
+        f"broker at {address} did not answer ApiVersions within 200 ms "
+        "(is it a Kafka port? check --bootstrap)"
+    )
 
 
 def test_broker_closing_the_connection_is_reported() -> None:
@@ -112,16 +122,38 @@ def test_broker_closing_the_connection_is_reported() -> None:
     assert "closed the connection" in info.value.message
 
 
-def test_oversized_response_frame_is_refused() -> None:
+def test_oversized_first_answer_is_not_kafka() -> None:
     def huge(conn: socket.socket) -> None:
         read_frame(conn)
         conn.sendall(struct.pack(">i", 2**31 - 1))
 
-    with (
-        serving(huge) as address,
-        pytest.raises(BrokerProtocolError, match="with a frame of 2147483647 bytes"),
-    ):
+    with serving(huge) as address, pytest.raises(BrokerProtocolError) as info:
         KafkaClient.connect(address, request_timeout_ms=2000)
+    assert info.value.message == (
+        f"{address} does not speak the Kafka protocol: it answered '....' "
+        "(is it a Kafka port? check --bootstrap)"
+    )
+
+
+def test_a_server_that_speaks_first_is_named_as_not_kafka() -> None:
+    def ssh(conn: socket.socket) -> None:
+        conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+
+    with serving(ssh) as address, pytest.raises(BrokerProtocolError) as info:
+        KafkaClient.connect(address, request_timeout_ms=2000)
+    assert info.value.message.startswith(
+        f"{address} does not speak the Kafka protocol: it answered 'SSH-2.0-OpenSSH_9.2..'"
+    )
+
+
+def test_a_silent_port_fails_within_the_handshake_timeout_not_the_request_timeout() -> None:
+    release = threading.Event()
+    started = time.monotonic()
+    with serving(lambda conn: release.wait(HANDSHAKE_TIMEOUT_MS / 1000 + 5)) as address:
+        with pytest.raises(BrokerConnectionError, match="is it a Kafka port"):
+            KafkaClient.connect(address, request_timeout_ms=60_000)
+        release.set()
+    assert time.monotonic() - started < HANDSHAKE_TIMEOUT_MS / 1000 + 2
 
 
 def test_negotiates_highest_common_version() -> None:

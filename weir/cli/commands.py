@@ -14,9 +14,9 @@ from weir.cli.formatting import JSON, render_json
 from weir.cli.produce_command import (
     ACKS,
     COMPRESSION_CODECS,
+    LineReader,
     ProduceOptions,
     produce_lines,
-    read_lines,
     render_summary,
 )
 
@@ -166,10 +166,9 @@ def _run_produce(
         acks=ACKS[args.acks],
         compression=COMPRESSION_CODECS[args.compression],
         timeout_ms=args.timeout_ms,
-        send_each_line=stdin.isatty(),
         max_records=args.max_records,
     )
-    summary = produce_lines(cluster, args.topic, read_lines(stdin), options)
+    summary = produce_lines(cluster, args.topic, LineReader(stdin), options)
     document = summary.to_document()
     stdout.write(render_json(document) if args.output_format == JSON else render_summary(document))
     stdout.flush()

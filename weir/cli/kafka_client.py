@@ -35,6 +35,11 @@ DEFAULT_PORT = 9092
 RESPONSE_BYTES_MAX = 128 * 1024 * 1024
 SIZE_PREFIX = struct.Struct(">i")
 HTTP_RESPONSE_START = b"HTTP"
+# A Kafka broker answers ApiVersions at once: a port that does not is not a Kafka one.
+HANDSHAKE_TIMEOUT_MS = 5_000
+NOT_KAFKA_HINT = " (is it a Kafka port? check --bootstrap)"
+FIRST_BYTES_SHOWN = 40
+FIRST_BYTES_WAIT_S = 0.2
 
 # The version ranges this CLI's request bodies and response readers are written for.
 # Lower bounds: Metadata v4 can refuse auto-creation; Produce v3 / Fetch v4 carry
@@ -147,12 +152,16 @@ class KafkaClient:
                 f"cannot connect to broker at {address}: {exc.strerror or exc}"
             ) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        client = cls(address, sock, request_timeout_ms)
+        client = cls(address, sock, min(request_timeout_ms, HANDSHAKE_TIMEOUT_MS))
         try:
             client._negotiate_versions()
+        except BrokerConnectionError as exc:
+            client.close()
+            raise BrokerConnectionError(f"{exc.message}{NOT_KAFKA_HINT}") from None
         except BaseException:
             client.close()
             raise
+        client.request_timeout_ms = request_timeout_ms
         return client
 
     def __enter__(self) -> KafkaClient:
@@ -275,6 +284,13 @@ class KafkaClient:
                     f"{self.address} answered in HTTP, not the Kafka protocol "
                     "(is that the broker's HTTP port, or a proxy?)"
                 )
+            if not SIZE_PREFIX.size <= size <= RESPONSE_BYTES_MAX and (
+                api_key == ApiKey.API_VERSIONS
+            ):
+                raise BrokerProtocolError(
+                    f"{self.address} does not speak the Kafka protocol: it answered "
+                    f"{self._first_bytes(size_bytes)}{NOT_KAFKA_HINT}"
+                )
             if not SIZE_PREFIX.size <= size <= RESPONSE_BYTES_MAX:
                 raise BrokerProtocolError(
                     f"broker at {self.address} answered {api_name(api_key)} with a frame of "
@@ -285,6 +301,19 @@ class KafkaClient:
             # A failed or interrupted (Ctrl-C) exchange leaves the stream out of step.
             self.close()
             raise
+
+    def _first_bytes(self, start: bytes) -> str:
+        """What a non-Kafka server said first (the size prefix and what follows, read
+        without waiting), for the error message."""
+        sock = self._require_socket()
+        more = b""
+        try:
+            sock.settimeout(FIRST_BYTES_WAIT_S)
+            more = sock.recv(FIRST_BYTES_SHOWN)
+        except OSError:
+            pass
+        shown = (start + more)[:FIRST_BYTES_SHOWN]
+        return repr("".join(chr(b) if 0x20 <= b < 0x7F else "." for b in shown))
 
     def _send(self, api_key: int, version: int, body: Mapping[str, Any]) -> None:
         sock = self._require_socket()

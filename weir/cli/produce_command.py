@@ -6,15 +6,16 @@ or the fields a kcat-style format names (`-f '%k %v'`, weir.cli.record_format).
 
 Records are grouped per partition; one Produce request carries at most one batch
 per partition (Kafka rejects more from v3 on) and is sent once the pending
-records reach PRODUCE_REQUEST_BYTES_MAX, at end of input, or after every line
-when stdin is a terminal. Keyed records go to Kafka's murmur2 partition; records
-without a key stick to one partition per request, rotating (the sticky
-partitioner's behaviour).
+records reach PRODUCE_REQUEST_BYTES_MAX, at end of input, or as soon as no more
+input is ready (a terminal after each line, a quiet pipe: kcat's linger). Keyed
+records go to Kafka's murmur2 partition; records without a key stick to one
+partition per request, rotating (the sticky partitioner's behaviour).
 
-Input from a pipe or file is checked up to VALIDATE_AHEAD_BYTES before the first
-request, so a bad line in it sends nothing. Every line is accounted for: the summary
-names the lines acknowledged, those the broker refused, those whose request got no
-answer (the broker died: they may or may not be written) and those never sent.
+A file given as stdin is checked up to VALIDATE_AHEAD_BYTES before the first
+request, and a pipe up to what one request holds, so a bad line in a small input
+sends nothing. Every line is accounted for: the summary names the lines
+acknowledged, those the broker refused, those whose request got no answer (the
+broker died: they may or may not be written) and those never sent.
 A partition whose leader moved is retried (nothing was written); a request that got
 no answer is not (it might have been).
 """
@@ -22,7 +23,10 @@ no answer is not (it might have been).
 from __future__ import annotations
 
 import bisect
+import os
 import random
+import select
+import stat
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -45,6 +49,7 @@ PRODUCE_REQUEST_BYTES_MAX = 512 * 1024
 RECORD_OVERHEAD_BYTES = 24
 LINE_BYTES_MAX = 8 * 1024 * 1024
 VALIDATE_AHEAD_BYTES = 16 * 1024 * 1024
+READ_CHUNK_BYTES = 64 * 1024
 RETRY_ATTEMPTS_MAX = 10
 RETRY_BACKOFF_S = 0.25
 
@@ -72,7 +77,6 @@ class ProduceOptions:
     partition: int | None = None
     acks: int = -1
     compression: int = 0
-    send_each_line: bool = False
     max_records: int | None = None
 
 
@@ -232,19 +236,72 @@ def render_summary(document: dict[str, Any]) -> str:
 # -- reading input -------------------------------------------------------------------------------
 
 
-def read_lines(stream: BinaryIO) -> Iterator[bytes]:
-    """Lines of `stream` without their line ending (\\n or \\r\\n); CliError past LINE_BYTES_MAX."""
-    line_number = 0
-    while True:
-        line = stream.readline(LINE_BYTES_MAX + 2)
-        if not line:
-            return
-        line_number += 1
-        if line.endswith(b"\n"):
-            line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+class LineReader:
+    """Lines of a byte stream without their line ending (\\n or \\r\\n), and whether
+    more input is ready now (`input_waiting`), so a producer can send what it has
+    while a slow pipe (`tail -f log | weir produce`) is quiet, as kcat's linger does.
+    A line longer than LINE_BYTES_MAX is an InputLineError."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.line_number = 0
+        self._buffer = bytearray()
+        self._at_eof = False
+        try:
+            self._fd: int | None = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            self._fd = None
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            line = self._next_line()
+            if line is None:
+                return
+            yield line
+
+    def is_regular_file(self) -> bool:
+        return self._fd is not None and stat.S_ISREG(os.fstat(self._fd).st_mode)
+
+    def input_waiting(self) -> bool:
+        """A whole line is buffered, or the stream has bytes (or its end) ready now."""
+        if self._fd is None or b"\n" in self._buffer or self._at_eof:
+            return True
+        readable, _, _ = select.select([self._fd], [], [], 0)
+        return bool(readable)
+
+    def _next_line(self) -> bytes | None:
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                return self._take(end, end + 1)
+            if len(self._buffer) > LINE_BYTES_MAX + 1:
+                raise InputLineError(self.line_number + 1, f"longer than {LINE_BYTES_MAX} bytes")
+            if self._at_eof:
+                return self._take(len(self._buffer), len(self._buffer)) if self._buffer else None
+            chunk = self._read_chunk()
+            if not chunk:
+                self._at_eof = True
+            self._buffer += chunk
+
+    def _read_chunk(self) -> bytes:
+        if self._fd is not None:
+            return os.read(self._fd, READ_CHUNK_BYTES)
+        return self.stream.read(READ_CHUNK_BYTES) or b""
+
+    def _take(self, end: int, consumed: int) -> bytes:
+        line = bytes(self._buffer[:end])
+        del self._buffer[:consumed]
+        self.line_number += 1
+        if line.endswith(b"\r"):
+            line = line[:-1]
         if len(line) > LINE_BYTES_MAX:
-            raise InputLineError(line_number, f"longer than {LINE_BYTES_MAX} bytes")
-        yield line
+            raise InputLineError(self.line_number, f"longer than {LINE_BYTES_MAX} bytes")
+        return line
+
+
+def read_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """The lines of `stream` (see LineReader)."""
+    return iter(LineReader(stream))
 
 
 def split_line(
@@ -352,19 +409,17 @@ class Producer:
         self._unresolved: dict[int, list[InputLine]] = {}
         self.last_line_sent = 0
 
-    def run(self, lines: Iterable[bytes]) -> ProduceSummary:
-        items = parse_input(lines, self.options)
-        if not self.options.send_each_line:
+    def run(self, reader: LineReader) -> ProduceSummary:
+        items = parse_input(reader, self.options)
+        if reader.is_regular_file():
             items = checked_ahead(items, VALIDATE_AHEAD_BYTES, self._check_partition)
         try:
             for item in items:
                 self.summary.lines_read = item.line_number
-                if self.options.send_each_line:
-                    self._check_partition(item)
+                self._check_partition(item)
                 self.pending.add(self._partition_of(item.record), item)
-                if self.pending.size_bytes >= PRODUCE_REQUEST_BYTES_MAX or (
-                    self.options.send_each_line
-                ):
+                full = self.pending.size_bytes >= PRODUCE_REQUEST_BYTES_MAX
+                if full or not reader.input_waiting():
                     self._flush()
                     if self.summary.errors:
                         return self.summary
@@ -527,7 +582,7 @@ def _nothing_sent_note(summary: ProduceSummary) -> str:
 
 
 def produce_lines(
-    cluster: Cluster, topic_name: str, lines: Iterable[bytes], options: ProduceOptions
+    cluster: Cluster, topic_name: str, reader: LineReader, options: ProduceOptions
 ) -> ProduceSummary:
     """Send every line as a record; stops at the first bad line, refusal or lost broker."""
     topic = cluster.topic(topic_name, action="produce to", auto_create=True)
@@ -537,7 +592,7 @@ def produce_lines(
             f"topic '{topic_name}' has no partition {options.partition} "
             f"(it has {count}: 0..{count - 1})"
         )
-    return Producer(cluster, topic, options).run(lines)
+    return Producer(cluster, topic, options).run(reader)
 
 
 def _error_message(part: Any) -> str | None:
