@@ -203,7 +203,7 @@ class _Flag:
 
 
 _FLAGS = (
-    _Flag("config", "FILE", "TOML file with any setting (flags and variables win over it)"),
+    _Flag("config", "FILE", "TOML file with any setting; flags and variables win over it"),
     _Flag("data_dir", "DIR", "logs and metadata; created if absent; one broker per dir"),
     _Flag("node_id", "N", "this broker's id, unique in a cluster"),
     _Flag("kafka_listen", "HOST:PORT", "the Kafka protocol listener"),
