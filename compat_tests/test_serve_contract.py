@@ -14,6 +14,11 @@ from pathlib import Path
 from compat_tests.harness import WeirProcess, free_ports, weir_executable
 
 EXIT_TIMEOUT_S = 15
+# DESIGN.md's external contract: every flag of `weir serve`.
+FLAGS = (
+    "--config", "--data-dir", "--node-id", "--kafka-listen", "--kafka-advertise",
+    "--http-listen", "--etcd",
+)  # fmt: skip
 
 
 def run_serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -148,14 +153,163 @@ def test_second_broker_on_the_same_data_dir_is_refused(own_broker: WeirProcess) 
     assert own_broker.is_running()
 
 
-def test_kafka_port_in_use_is_a_one_line_error(tmp_path: Path) -> None:
+def listen_args(data_dir: Path, kafka: str, http: str) -> tuple[str, ...]:
+    return ("--data-dir", str(data_dir), "--kafka-listen", kafka, "--http-listen", http)
+
+
+def taken_port(sock: socket.socket) -> str:
+    """`sock` bound and listening on loopback: its address, which no broker can take."""
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_kafka_port_in_use_names_the_address_and_the_flag(tmp_path: Path) -> None:
+    (http_port,) = free_ports(1)
     with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        (http_port,) = free_ports(1)
+        address = taken_port(taken)
+        result = run_serve(*listen_args(tmp_path / "d", address, f"127.0.0.1:{http_port}"))
+    assert_one_line_error(
+        result,
+        f"weir serve: error: cannot listen for Kafka clients on {address} (--kafka-listen): "
+        "address already in use",
+    )
+
+
+def test_http_port_in_use_names_the_address_and_the_flag(tmp_path: Path) -> None:
+    (kafka_port,) = free_ports(1)
+    with socket.socket() as taken:
+        address = taken_port(taken)
+        result = run_serve(*listen_args(tmp_path / "d", f"127.0.0.1:{kafka_port}", address))
+    assert_one_line_error(
+        result,
+        f"weir serve: error: cannot listen for HTTP requests on {address} (--http-listen): "
+        "address already in use",
+    )
+
+
+def test_port_in_use_from_a_variable_names_the_variable(tmp_path: Path) -> None:
+    kafka_port, http_port = free_ports(2)
+    with socket.socket() as taken:
+        address = taken_port(taken)
         result = run_serve(
-            "--data-dir", str(tmp_path / "d"),
-            "--kafka-listen", f"127.0.0.1:{taken.getsockname()[1]}",
-            "--http-listen", f"127.0.0.1:{http_port}",
+            "--data-dir", str(tmp_path / "d"), "--http-listen", f"127.0.0.1:{http_port}",
+            env={"WEIR_KAFKA_LISTEN": address},
         )  # fmt: skip
-    assert_one_line_error(result)
+    assert_one_line_error(result, f"on {address} (WEIR_KAFKA_LISTEN): address already in use")
+
+
+def test_failed_start_removes_the_data_dir_it_created(tmp_path: Path) -> None:
+    fresh = tmp_path / "new-parent" / "data"
+    (http_port,) = free_ports(1)
+    with socket.socket() as taken:
+        address = taken_port(taken)
+        result = run_serve(*listen_args(fresh, address, f"127.0.0.1:{http_port}"))
+    assert_one_line_error(result, "address already in use")
+    assert not (tmp_path / "new-parent").exists()
+
+
+def test_failed_start_keeps_an_existing_data_dir_and_its_files(tmp_path: Path) -> None:
+    existing = tmp_path / "data"
+    existing.mkdir()
+    (existing / "notes.txt").write_text("mine")
+    (http_port,) = free_ports(1)
+    with socket.socket() as taken:
+        address = taken_port(taken)
+        result = run_serve(*listen_args(existing, address, f"127.0.0.1:{http_port}"))
+    assert_one_line_error(result, "address already in use")
+    assert (existing / "notes.txt").read_text() == "mine"
+
+
+def test_etcd_out_of_reach_is_one_line_and_leaves_no_data_dir(tmp_path: Path) -> None:
+    kafka_port, http_port, etcd_port = free_ports(3)
+    fresh = tmp_path / "data"
+    result = run_serve(
+        *listen_args(fresh, f"127.0.0.1:{kafka_port}", f"127.0.0.1:{http_port}"),
+        "--etcd", f"http://127.0.0.1:{etcd_port}",
+    )  # fmt: skip
+    assert_one_line_error(result, "weir serve: error: etcd (--etcd): ", f"127.0.0.1:{etcd_port}")
+    assert not fresh.exists()
+
+
+def test_ready_line_shows_every_listen_and_advertise_address(tmp_path: Path) -> None:
+    proc = WeirProcess(
+        tmp_path / "data",
+        tmp_path / "logs",
+        extra_args=("--kafka-advertise", "kafka.example:19092"),
+    )
+    try:
+        proc.start()
+        ready = [line for line in proc.stderr_text().splitlines() if " ready: " in line]
+        assert len(ready) == 1, proc.stderr_text()
+        assert f"Kafka on 127.0.0.1:{proc.kafka_port}" in ready[0]
+        assert "(advertised as kafka.example:19092)" in ready[0]
+        assert f"HTTP on 127.0.0.1:{proc.http_port}" in ready[0]
+    finally:
+        proc.close()
+
+
+def test_bad_file_setting_names_the_file_and_key(tmp_path: Path) -> None:
+    settings = tmp_path / "weir.toml"
+    settings.write_text('node_id = "x"\n')
+    result = run_serve("--config", str(settings), "--data-dir", str(tmp_path / "d"))
+    assert_one_line_error(
+        result, f"weir serve: error: {settings}: node_id: expected an integer, got 'x'"
+    )
+    assert not (tmp_path / "d").exists()
+
+
+def test_unknown_file_setting_names_the_file(tmp_path: Path) -> None:
+    settings = tmp_path / "weir.toml"
+    settings.write_text("no_such_setting = 1\n")
+    result = run_serve("--config", str(settings), "--data-dir", str(tmp_path / "d"))
+    assert_one_line_error(
+        result, f"weir serve: error: {settings}: unknown setting 'no_such_setting'"
+    )
+
+
+def test_bad_variable_names_the_variable_not_the_flag(tmp_path: Path) -> None:
+    result = run_serve("--data-dir", str(tmp_path / "d"), env={"WEIR_NODE_ID": "x"})
+    assert_one_line_error(result, "weir serve: error: WEIR_NODE_ID: expected an integer, got 'x'")
+
+
+def test_bad_flag_names_the_flag(tmp_path: Path) -> None:
+    result = run_serve("--data-dir", str(tmp_path / "d"), "--node-id", "x")
+    assert_one_line_error(result, "weir serve: error: --node-id: expected an integer, got 'x'")
+
+
+def test_unknown_log_level_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = run_serve("--data-dir", str(tmp_path / "d"), env={"WEIR_LOG_LEVEL": "TRACE"})
+    assert_one_line_error(result, "WEIR_LOG_LEVEL", "'TRACE'")
+    assert result.returncode == 2
+    assert not (tmp_path / "d").exists()
+
+
+def test_log_level_is_read_in_any_case(tmp_path: Path) -> None:
+    proc = WeirProcess(tmp_path / "data", tmp_path / "logs", extra_env={"WEIR_LOG_LEVEL": "debug"})
+    try:
+        proc.start()
+        assert " DEBUG " in proc.stderr_text()
+    finally:
+        proc.close()
+
+
+def test_help_describes_every_flag_and_exits_zero() -> None:
+    result = run_serve("--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    help_text = " ".join(result.stdout.split())  # argparse wraps lines
+    for flag in FLAGS:
+        variable = "WEIR_" + flag.removeprefix("--").upper().replace("-", "_")
+        assert flag in help_text
+        assert f"env {variable})" in help_text, f"{flag}: no default and variable in the help"
+    assert "(default: 127.0.0.1:9092;" in help_text
+    assert "docs/user-guide.md" in help_text
+
+
+def test_repair_help_exits_zero() -> None:
+    result = subprocess.run(
+        [weir_executable(), "repair", "--help"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: weir repair")

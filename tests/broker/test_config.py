@@ -1,8 +1,18 @@
+import logging
 from pathlib import Path
 
 import pytest
 
-from weir.broker.config import ConfigError, HostPort, check_data_dir, load_config
+from weir.broker.config import (
+    ConfigError,
+    HostPort,
+    build_argument_parser,
+    check_data_dir,
+    load_config,
+    load_config_and_sources,
+    log_level,
+    remove_new_data_dir,
+)
 
 
 def test_defaults_match_the_external_contract() -> None:
@@ -90,3 +100,96 @@ def test_lowering_a_bound_admits_a_shorter_kip848_session(tmp_path: Path) -> Non
     )
     config = load_config(["--config", str(settings)], {})
     assert config.group_settings().consumer_session_timeout_ms == 6000
+
+
+def test_bad_file_value_names_the_file_and_key(tmp_path: Path) -> None:
+    settings = tmp_path / "weir.toml"
+    settings.write_text('node_id = "x"\n')
+    with pytest.raises(ConfigError) as raised:
+        load_config(["--config", str(settings)], {})
+    assert str(raised.value) == f"{settings}: node_id: expected an integer, got 'x'"
+
+
+def test_bad_variable_names_the_variable(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config([], {"WEIR_NODE_ID": "x"})
+    assert str(raised.value) == "WEIR_NODE_ID: expected an integer, got 'x'"
+
+
+def test_bad_flag_names_the_flag() -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(["--node-id", "x"], {"WEIR_NODE_ID": "2"})
+    assert str(raised.value) == "--node-id: expected an integer, got 'x'"
+
+
+def test_unreadable_config_file_names_the_variable_that_gave_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^WEIR_CONFIG: cannot read "):
+        load_config([], {"WEIR_CONFIG": str(tmp_path / "absent.toml")})
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("[limits]\nno_such = 1\n", "unknown setting 'limits.no_such'"),
+        ("[limits]\nconnections_max = 0\n", "limits.connections_max: must be positive, got 0"),
+        ("limits = 3\n", "limits: expected a table"),
+        ("group_consumer_session_timeout_ms = 61000\n", "group_consumer_session_timeout_ms"),
+    ],
+)
+def test_file_only_settings_errors_name_the_file(tmp_path: Path, text: str, message: str) -> None:
+    settings = tmp_path / "weir.toml"
+    settings.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        load_config(["--config", str(settings)], {})
+    assert str(raised.value).startswith(f"{settings}: ")
+    assert message in str(raised.value)
+
+
+def test_sources_name_where_each_setting_was_given(tmp_path: Path) -> None:
+    settings = tmp_path / "weir.toml"
+    settings.write_text('data_dir = "/from/file"\nrack = "r1"\n')
+    environ = {"WEIR_CONFIG": str(settings), "WEIR_HTTP_LISTEN": "127.0.0.1:1"}
+    _, sources = load_config_and_sources(["--kafka-listen", "127.0.0.1:2"], environ)
+    assert sources.of("kafka_listen") == "--kafka-listen"
+    assert sources.of("http_listen") == "WEIR_HTTP_LISTEN"
+    assert sources.of("data_dir") == f"{settings}: data_dir"
+    assert sources.of("etcd") == "--etcd"  # not given: the flag that would set it
+
+
+@pytest.mark.parametrize("text,level", [("debug", logging.DEBUG), ("Warning", logging.WARNING)])
+def test_log_level_names_are_read_in_any_case(text: str, level: int) -> None:
+    assert log_level({"WEIR_LOG_LEVEL": text}) == level
+
+
+def test_log_level_defaults_to_info() -> None:
+    assert log_level({}) == log_level({"WEIR_LOG_LEVEL": ""}) == logging.INFO
+
+
+def test_unknown_log_level_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"^WEIR_LOG_LEVEL: expected one of .*, got 'TRACE'$"):
+        log_level({"WEIR_LOG_LEVEL": "TRACE"})
+
+
+def test_help_gives_each_flag_its_default_and_variable() -> None:
+    help_text = " ".join(build_argument_parser().format_help().split())
+    assert "--node-id N this broker's id, unique in a cluster (default: 1; env WEIR_NODE_ID)" in (
+        help_text
+    )
+    assert "(default: 127.0.0.1:8090; env WEIR_HTTP_LISTEN)" in help_text
+
+
+def test_check_data_dir_returns_the_outermost_directory_it_created(tmp_path: Path) -> None:
+    assert check_data_dir(tmp_path / "a" / "b") == tmp_path / "a"
+    assert check_data_dir(tmp_path / "a" / "b") is None
+
+
+def test_removing_a_new_data_dir_removes_what_the_start_put_in_it(tmp_path: Path) -> None:
+    created = check_data_dir(tmp_path / "a" / "b")
+    (tmp_path / "a" / "b" / ".lock").write_bytes(b"")
+    remove_new_data_dir(created)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_removing_keeps_a_data_dir_that_existed(tmp_path: Path) -> None:
+    remove_new_data_dir(check_data_dir(tmp_path))
+    assert tmp_path.is_dir()

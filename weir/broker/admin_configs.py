@@ -52,9 +52,16 @@ from weir.groupcoord.group_configs import (
     GROUP_CONFIGS,
     GroupConfig,
     InvalidGroupConfig,
+    unknown_group_config_message,
     validate_group_configs,
 )
-from weir.log.config import TOPIC_CONFIGS, ConfigType, InvalidConfig, LogConfig
+from weir.log.config import (
+    TOPIC_CONFIGS,
+    ConfigType,
+    InvalidConfig,
+    LogConfig,
+    unknown_topic_config_message,
+)
 from weir.wire.messages.configs import (
     AlterConfigsRequest,
     AlterConfigsRequestResource,
@@ -508,8 +515,8 @@ def _alter(
         overrides = apply_config_changes(
             base,
             changes,
-            resource_kind="topic",
             known=TOPIC_CONFIGS,
+            unknown_message=unknown_topic_config_message,
             list_default=_topic_list_default,
         )
         try:
@@ -536,7 +543,11 @@ def _alter_group(
     def overrides_now() -> dict[str, str]:
         base = {} if replace else broker.controller.group_configs(group_id)
         overrides = apply_config_changes(
-            base, changes, resource_kind="group", known=GROUP_CONFIGS, list_default=_no_lists
+            base,
+            changes,
+            known=GROUP_CONFIGS,
+            unknown_message=unknown_group_config_message,
+            list_default=_no_lists,
         )
         try:
             validate_group_configs(overrides, settings)
@@ -552,12 +563,13 @@ def apply_config_changes(
     overrides: Mapping[str, str],
     changes: Iterable[ConfigChange],
     *,
-    resource_kind: str,
     known: Container[str],
+    unknown_message: Callable[[str], str],
     list_default: Callable[[str], str | None],
 ) -> dict[str, str]:
     """A topic's or group's overrides after `changes`, in order (not yet validated
-    as values). `known` holds the config names of `resource_kind`; `list_default`
+    as values). `known` holds the resource's config names, `unknown_message` the
+    error for any other (the wording CreateTopics uses too); `list_default`
     gives a list config's default text, None for a config that is not a list.
 
     APPEND and SUBTRACT, allowed for list configs only, start from the override,
@@ -566,9 +578,7 @@ def apply_config_changes(
     result = dict(overrides)
     for change in changes:
         if change.name not in known:
-            raise ResourceError(
-                ErrorCode.INVALID_CONFIG, f"Unknown {resource_kind} config name: {change.name}"
-            )
+            raise ResourceError(ErrorCode.INVALID_CONFIG, unknown_message(change.name))
         if change.operation == ConfigOperation.SET:
             assert change.value is not None
             result[change.name] = change.value

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -21,12 +21,22 @@ from weir.broker.cluster_member import (
     load_cluster_metadata,
     register_cluster_metrics,
 )
-from weir.broker.config import BrokerConfig, ConfigError, check_data_dir, load_config
+from weir.broker.config import (
+    BrokerConfig,
+    ConfigError,
+    HostPort,
+    SettingSources,
+    check_data_dir,
+    load_config_and_sources,
+    log_level,
+    remove_new_data_dir,
+)
 from weir.broker.descriptor_budget import raise_open_files_limit
-from weir.broker.etcd_client import EtcdClient
+from weir.broker.etcd_client import EtcdClient, EtcdError
 from weir.broker.group_service import attach_group_service
 from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
+from weir.broker.listen import ListenError
 from weir.broker.server import KafkaServer
 from weir.controller.metadata import MetadataCorruptError, MetadataMissingError
 from weir.wire.protocol import precompile_all
@@ -36,55 +46,88 @@ log = logging.getLogger("weir")
 LOCK_FILE_NAME = ".lock"
 
 
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
 def main_serve(argv: Sequence[str]) -> int:
+    """Every failure to start is one line on stderr and a non-zero exit; a data dir
+    this start created is removed again unless the broker became ready."""
     try:
-        config = load_config(argv, os.environ)
-        if config.etcd is not None:
-            try:
-                EtcdClient.from_urls(config.etcd)  # a bad URL is a one-line error now
-            except ValueError as exc:
-                raise ConfigError(f"--etcd: {exc}") from None
-        check_data_dir(config.data_dir)
-        lock = lock_data_dir(config.data_dir)
+        config, sources = load_config_and_sources(argv, os.environ)
+        level = log_level(os.environ)
+        _check_etcd_urls(config, sources)
+        created = check_data_dir(config.data_dir, sources.of("data_dir"))
     except ConfigError as exc:
-        print(f"weir serve: error: {exc}", file=sys.stderr)
-        return 2
+        return _report(str(exc), EXIT_USAGE)
+    try:
+        lock = lock_data_dir(config.data_dir, sources.of("data_dir"))
+    except ConfigError as exc:
+        remove_new_data_dir(created)
+        return _report(str(exc), EXIT_USAGE)
+    _configure_logging(level)
+    open_files_note = raise_open_files_limit()
+    readiness = trio.Event()  # set by serve; read here after trio.run, not awaited
+    try:
+        trio.run(serve, config, open_files_note, readiness)
+    except BaseException as exc:
+        message = _failure_message(exc, sources)
+        if message is None:
+            raise
+        return _report(message, EXIT_FAILURE)
+    finally:
+        lock.close()
+        if not readiness.is_set():
+            remove_new_data_dir(created)
+    return 0
+
+
+def _report(message: str, exit_code: int) -> int:
+    print(f"weir serve: error: {message}", file=sys.stderr)
+    return exit_code
+
+
+def _check_etcd_urls(config: BrokerConfig, sources: SettingSources) -> None:
+    if config.etcd is not None:
+        try:
+            EtcdClient.from_urls(config.etcd)  # a bad URL is a one-line error now
+        except ValueError as exc:
+            raise ConfigError(f"{sources.of('etcd')}: {exc}") from None
+
+
+def _configure_logging(level: int) -> None:
     logging.basicConfig(
-        level=os.environ.get("WEIR_LOG_LEVEL", "INFO").upper(),
+        level=level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
     # httpx logs every etcd request at INFO: only its warnings are worth reading.
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    open_files_note = raise_open_files_limit()
-    try:
-        trio.run(serve, config, open_files_note)
-    except MetadataCorruptError as exc:
-        print(f"weir serve: error: cluster metadata is unreadable: {exc}", file=sys.stderr)
-        return 1
-    except MetadataMissingError as exc:
-        print(f"weir serve: error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"weir serve: error: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    except BaseExceptionGroup as group:
-        os_error = _first_os_error(group)
-        if os_error is None:
-            raise
-        print(f"weir serve: error: {os_error.strerror or os_error}", file=sys.stderr)
-        return 1
-    finally:
-        lock.close()
-    return 0
 
 
-def _first_os_error(group: BaseExceptionGroup) -> OSError | None:
-    """A listener that cannot bind surfaces as an OSError inside Trio's exception group."""
-    matched: BaseException | None = group.subgroup(OSError)
-    while isinstance(matched, BaseExceptionGroup):
-        matched = matched.exceptions[0] if matched.exceptions else None
-    return matched if isinstance(matched, OSError) else None
+def _failure_message(exc: BaseException, sources: SettingSources) -> str | None:
+    """The one line for a failure the user can act on (Trio may wrap it in
+    exception groups); None for anything else (a bug: its traceback is shown)."""
+    for leaf in _leaves(exc):
+        if isinstance(leaf, ListenError):
+            return leaf.describe(sources.of(leaf.setting))
+        if isinstance(leaf, MetadataCorruptError):
+            return f"cluster metadata is unreadable: {leaf}"
+        if isinstance(leaf, MetadataMissingError):
+            return str(leaf)
+        if isinstance(leaf, EtcdError):
+            return f"etcd ({sources.of('etcd')}): {leaf}"
+        if isinstance(leaf, OSError):
+            return str(leaf.strerror or leaf)
+    return None
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
 
 
 def _warn_if_over_budget(broker: Broker) -> None:
@@ -96,14 +139,28 @@ def _warn_if_over_budget(broker: Broker) -> None:
                     len(broker.partitions), partitions_max)  # fmt: skip
 
 
-def lock_data_dir(data_dir: Path) -> IO[bytes]:
+def lock_data_dir(data_dir: Path, setting: str = "--data-dir") -> IO[bytes]:
+    """Lock `data_dir` for this process; errors name `setting`, where it was given."""
     lock = open(data_dir / LOCK_FILE_NAME, "wb")  # noqa: SIM115 - held for the process lifetime
     try:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         lock.close()
-        raise ConfigError(f"--data-dir: {data_dir} is in use by another weir process") from None
+        raise ConfigError(f"{setting}: {data_dir} is in use by another weir process") from None
     return lock
+
+
+def ready_line(config: BrokerConfig, kafka_port: int, http_port: int, fsync_method: str) -> str:
+    """The start-up line: every address the broker listens on, advertises and
+    reaches (the bound ports, which differ from the configured ones for port 0)."""
+    kafka = HostPort(config.kafka_listen.host, kafka_port)
+    http = HostPort(config.http_listen.host, http_port)
+    etcd = f", etcd {config.etcd}" if config.etcd is not None else ""
+    return (
+        f"weir broker {config.node_id} ready: Kafka on {kafka} (advertised as "
+        f"{config.advertised}), HTTP on {http}{etcd}, data in {config.data_dir}, "
+        f"fsync method {fsync_method}"
+    )
 
 
 # Of shutdown_timeout_ms, the part in-flight requests may use (the rest closes logs).
@@ -112,12 +169,17 @@ SHUTDOWN_DRAIN_SHARE = 0.25
 SHUTDOWN_CLOSE_THREADS = 8
 
 
-async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = None) -> None:
+async def serve(
+    config: BrokerConfig,
+    open_files_note: tuple[int, str] | None = None,
+    readiness: trio.Event | None = None,
+) -> None:
     """Serve until SIGTERM/SIGINT, then shut down within shutdown_timeout_ms:
     close the Kafka listener, let connections answer what they have read
     (a quarter of the timeout at most), stop the other tasks, close the logs
     in the time left (`LogManager.close_all`). `open_files_note`: (level,
-    message) about the open files limit, logged once serving."""
+    message) about the open files limit, logged once serving; `readiness` is
+    set once Kafka clients can be served."""
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         # Compiling a schema on its first use stalled the loop: all of them first.
         precompile_all()
@@ -134,7 +196,7 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
         shutdown_deadline_s: float | None = None
         try:
             async with trio.open_nursery() as nursery:
-                await nursery.start(serve_http, broker)
+                http_port = await nursery.start(serve_http, broker)
                 nursery.start_soon(broker.loop_lag.run)
                 broker.open_logs()
                 groups = attach_group_service(broker)
@@ -146,7 +208,7 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
                 await nursery.start(groups.run, wall_clock_ms)
                 kafka = KafkaServer(broker)
                 async with trio.open_nursery() as kafka_nursery:
-                    await kafka_nursery.start(kafka.run)
+                    kafka_port = await kafka_nursery.start(kafka.run)
                     nursery.start_soon(broker.run_retention)
                     broker.ready = started = True
                     # Once serving, unlike Kafka, which waits for the first group
@@ -158,10 +220,10 @@ async def serve(config: BrokerConfig, open_files_note: tuple[int, str] | None = 
                         # Kafka does), when the other brokers have joined: its
                         # replication factor is min(3, live brokers) at that moment.
                         groups.ensure_ready(wall_clock_ms())
-                    log.info(
-                        "weir broker %d ready, data in %s, fsync method %s",
-                        config.node_id, config.data_dir, broker.flusher.method,
-                    )  # fmt: skip
+                    if readiness is not None:
+                        readiness.set()
+                    method = broker.flusher.method
+                    log.info("%s", ready_line(config, kafka_port, http_port, method))
                     if open_files_note is not None:
                         log.log(*open_files_note)
                     log.info("%s", broker.descriptor_budget.describe())

@@ -4,7 +4,9 @@ TOML file over defaults. Every limit the broker enforces has a name here."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import shutil
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -182,80 +184,174 @@ def parse_host_port(text: str, setting: str) -> HostPort:
 
 
 class _FlagParser(argparse.ArgumentParser):
-    """Reports a bad flag as a ConfigError (one line), not usage text plus exit."""
+    """Reports a bad flag as a ConfigError (one line), not usage text plus exit.
+    `--help` still prints the help and exits 0 (argparse's own exit)."""
 
     def error(self, message: str) -> NoReturn:
         raise ConfigError(message)
 
 
-def build_argument_parser() -> argparse.ArgumentParser:
-    parser = _FlagParser(prog="weir serve", description="Run a Weir broker.")
-    parser.add_argument("--config", metavar="FILE", help="TOML settings file")
-    parser.add_argument("--data-dir", metavar="DIR")
-    parser.add_argument("--node-id", metavar="N")
-    parser.add_argument("--kafka-listen", metavar="HOST:PORT")
-    parser.add_argument("--kafka-advertise", metavar="HOST:PORT")
-    parser.add_argument("--http-listen", metavar="HOST:PORT")
-    parser.add_argument("--etcd", metavar="URL")
-    return parser
+@dataclass(frozen=True)
+class _Flag:
+    """A setting that also has a flag and a WEIR_* variable (both derived from the
+    name, its TOML key); `help` prints `meaning` and the default."""
+
+    name: str
+    metavar: str
+    meaning: str
+    when_unset: str = "none"  # the default, described, when BrokerConfig's is None
 
 
-FLAG_NAMES = (
-    "config",
-    "data_dir",
-    "node_id",
-    "kafka_listen",
-    "kafka_advertise",
-    "http_listen",
-    "etcd",
+_FLAGS = (
+    _Flag("config", "FILE", "TOML file with any setting; flags and variables win over it"),
+    _Flag("data_dir", "DIR", "logs and metadata; created if absent; one broker per dir"),
+    _Flag("node_id", "N", "this broker's id, unique in a cluster"),
+    _Flag("kafka_listen", "HOST:PORT", "the Kafka protocol listener"),
+    _Flag(
+        "kafka_advertise",
+        "HOST:PORT",
+        "the address clients and other brokers are told to connect to",
+        when_unset="the listen address",
+    ),
+    _Flag("http_listen", "HOST:PORT", "health checks, /metrics and the group views"),
+    _Flag(
+        "etcd",
+        "URL[,URL...]",
+        "etcd client URLs: this broker joins a replicated cluster",
+        when_unset="none, a single node with its metadata in the data dir",
+    ),
+)
+
+FLAG_NAMES = tuple(flag.name for flag in _FLAGS)
+
+_EPILOG = (
+    "Flags win over WEIR_* variables, which win over the --config file. "
+    "WEIR_LOG_LEVEL sets the log level (DEBUG, INFO, WARNING, ERROR, CRITICAL; default INFO). "
+    "Every setting, those only the file sets included, is documented in docs/user-guide.md "
+    '("Running a broker").'
 )
 
 
+def flag_of(name: str) -> str:
+    """`data_dir` -> `--data-dir`."""
+    return "--" + name.replace("_", "-")
+
+
+def variable_of(name: str) -> str:
+    """`data_dir` -> `WEIR_DATA_DIR`."""
+    return ENV_PREFIX + name.upper()
+
+
+def build_argument_parser() -> argparse.ArgumentParser:
+    parser = _FlagParser(prog="weir serve", description="Run a Weir broker.", epilog=_EPILOG)
+    defaults = BrokerConfig()
+    for flag in _FLAGS:
+        default = getattr(defaults, flag.name, None)
+        default_text = flag.when_unset if default is None else str(default)
+        parser.add_argument(
+            flag_of(flag.name),
+            metavar=flag.metavar,
+            help=f"{flag.meaning} (default: {default_text}; env {variable_of(flag.name)})",
+        )
+    return parser
+
+
+@dataclass(frozen=True)
+class _Given:
+    """A value given for a setting and where it came from, as errors name it:
+    `--node-id`, `WEIR_NODE_ID` or `FILE: node_id`."""
+
+    value: Any
+    source: str
+
+
+class SettingSources:
+    """Where each setting was given, for errors found after loading (a listener
+    that cannot bind, a data dir that is not usable): the flag, the variable or
+    the file key the user wrote; the flag for a flag setting left at its default."""
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        self._sources = dict(sources)
+
+    def of(self, name: str) -> str:
+        default = flag_of(name) if name in FLAG_NAMES else name
+        return self._sources.get(name, default)
+
+
 def load_config(argv: Sequence[str], environ: Mapping[str, str]) -> BrokerConfig:
-    """Resolve settings; raises ConfigError (argparse exits on unknown flags)."""
+    """Resolve settings; raises ConfigError naming the flag, variable or file key."""
+    return load_config_and_sources(argv, environ)[0]
+
+
+def load_config_and_sources(
+    argv: Sequence[str], environ: Mapping[str, str]
+) -> tuple[BrokerConfig, SettingSources]:
+    """The settings, and where each was given (flags over WEIR_* variables over
+    the --config file over defaults). Raises ConfigError."""
+    given = _flags_and_variables(argv, environ)
+    config_file = given.pop("config", None)
+    file_settings: dict[str, _Given] = {}
+    file_label = ""
+    if config_file is not None:
+        path = Path(str(config_file.value))
+        file_label = str(path)
+        file_settings = _file_settings(_read_toml(path, config_file.source), file_label)
+    settings = {**file_settings, **given}
+    config = _apply(BrokerConfig(), settings, file_label)
+    return config, SettingSources({name: g.source for name, g in settings.items()})
+
+
+def _flags_and_variables(argv: Sequence[str], environ: Mapping[str, str]) -> dict[str, _Given]:
     args = vars(build_argument_parser().parse_args(list(argv)))
-    chosen: dict[str, str] = {}
+    given: dict[str, _Given] = {}
     for name in FLAG_NAMES:
-        env_value = environ.get(ENV_PREFIX + name.upper())
+        env_value = environ.get(variable_of(name))
         if args.get(name) is not None:
-            chosen[name] = str(args[name])
+            given[name] = _Given(str(args[name]), flag_of(name))
         elif env_value:
-            chosen[name] = env_value
-    file_settings: dict[str, Any] = {}
-    if "config" in chosen:
-        file_settings = _read_toml(Path(chosen.pop("config")))
-    return _apply(BrokerConfig(), file_settings, chosen)
+            given[name] = _Given(env_value, variable_of(name))
+    return given
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path, source: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
     except OSError as exc:
-        raise ConfigError(f"--config: cannot read {path}: {exc.strerror}") from None
+        raise ConfigError(f"{source}: cannot read {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"--config: {path} is not valid TOML: {exc}") from None
+        raise ConfigError(f"{source}: {path} is not valid TOML: {exc}") from None
 
 
-def _apply(
-    config: BrokerConfig, file_settings: Mapping[str, Any], flags: Mapping[str, str]
-) -> BrokerConfig:
-    settings: dict[str, Any] = {k.replace("-", "_"): v for k, v in file_settings.items()}
-    settings.update(flags)
-    limits = settings.pop("limits", {})
-    if not isinstance(limits, dict):
-        raise ConfigError("limits: expected a table")
-    known = {f.name for f in fields(BrokerConfig)} - {"limits"}
-    unknown = set(settings) - known
-    if unknown:
-        raise ConfigError(f"unknown setting {sorted(unknown)[0]!r}")
-    values = {name: _convert(name, value) for name, value in settings.items()}
-    resolved = replace(config, limits=_apply_limits(limits), **values)
-    _check_consumer_group_bounds(resolved)
+def _file_settings(document: Mapping[str, Any], file_label: str) -> dict[str, _Given]:
+    """The file's keys (dashes read as underscores), each labelled `FILE: key`;
+    an unknown key is an error naming the file."""
+    known = {f.name for f in fields(BrokerConfig)}
+    settings: dict[str, _Given] = {}
+    for key, value in document.items():
+        name = key.replace("-", "_")
+        if name not in known:
+            raise ConfigError(f"{file_label}: unknown setting {key!r}")
+        settings[name] = _Given(value, f"{file_label}: {key}")
+    return settings
+
+
+def _apply(config: BrokerConfig, settings: Mapping[str, _Given], file_label: str) -> BrokerConfig:
+    """`config` with `settings` applied and checked. `file_label` (the settings
+    file, or "") prefixes errors about settings that only the file sets."""
+    where = f"{file_label}: " if file_label else ""
+    limits = settings.get("limits")
+    values = {
+        name: _convert(name, given.value, given.source)
+        for name, given in settings.items()
+        if name != "limits"
+    }
+    resolved = replace(config, limits=_apply_limits(limits, where), **values)
+    _check_consumer_group_bounds(resolved, where)
     return resolved
 
 
-def _check_consumer_group_bounds(config: BrokerConfig) -> None:
+def _check_consumer_group_bounds(config: BrokerConfig, where: str) -> None:
     """KIP-848 defaults lie within their bounds, as Kafka requires at start."""
     for name in ("session_timeout", "heartbeat_interval"):
         low = getattr(config, f"group_consumer_min_{name}_ms")
@@ -263,25 +359,30 @@ def _check_consumer_group_bounds(config: BrokerConfig) -> None:
         high = getattr(config, f"group_consumer_max_{name}_ms")
         if not low <= value <= high:
             raise ConfigError(
-                f"group_consumer_{name}_ms ({value}) must lie within "
+                f"{where}group_consumer_{name}_ms ({value}) must lie within "
                 f"group_consumer_min_{name}_ms ({low}) and group_consumer_max_{name}_ms ({high})"
             )
 
 
-def _apply_limits(settings: Mapping[str, Any]) -> Limits:
+def _apply_limits(given: _Given | None, where: str) -> Limits:
+    """The `[limits]` table (only a file has one); `where` prefixes errors."""
+    if given is None:
+        return Limits()
+    if not isinstance(given.value, dict):
+        raise ConfigError(f"{given.source}: expected a table")
     known = {f.name for f in fields(Limits)}
     values: dict[str, int] = {}
-    for name, value in settings.items():
+    for name, value in given.value.items():
         key = name.replace("-", "_")
         if key not in known:
-            raise ConfigError(f"unknown setting 'limits.{name}'")
-        values[key] = _positive_int(f"limits.{name}", value)
+            raise ConfigError(f"{where}unknown setting 'limits.{name}'")
+        values[key] = _positive_int(f"{where}limits.{name}", value)
     limits = Limits(**values)
-    _check_in_flight_limits(limits)
+    _check_in_flight_limits(limits, where)
     return limits
 
 
-def _check_in_flight_limits(limits: Limits) -> None:
+def _check_in_flight_limits(limits: Limits, where: str) -> None:
     """The budget can always admit one frame into an empty pool, and a
     connection's guaranteed minimum is within its share, within the pool."""
     ordered = (
@@ -292,17 +393,18 @@ def _check_in_flight_limits(limits: Limits) -> None:
     for (low_name, low), (high_name, high) in zip(ordered, ordered[1:]):  # noqa: B905
         if low > high:
             raise ConfigError(
-                f"limits.{low_name} ({low}) must not exceed limits.{high_name} ({high})"
+                f"{where}limits.{low_name} ({low}) must not exceed limits.{high_name} ({high})"
             )
     if limits.frame_bytes_max > limits.in_flight_bytes_max:
         raise ConfigError(
-            f"limits.frame_bytes_max ({limits.frame_bytes_max}) must not exceed "
+            f"{where}limits.frame_bytes_max ({limits.frame_bytes_max}) must not exceed "
             f"limits.in_flight_bytes_max ({limits.in_flight_bytes_max})"
         )
 
 
-def _convert(name: str, value: Any) -> Any:
-    setting = "--" + name.replace("_", "-")
+def _convert(name: str, value: Any, setting: str) -> Any:
+    """`value` given for setting `name` as its type; errors name `setting`, where the
+    value came from (`--node-id`, `WEIR_NODE_ID`, `FILE: node_id`)."""
     if name in ("kafka_listen", "http_listen", "kafka_advertise"):
         return parse_host_port(str(value), setting)
     if name == "data_dir":
@@ -314,31 +416,35 @@ def _convert(name: str, value: Any) -> Any:
         return node_id
     if name in ("auto_create_topics", "unsafe_skip_fsync"):
         if not isinstance(value, bool):
-            raise ConfigError(f"{name}: expected true or false")
+            raise ConfigError(f"{setting}: expected true or false, got {value!r}")
         return value
     if name in ("etcd", "rack"):
         if not isinstance(value, str) or not value:
-            raise ConfigError(f"{name}: expected a non-empty string")
+            raise ConfigError(f"{setting}: expected a non-empty string, got {value!r}")
         return value
     if name == "fsync_method":
-        if value not in FSYNC_METHODS:
-            raise ConfigError(f"fsync_method: expected one of {', '.join(FSYNC_METHODS)}")
-        try:
-            resolve_fsync_method(value)
-        except FsyncMethodUnavailableError as exc:
-            raise ConfigError(f"fsync_method: {exc}") from None
-        return value
+        return _fsync_method(setting, value)
     if name == "page_cache_window_bytes":
-        number = _int(name, value)
+        number = _int(setting, value)
         if number < -1:
-            raise ConfigError(f"{name}: must be -1 (keep everything) or >= 0, got {number}")
+            raise ConfigError(f"{setting}: must be -1 (keep everything) or >= 0, got {number}")
         return number
     if name in NON_NEGATIVE_SETTINGS:
-        number = _int(name, value)
+        number = _int(setting, value)
         if number < 0:
-            raise ConfigError(f"{name}: must be >= 0, got {number}")
+            raise ConfigError(f"{setting}: must be >= 0, got {number}")
         return number
-    return _positive_int(name, value)
+    return _positive_int(setting, value)
+
+
+def _fsync_method(setting: str, value: Any) -> str:
+    if value not in FSYNC_METHODS:
+        raise ConfigError(f"{setting}: expected one of {', '.join(FSYNC_METHODS)}, got {value!r}")
+    try:
+        resolve_fsync_method(value)
+    except FsyncMethodUnavailableError as exc:
+        raise ConfigError(f"{setting}: {exc}") from None
+    return str(value)
 
 
 NON_NEGATIVE_SETTINGS = ("group_initial_rebalance_delay_ms", "group_commit_delay_ms")
@@ -358,14 +464,55 @@ def _positive_int(setting: str, value: Any) -> int:
     return number
 
 
-def check_data_dir(path: Path) -> None:
-    """Create the data dir if needed and prove it is writable."""
+def check_data_dir(path: Path, setting: str = "--data-dir") -> Path | None:
+    """Create the data dir if needed and prove it is writable. Returns the outermost
+    directory this created (the data dir or a parent of it), None when the data dir
+    existed: what a start that fails removes again (`remove_new_data_dir`).
+    Errors name `setting`, where the path was given."""
+    created = _outermost_missing(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / ".weir-write-probe"
         probe.write_bytes(b"ok")
         probe.unlink()
     except OSError as exc:
-        raise ConfigError(f"--data-dir: {path} is not usable: {exc.strerror or exc}") from None
+        remove_new_data_dir(created)
+        raise ConfigError(f"{setting}: {path} is not usable: {exc.strerror or exc}") from None
     if not os.access(path, os.W_OK):
-        raise ConfigError(f"--data-dir: {path} is not writable")
+        remove_new_data_dir(created)
+        raise ConfigError(f"{setting}: {path} is not writable")
+    return created
+
+
+def _outermost_missing(path: Path) -> Path | None:
+    """The outermost of `path` and its parents that does not exist (all below it
+    do not either), or None when `path` exists."""
+    missing = None
+    for candidate in (path, *path.parents):
+        if os.path.lexists(candidate):
+            break
+        missing = candidate
+    return missing
+
+
+def remove_new_data_dir(created: Path | None) -> None:
+    """Remove `created`, a directory `check_data_dir` created for a start that then
+    failed, with what that start put in it. Nothing when None (the data dir existed:
+    it and everything in it stay)."""
+    if created is not None:
+        shutil.rmtree(created, ignore_errors=True)
+
+
+LOG_LEVEL_VARIABLE = "WEIR_LOG_LEVEL"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def log_level(environ: Mapping[str, str]) -> int:
+    """The level WEIR_LOG_LEVEL names (any case; INFO when unset or empty)."""
+    text = environ.get(LOG_LEVEL_VARIABLE) or "INFO"
+    name = text.strip().upper()
+    if name not in LOG_LEVELS:
+        raise ConfigError(
+            f"{LOG_LEVEL_VARIABLE}: expected one of {', '.join(LOG_LEVELS)}, got {text!r}"
+        )
+    return logging.getLevelNamesMapping()[name]

@@ -19,6 +19,7 @@ import trio
 from weir.broker.broker import Broker
 from weir.broker.group_service import GroupService
 from weir.broker.group_views import group_detail, group_summaries
+from weir.broker.listen import open_listeners
 from weir.broker.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ async def serve_http(
     broker: Broker, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
 ) -> None:
     listen = broker.config.http_listen
-    listeners = await trio.open_tcp_listeners(listen.port, host=listen.host)
+    listeners = await open_listeners("http_listen", listen)
     port = listeners[0].socket.getsockname()[1]
     log.debug("HTTP listener on %s:%d", listen.host, port)
     task_status.started(port)

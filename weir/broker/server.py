@@ -30,6 +30,7 @@ import trio
 from weir.broker.broker import Broker
 from weir.broker.dispatch import RequestOutcome, handle_frame
 from weir.broker.in_flight_budget import CONNECTION_BUDGET, ConnectionBudget, InFlightBudget
+from weir.broker.listen import open_listeners
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +235,7 @@ class KafkaServer:
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until `stop`; returns once the connections are drained."""
         listen = self.broker.config.kafka_listen
-        listeners = await trio.open_tcp_listeners(listen.port, host=listen.host)
+        listeners = await open_listeners("kafka_listen", listen)
         port = listeners[0].socket.getsockname()[1]
         log.debug("Kafka listener on %s:%d", listen.host, port)
         task_status.started(port)

@@ -56,6 +56,11 @@ class InvalidGroupConfig(ValueError):  # noqa: N818 (the contract names it)
     """An unknown group config name or a value Kafka would refuse."""
 
 
+def unknown_group_config_message(name: str) -> str:
+    """Kafka's wording, the one AlterConfigs and IncrementalAlterConfigs answer."""
+    return f"Unknown group config name: {name}"
+
+
 @dataclass(frozen=True)
 class GroupConfig:
     """A group's effective settings: its overrides on top of the broker's."""
@@ -77,7 +82,7 @@ class GroupConfig:
         values = dataclasses.asdict(cls.defaults(settings))
         for name, text in overrides.items():
             if name not in GROUP_CONFIGS:
-                raise InvalidGroupConfig(f"Unknown group config name: {name}")
+                raise InvalidGroupConfig(unknown_group_config_message(name))
             values[name.replace(".", "_")] = _parse_int(name, text)
         return cls(**values)
 

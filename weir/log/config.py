@@ -46,10 +46,16 @@ STORED_CODECS: dict[str, int] = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4
 class InvalidConfig(ValueError):  # noqa: N818 (the contract names it)
     """An unknown config name or a value that fails its type or validator."""
 
-    def __init__(self, name: str, reason: str) -> None:
-        super().__init__(f"{name}: {reason}")
+    def __init__(self, name: str, reason: str, message: str | None = None) -> None:
+        super().__init__(message or f"{name}: {reason}")
         self.name = name
         self.reason = reason
+
+
+def unknown_topic_config_message(name: str) -> str:
+    """Kafka's wording for a config name it does not know; every admin request
+    (CreateTopics, AlterConfigs, IncrementalAlterConfigs) answers with it."""
+    return f"Unknown topic config name: {name}"
 
 
 class ConfigType(enum.Enum):
@@ -290,7 +296,9 @@ class LogConfig:
         for name, text in overrides.items():
             definition = TOPIC_CONFIGS.get(name)
             if definition is None:
-                raise InvalidConfig(name, "unknown topic config")
+                raise InvalidConfig(
+                    name, "unknown topic config", unknown_topic_config_message(name)
+                )
             if text is None:
                 raise InvalidConfig(name, "a value is required")
             values[definition.attribute] = definition.parse(str(text))
