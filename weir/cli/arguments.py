@@ -12,7 +12,12 @@ from weir.cli.offset_specs import (
     PartitionOffsetSpec,
     parse_partition_offset_spec,
 )
-from weir.cli.record_format import FormatError, check_input_format, compile_format
+from weir.cli.record_format import (
+    FormatError,
+    check_input_format,
+    compile_format,
+    input_tokens,
+)
 
 BOOTSTRAP_DEFAULT = "127.0.0.1:9092"
 BOOTSTRAP_ENV = "WEIR_BOOTSTRAP"
@@ -350,6 +355,7 @@ def _check_produce_consume(parser: argparse.ArgumentParser, args: argparse.Names
         try:
             tokens = compile_format(args.record_format)
             if command == "produce":
+                tokens = input_tokens(tokens)
                 check_input_format(tokens, args.record_format)
         except FormatError as exc:
             parser.error(f"{command}: -f: {exc}")

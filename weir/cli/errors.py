@@ -59,6 +59,14 @@ def describe_kafka_error(
     return f"{prefix}: {detail} ({name})"
 
 
+class KafkaCodeError(CliError):
+    """A Kafka error code the broker answered; `code` lets a command explain it further."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def kafka_error(
     code: int,
     *,
@@ -66,9 +74,12 @@ def kafka_error(
     partition: int | None = None,
     action: str | None = None,
     message: str | None = None,
-) -> CliError:
-    return CliError(
-        describe_kafka_error(code, topic=topic, partition=partition, action=action, message=message)
+) -> KafkaCodeError:
+    return KafkaCodeError(
+        describe_kafka_error(
+            code, topic=topic, partition=partition, action=action, message=message
+        ),
+        code,
     )
 
 

@@ -15,19 +15,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from weir.cli.cluster import Cluster
-from weir.cli.consumer_protocol import (
-    PROTOCOL_TYPE,
-    RANGE_ASSIGNOR,
-    ProtocolDataError,
-    assign_range,
+from weir.cli.errors import CliError, group_error
+from weir.cli.kafka_client import KafkaClient
+from weir.cli.range_assignor import RANGE_ASSIGNOR, assign_range
+from weir.format.errors import ErrorCode
+from weir.format.primitives import DecodeError
+from weir.wire.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    Assignment,
+    Subscription,
+    TopicPartitions,
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
-from weir.cli.errors import CliError, group_error
-from weir.cli.kafka_client import KafkaClient
-from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
 SESSION_TIMEOUT_MS = 10_000
@@ -102,8 +104,13 @@ class GroupMember:
             "rebalance_timeout_ms": REBALANCE_TIMEOUT_MS,
             "member_id": self.membership.member_id,
             "group_instance_id": None,
-            "protocol_type": PROTOCOL_TYPE,
-            "protocols": [{"name": RANGE_ASSIGNOR, "metadata": encode_subscription([self.topic])}],
+            "protocol_type": CONSUMER_PROTOCOL_TYPE,
+            "protocols": [
+                {
+                    "name": RANGE_ASSIGNOR,
+                    "metadata": encode_subscription(Subscription(topics=(self.topic,))),
+                }
+            ],
             "reason": "weir consume joining",
         }
         response = coordinator.request(ApiKey.JOIN_GROUP, body, wait_ms=REBALANCE_TIMEOUT_MS)
@@ -124,16 +131,21 @@ class GroupMember:
     def _lead(self, members: list[Mapping[str, object]]) -> dict[str, bytes]:
         try:
             subscriptions = {
-                str(m["member_id"]): decode_subscription(bytes(m["metadata"]))  # type: ignore[call-overload]
+                str(m["member_id"]): decode_subscription(bytes(m["metadata"])).topics  # type: ignore[call-overload]
                 for m in members
             }
-        except ProtocolDataError as exc:
+        except DecodeError as exc:
             raise CliError(f"group '{self.group_id}': a member's subscription is "
                            f"unreadable: {exc}") from None  # fmt: skip
         topics = sorted({t for wanted in subscriptions.values() for t in wanted})
         counts = {t.name: len(t.partitions) for t in self.cluster.metadata(topics)}
         plan = assign_range(subscriptions, counts)
-        return {member: encode_assignment(parts) for member, parts in plan.items()}
+        return {
+            member: encode_assignment(Assignment(tuple(
+                TopicPartitions(topic, tuple(partitions)) for topic, partitions in parts.items()
+            )))
+            for member, parts in plan.items()
+        }  # fmt: skip
 
     def _sync(self, assignments: dict[str, bytes]) -> list[int]:
         body = {
@@ -141,19 +153,29 @@ class GroupMember:
             "generation_id": self.membership.generation_id,
             "member_id": self.membership.member_id,
             "group_instance_id": None,
-            "protocol_type": PROTOCOL_TYPE,
+            "protocol_type": CONSUMER_PROTOCOL_TYPE,
             "protocol_name": RANGE_ASSIGNOR,
             "assignments": [{"member_id": m, "assignment": a} for m, a in assignments.items()],
         }
         response = self.coordinator().request(ApiKey.SYNC_GROUP, body, wait_ms=REBALANCE_TIMEOUT_MS)
         self._check(int(response["error_code"]), "sync with")
+        data = bytes(response["assignment"])
+        if not data:  # a member without partitions
+            return []
         try:
-            assigned = decode_assignment(bytes(response["assignment"]))
-        except ProtocolDataError as exc:
+            assigned = decode_assignment(data)
+        except DecodeError as exc:
             raise CliError(
                 f"group '{self.group_id}': the assignment is unreadable: {exc}"
             ) from None
-        return sorted(set(assigned.get(self.topic, [])))
+        return sorted(
+            {
+                p
+                for tp in assigned.assigned_partitions
+                if tp.topic == self.topic
+                for p in tp.partitions
+            }
+        )
 
     # -- while consuming -----------------------------------------------------------------------
 

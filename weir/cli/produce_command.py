@@ -34,7 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from weir.cli.cluster import Cluster, TopicMetadata
-from weir.cli.errors import BrokerConnectionError, CliError, describe_kafka_error
+from weir.cli.errors import (
+    BrokerConnectionError,
+    CliError,
+    KafkaCodeError,
+    describe_kafka_error,
+)
 from weir.cli.formatting import render_table
 from weir.cli.partitioner import partition_for_key
 from weir.cli.record_format import FormatError, InputRecord, Token, parse_line
@@ -585,7 +590,15 @@ def produce_lines(
     cluster: Cluster, topic_name: str, reader: LineReader, options: ProduceOptions
 ) -> ProduceSummary:
     """Send every line as a record; stops at the first bad line, refusal or lost broker."""
-    topic = cluster.topic(topic_name, action="produce to", auto_create=True)
+    try:
+        topic = cluster.topic(topic_name, action="produce to", auto_create=True)
+    except KafkaCodeError as exc:
+        if exc.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            raise
+        raise CliError(
+            f"topic '{topic_name}' does not exist and the broker does not create topics on "
+            f"use: create it with `weir topic create {topic_name}` (UNKNOWN_TOPIC_OR_PARTITION)"
+        ) from None
     count = len(topic.partitions)
     if options.partition is not None and not 0 <= options.partition < count:
         raise CliError(
