@@ -8,17 +8,23 @@ from weir.cli.arguments import parse_args
 from weir.cli.offset_specs import OffsetKind, OffsetSpec
 
 
-def test_topic_create_collects_configs_from_repeated_and_multi_value_flags() -> None:
+def test_topic_create_collects_one_config_per_repeated_flag() -> None:
     args = parse_args(
         [
-            "topic", "create", "orders", "--partitions", "3", "--replication-factor", "1",
-            "--config", "retention.ms=1000", "cleanup.policy=compact", "--config", "a=b=c",
+            "topic", "create", "--partitions", "3", "--replication-factor", "1",
+            "--config", "retention.ms=1000", "--config", "cleanup.policy=compact",
+            "--config", "a=b=c", "orders",
         ]
     )  # fmt: skip
     assert (args.command, args.topic_command, args.name) == ("topic", "create", "orders")
     assert args.partitions == 3
     assert args.replication_factor == 1
     assert args.config == [("retention.ms", "1000"), ("cleanup.policy", "compact"), ("a", "b=c")]
+
+
+def test_a_second_value_after_config_is_not_taken_as_a_config() -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["topic", "create", "t", "--config", "a=1", "b=2"])
 
 
 def test_topic_create_defaults_leave_counts_to_the_broker() -> None:
@@ -124,8 +130,12 @@ def test_misuse_exits_with_usage_code(argv: list[str], capsys: pytest.CaptureFix
     assert "error" in capsys.readouterr().err
 
 
-def test_alter_config_takes_sets_and_deletes() -> None:
-    args = parse_args(["topic", "alter-config", "t", "--set", "a=1", "b=2", "--delete", "c", "d"])
+def test_alter_config_takes_one_set_or_delete_per_flag() -> None:
+    args = parse_args(
+        ["topic", "alter-config", "--set", "a=1", "--set", "b=2", "--delete", "c",
+         "--delete", "d", "t"]
+    )  # fmt: skip
+    assert args.name == "t"
     assert args.set_configs == [("a", "1"), ("b", "2")]
     assert args.delete_configs == ["c", "d"]
 
@@ -159,3 +169,18 @@ def test_bad_bootstrap_address_is_one_line_error(capsys: pytest.CaptureFixture[s
     err = capsys.readouterr().err
     assert err.startswith("error: --bootstrap:")
     assert err.count("\n") == 1
+
+
+def test_reset_offsets_takes_a_topic_or_all_topics_and_a_negative_shift() -> None:
+    args = parse_args(["group", "reset-offsets", "g", "--all-topics", "--shift-by", "-3"])
+    assert (args.all_topics, args.topic, args.shift_by) == (True, None, -3)
+    for scope in ([], ["--topic", "t", "--all-topics"]):
+        with pytest.raises(SystemExit):
+            parse_args(["group", "reset-offsets", "g", "--to-latest", *scope])
+
+
+def test_times_are_milliseconds_or_iso_8601_in_utc_by_default() -> None:
+    args = parse_args(["topic", "trim", "t", "--before-timestamp", "2021-01-01T00:00:00"])
+    assert args.before_timestamp_ms == 1_609_459_200_000
+    args = parse_args(["topic", "trim", "t", "--before-timestamp", "1609459200000"])
+    assert args.before_timestamp_ms == 1_609_459_200_000

@@ -60,7 +60,7 @@ def test_topic_create_list_describe_alter_delete(broker: WeirProcess, topic_name
     assert described["configs"].get("retention.ms") == "3600000"
     text = ok(broker, "topic", "describe", topic_name)
     assert "retention.ms=3600000" in text
-    assert "PARTITION  LEADER  REPLICAS  ISR  LOG START  LOG END" in text
+    assert "PARTITION  LEADER  REPLICAS  ISR  LOG-START-OFFSET  LOG-END-OFFSET" in text
 
     out = ok(
         broker, "topic", "alter-config", topic_name, "--set", "segment.ms=600000",

@@ -72,7 +72,7 @@ def test_cluster_partitions_lists_replicas_and_isr(three_brokers: WeirCluster) -
     assert [b["is_controller"] for b in brokers].count(True) == 1
     text = run_cli("--bootstrap", bootstrap, "cluster", "partitions", "--topic", topic)
     assert text.stdout.splitlines()[0].split() == [
-        "topic", "partition", "leader", "leader_epoch", "replicas", "isr", "offline_replicas",
+        "TOPIC", "PARTITION", "LEADER", "LEADER-EPOCH", "REPLICAS", "ISR", "OFFLINE-REPLICAS",
     ]  # fmt: skip
 
 

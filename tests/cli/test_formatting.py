@@ -1,7 +1,7 @@
 import json
 
 from weir.cli.consume_command import ConsumedRecord, record_json_line, record_text_line
-from weir.cli.formatting import bytes_fields, render_json, render_table
+from weir.cli.formatting import bytes_fields, counted, headers_for, render_json, render_table
 from weir.cli.produce_command import render_summary
 from weir.cli.topic_commands import (
     render_altered,
@@ -69,9 +69,9 @@ def test_topic_description_shows_partitions_offsets_and_configs() -> None:
     assert render_description(_description()) == (
         "Topic: orders  id: 7d0c9d6e-1111-2222-3333-444455556666  partitions: 2"
         "  replication factor: 1\n"
-        "PARTITION  LEADER  REPLICAS  ISR  LOG START  LOG END\n"
-        "0          1       1         1    0          12\n"
-        "1          1       1         1    3          4\n"
+        "PARTITION  LEADER  REPLICAS  ISR  LOG-START-OFFSET  LOG-END-OFFSET\n"
+        "0          1       1         1    0                 12\n"
+        "1          1       1         1    3                 4\n"
         "Configs:\n"
         "  retention.ms=60000\n"
         "  secret=(sensitive)\n"
@@ -87,6 +87,8 @@ def test_topic_description_adds_an_error_column_only_when_needed() -> None:
 def test_created_and_altered_messages() -> None:
     created = {"name": "t", "partitions": 3, "replication_factor": 1}
     assert render_created(created) == "created topic 't' (3 partitions, replication factor 1)\n"
+    one = {"name": "t", "partitions": 1, "replication_factor": 1}
+    assert render_created(one) == "created topic 't' (1 partition, replication factor 1)\n"
     altered = {"name": "t", "set": {"retention.ms": "5"}, "deleted": ["cleanup.policy"]}
     assert render_altered(altered) == (
         "updated topic 't': set retention.ms=5, deleted cleanup.policy\n"
@@ -139,3 +141,13 @@ def test_consumed_record_lines() -> None:
         "value": "v",
         "headers": [{"key": "h", "value": "x"}, {"key": "n", "value": None}],
     }
+
+
+def test_counted_nouns_agree_with_their_count() -> None:
+    assert [counted(n, "partition") for n in (0, 1, 2)] == [
+        "0 partitions", "1 partition", "2 partitions",
+    ]  # fmt: skip
+
+
+def test_headers_for_json_fields_are_upper_case_with_dashes() -> None:
+    assert headers_for(("node_id", "leader_epoch", "isr")) == ("NODE-ID", "LEADER-EPOCH", "ISR")

@@ -28,7 +28,7 @@ def test_list_describe_reset_and_delete_a_group(broker: WeirProcess, topic_name:
     commit(broker, group, topic_name, {0: 1, 1: 2})
 
     listed = json.loads(ok(broker, "group", "list", "--format", "json"))
-    assert {"group": group, "type": "classic", "state": "Empty", "protocol_type": ""} in listed[
+    assert {"group_id": group, "type": "classic", "state": "Empty", "protocol_type": ""} in listed[
         "groups"
     ]
 
@@ -48,7 +48,7 @@ def test_list_describe_reset_and_delete_a_group(broker: WeirProcess, topic_name:
     assert ok(broker, "group", "delete", group) == f"deleted group '{group}'\n"
     code, _, err = cli(broker, "group", "describe", group)
     assert code == 1
-    assert_one_error_line(err, f"group {group!r} does not exist")
+    assert_one_error_line(err, f"group '{group}' does not exist (GROUP_ID_NOT_FOUND)")
 
 
 def test_reset_needs_exactly_one_target(broker: WeirProcess, topic_name: str) -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import datetime
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 from weir.cli.formatting import FORMATS, JSON, TABLE
@@ -56,6 +59,42 @@ def config_key(text: str) -> str:
     return text.strip()
 
 
+def timestamp_ms(text: str) -> int:
+    """Milliseconds since the epoch, or an ISO-8601 time (UTC when it names no zone)."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected milliseconds since the epoch or an ISO-8601 time "
+            f"like 2026-11-22T10:00:00Z, not {text!r}"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+class VersionAction(argparse.Action):
+    """`weir --version`: prints `weir X.Y.Z` and exits 0. The version is looked up only
+    when asked for, so the parser itself never loads the client stack."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        from weir.cli.kafka_client import client_software_version
+
+        sys.stdout.write(f"weir {client_software_version()}\n")
+        parser.exit(0)
+
+
 def key_separator(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("the key separator must not be empty")
@@ -106,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Weir: a Kafka-compatible broker, and a client for it.",
         parents=[_connection_options(suppress_defaults=False)],
     )
+    parser.add_argument("--version", action=VersionAction, help="print weir's version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     serve = commands.add_parser(
@@ -147,11 +187,10 @@ def _add_topic_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     create.add_argument(
         "--config",
         type=config_entry,
-        nargs="+",
-        action="extend",
+        action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="topic config overrides, e.g. retention.ms=60000",
+        help="a topic config override, e.g. retention.ms=60000 (repeat for more)",
     )
     create.add_argument("--timeout-ms", type=positive_int, default=ADMIN_TIMEOUT_MS_DEFAULT)
 
@@ -177,20 +216,60 @@ def _add_topic_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         "--set",
         dest="set_configs",
         type=config_entry,
-        nargs="+",
-        action="extend",
+        action="append",
         default=[],
         metavar="KEY=VALUE",
+        help="set one config override (repeat for more)",
     )
     alter.add_argument(
         "--delete",
         dest="delete_configs",
         type=config_key,
-        nargs="+",
-        action="extend",
+        action="append",
         default=[],
         metavar="KEY",
+        help="remove one config override, back to the default (repeat for more)",
     )
+
+    add = topic_commands.add_parser(
+        "add-partitions", parents=[common], help="add partitions to a topic (never removes any)"
+    )
+    add.add_argument("name")
+    count = add.add_mutually_exclusive_group(required=True)
+    count.add_argument(
+        "-n", "--num", dest="add_count", type=positive_int, metavar="N", help="add N partitions"
+    )
+    count.add_argument(
+        "--total",
+        dest="total_count",
+        type=positive_int,
+        metavar="N",
+        help="grow the topic to N partitions in all",
+    )
+    add.add_argument("--timeout-ms", type=positive_int, default=ADMIN_TIMEOUT_MS_DEFAULT)
+
+    trim = topic_commands.add_parser(
+        "trim",
+        parents=[common],
+        help="delete a topic's oldest records: move each partition's log start forward",
+    )
+    trim.add_argument("name")
+    before = trim.add_mutually_exclusive_group(required=True)
+    before.add_argument(
+        "--before-offset",
+        type=non_negative_int,
+        metavar="O",
+        help="delete the records below offset O (the new log start)",
+    )
+    before.add_argument(
+        "--before-timestamp",
+        dest="before_timestamp_ms",
+        type=timestamp_ms,
+        metavar="MS|ISO-8601",
+        help="delete the records older than this time (ms since the epoch or ISO-8601)",
+    )
+    trim.add_argument("--partition", type=non_negative_int, metavar="P", help="only this partition")
+    trim.add_argument("--timeout-ms", type=positive_int, default=ADMIN_TIMEOUT_MS_DEFAULT)
 
 
 def _add_produce_command(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -409,6 +488,9 @@ def _add_cluster_commands(commands: Any, common: argparse.ArgumentParser) -> Non
     )
     actions = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
     actions.add_parser(
+        "info", parents=[common], help="cluster id, controller, brokers and versions (API ranges)"
+    )
+    actions.add_parser(
         "status", parents=[common], help="controller, brokers, under-replicated and offline counts"
     )
     actions.add_parser("brokers", parents=[common], help="every live broker and what it leads")
@@ -488,14 +570,30 @@ def _add_group_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     reset = actions.add_parser(
         "reset-offsets",
         parents=[common],
-        help="move a group's committed offsets on a topic (a dry run without --execute)",
+        help="move a group's committed offsets (a dry run without --execute)",
     )
     reset.add_argument("group")
-    reset.add_argument("--topic", required=True)
-    reset.add_argument("--to-earliest", action="store_true")
-    reset.add_argument("--to-latest", action="store_true")
-    reset.add_argument("--to-offset", type=non_negative_int, metavar="N")
-    reset.add_argument("--to-datetime", metavar="ISO-8601", help="e.g. 2026-11-22T10:00:00Z")
+    scope = reset.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--topic", help="every partition of this topic")
+    scope.add_argument(
+        "--all-topics", action="store_true", help="every topic the group has committed offsets for"
+    )
+    reset.add_argument("--to-earliest", action="store_true", help="to the log start")
+    reset.add_argument("--to-latest", action="store_true", help="to the high watermark")
+    reset.add_argument("--to-offset", type=non_negative_int, metavar="N", help="to offset N")
+    reset.add_argument(
+        "--to-datetime",
+        dest="to_timestamp_ms",
+        type=timestamp_ms,
+        metavar="ISO-8601",
+        help="to the first record at or after this time, e.g. 2026-11-22T10:00:00Z",
+    )
+    reset.add_argument(
+        "--shift-by",
+        type=_int,
+        metavar="N",
+        help="move each committed offset by N (negative: back), kept within the log",
+    )
     reset.add_argument("--execute", action="store_true", help="commit the plan")
 
 

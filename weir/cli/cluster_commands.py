@@ -1,13 +1,20 @@
-"""`weir cluster status | brokers | partitions`: the cluster as a Kafka client sees
-it (Metadata and DescribeCluster), in text tables or JSON with the same names."""
+"""`weir cluster info | status | brokers | partitions`: the cluster as a Kafka client
+sees it (DescribeCluster, Metadata, ApiVersions), in text tables or JSON with the same
+names."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from weir.cli.cluster import NO_LEADER, Cluster, TopicMetadata
-from weir.cli.errors import CliError, kafka_error
-from weir.cli.formatting import render_table
+from weir.cli.errors import BrokerProtocolError, CliError, failed_to, kafka_error
+from weir.cli.formatting import headers_for, render_table
+from weir.cli.kafka_client import (
+    CLIENT_SOFTWARE_NAME,
+    KafkaClient,
+    api_name,
+    client_software_version,
+)
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
@@ -18,8 +25,100 @@ def _describe_cluster(cluster: Cluster) -> dict[str, Any]:
     )
     error = int(response["error_code"])
     if error != ErrorCode.NONE:
-        raise kafka_error(error, action="describe the cluster")
+        raise failed_to("describe the cluster", error, response.get("error_message"))
     return dict(response)
+
+
+# -- info -------------------------------------------------------------------------------
+
+
+def cluster_info(cluster: Cluster) -> dict[str, Any]:
+    """Who the cluster is (id, controller, brokers) and which versions meet: this CLI's,
+    and the API version ranges the bootstrap broker advertises in ApiVersions (the Kafka
+    protocol carries no broker software version, so that one is null)."""
+    described = _describe_cluster(cluster)
+    controller_id = int(described["controller_id"])
+    client = cluster.any_broker()
+    return {
+        "cluster_id": described["cluster_id"],
+        "controller_id": controller_id,
+        "brokers": [
+            {
+                "node_id": int(b["broker_id"]),
+                "host": b["host"],
+                "port": int(b["port"]),
+                "rack": b.get("rack"),
+                "is_controller": int(b["broker_id"]) == controller_id,
+            }
+            for b in sorted(described["brokers"], key=lambda b: int(b["broker_id"]))
+        ],
+        "versions": {
+            "cli_name": CLIENT_SOFTWARE_NAME,
+            "cli_version": client_software_version(),
+            "broker_software_version": None,
+            "api_versions_from": str(client.address),
+            "apis": _api_versions(client),
+            "features": _features(client),
+        },
+    }
+
+
+def _api_versions(client: KafkaClient) -> list[dict[str, Any]]:
+    """Every API the broker advertises, with the version this CLI uses (null: none)."""
+    rows = []
+    for api_key, (low, high) in sorted(client.broker_versions.items()):
+        try:
+            used_version: int | None = client.version(api_key)
+        except BrokerProtocolError:
+            used_version = None
+        rows.append(
+            {
+                "api_key": api_key,
+                "name": api_name(api_key),
+                "min_version": low,
+                "max_version": high,
+                "cli_version": used_version,
+            }
+        )
+    return rows
+
+
+def _features(client: KafkaClient) -> list[dict[str, Any]]:
+    """ApiVersions v3+'s supported features (KIP-584), by name; empty before v3."""
+    response = client.request(ApiKey.API_VERSIONS, {
+        "client_software_name": CLIENT_SOFTWARE_NAME,
+        "client_software_version": client_software_version(),
+    })  # fmt: skip
+    return [
+        {"name": f["name"], "min_version": int(f["min_version"]),
+         "max_version": int(f["max_version"])}
+        for f in sorted(response.get("supported_features") or [], key=lambda f: f["name"])
+    ]  # fmt: skip
+
+
+def render_cluster_info(document: dict[str, Any]) -> str:
+    versions = document["versions"]
+    apis = versions["apis"]
+    used = sum(1 for api in apis if api["cli_version"] is not None)
+    broker_version = (
+        versions["broker_software_version"] or "not advertised (Kafka's ApiVersions carries none)"
+    )
+    lines = [
+        f"cluster_id: {document['cluster_id']}\n",
+        f"controller_id: {document['controller_id']}\n",
+        render_table(
+            ("NODE-ID", "HOST", "PORT", "RACK", "CONTROLLER"),
+            [
+                (b["node_id"], b["host"], b["port"], b["rack"], b["is_controller"])
+                for b in document["brokers"]
+            ],
+        ),  # fmt: skip
+        f"cli_version: {versions['cli_name']} {versions['cli_version']}\n",
+        f"broker_software_version: {broker_version}\n",
+        f"apis: {versions['api_versions_from']} advertises {len(apis)}, this CLI uses {used} "
+        "(--format json lists every version range)\n",
+    ]
+    return "".join(lines)
 
 
 def _partition_rows(topics: list[TopicMetadata]) -> list[dict[str, Any]]:
@@ -105,9 +204,9 @@ def cluster_brokers(cluster: Cluster) -> dict[str, Any]:
 
 
 def render_cluster_brokers(document: dict[str, Any]) -> str:
-    headers = ("node_id", "host", "port", "rack", "is_controller", "leaders", "replicas")
-    rows = [tuple(b[h] for h in headers) for b in document["brokers"]]
-    return render_table(headers, rows)
+    fields = ("node_id", "host", "port", "rack", "is_controller", "leaders", "replicas")
+    rows = [tuple(b[f] for f in fields) for b in document["brokers"]]
+    return render_table(headers_for(fields), rows)
 
 
 def cluster_partitions(
@@ -132,10 +231,10 @@ def cluster_partitions(
 
 
 def render_cluster_partitions(document: dict[str, Any]) -> str:
-    headers = ("topic", "partition", "leader", "leader_epoch", "replicas", "isr",
-               "offline_replicas")  # fmt: skip
-    rows = [tuple(row[h] for h in headers) for row in document["partitions"]]
-    return render_table(headers, rows) if rows else "no partitions\n"
+    fields = ("topic", "partition", "leader", "leader_epoch", "replicas", "isr",
+              "offline_replicas")  # fmt: skip
+    rows = [tuple(row[f] for f in fields) for row in document["partitions"]]
+    return render_table(headers_for(fields), rows) if rows else "no partitions\n"
 
 
 # -- leadership and moves ---------------------------------------------------------------
@@ -164,7 +263,7 @@ def elect_leaders(
     )
     error = int(response.get("error_code", ErrorCode.NONE))
     if error != ErrorCode.NONE:
-        raise kafka_error(error, action="elect leaders")
+        raise failed_to("elect leaders", error, response.get("error_message"))
     results = [
         {
             "topic": topic_result["topic"],
@@ -188,7 +287,8 @@ def render_elections(document: dict[str, Any]) -> str:
         )  # fmt: skip
         for r in document["elections"]
     ]
-    return render_table(("topic", "partition", "result", "message"), rows) if rows else "none\n"
+    headers = ("TOPIC", "PARTITION", "RESULT", "MESSAGE")
+    return render_table(headers, rows) if rows else "no partitions to elect\n"
 
 
 def reassign(cluster: Cluster, moves: dict[tuple[str, int], list[int] | None]) -> dict[str, Any]:
@@ -206,7 +306,7 @@ def reassign(cluster: Cluster, moves: dict[tuple[str, int], list[int] | None]) -
     )
     error = int(response["error_code"])
     if error != ErrorCode.NONE:
-        raise kafka_error(error, action="reassign partitions")
+        raise failed_to("reassign partitions", error, response.get("error_message"))
     results = []
     failed = []
     for topic_result in response["responses"]:
@@ -236,7 +336,7 @@ def render_reassign(document: dict[str, Any]) -> str:
         (r["topic"], r["partition"], r["replicas"] if r["replicas"] is not None else "cancelled")
         for r in document["reassignments"]
     ]
-    return "submitted:\n" + render_table(("topic", "partition", "target_replicas"), rows)
+    return "submitted:\n" + render_table(("TOPIC", "PARTITION", "TARGET-REPLICAS"), rows)
 
 
 def list_reassignments(cluster: Cluster) -> dict[str, Any]:
@@ -245,7 +345,7 @@ def list_reassignments(cluster: Cluster) -> dict[str, Any]:
     )
     error = int(response["error_code"])
     if error != ErrorCode.NONE:
-        raise kafka_error(error, action="list reassignments")
+        raise failed_to("list reassignments", error, response.get("error_message"))
     rows = [
         {
             "topic": t["name"],
@@ -261,9 +361,9 @@ def list_reassignments(cluster: Cluster) -> dict[str, Any]:
 
 
 def render_reassignments(document: dict[str, Any]) -> str:
-    headers = ("topic", "partition", "replicas", "adding_replicas", "removing_replicas")
-    rows = [tuple(r[h] for h in headers) for r in document["reassignments"]]
-    return render_table(headers, rows) if rows else "no reassignment in progress\n"
+    fields = ("topic", "partition", "replicas", "adding_replicas", "removing_replicas")
+    rows = [tuple(r[f] for f in fields) for r in document["reassignments"]]
+    return render_table(headers_for(fields), rows) if rows else "no reassignment in progress\n"
 
 
 def decommission_plan(cluster: Cluster, node_id: int) -> dict[tuple[str, int], list[int] | None]:
@@ -297,5 +397,5 @@ def decommission_plan(cluster: Cluster, node_id: int) -> dict[tuple[str, int], l
 
 def render_plan(document: dict[str, Any]) -> str:
     rows = [(r["topic"], r["partition"], r["replicas"]) for r in document["plan"]]
-    return (render_table(("topic", "partition", "target_replicas"), rows) if rows
+    return (render_table(("TOPIC", "PARTITION", "TARGET-REPLICAS"), rows) if rows
             else "nothing to move\n")  # fmt: skip

@@ -68,6 +68,25 @@ def _run_topic_command(args: argparse.Namespace, cluster: Cluster, stdout: TextI
             cluster, args.name, set_configs=args.set_configs, delete=args.delete_configs
         )
         render = topic_commands.render_altered
+    elif action == "add-partitions":
+        document = topic_commands.add_partitions(
+            cluster,
+            args.name,
+            add_count=args.add_count,
+            total_count=args.total_count,
+            timeout_ms=args.timeout_ms,
+        )
+        render = topic_commands.render_partitions_added
+    elif action == "trim":
+        document = topic_commands.trim_topic(
+            cluster,
+            args.name,
+            before_offset=args.before_offset,
+            before_timestamp_ms=args.before_timestamp_ms,
+            partition=args.partition,
+            timeout_ms=args.timeout_ms,
+        )
+        render = topic_commands.render_trimmed
     else:
         raise AssertionError(f"unknown topic action {action!r}")
     stdout.write(render_json(document) if args.output_format == JSON else render(document))
@@ -88,10 +107,11 @@ def _run_group_command(args: argparse.Namespace, cluster: Cluster, stdout: TextI
         render = group_commands.render_group_deleted
     elif action == "reset-offsets":
         target = group_commands.parse_reset_target(
-            args.to_earliest, args.to_latest, args.to_offset, args.to_datetime
+            args.to_earliest, args.to_latest, args.to_offset, args.to_timestamp_ms, args.shift_by
         )
+        topic = None if args.all_topics else args.topic
         document = group_commands.reset_offsets(
-            cluster, args.group, args.topic, target, execute=args.execute
+            cluster, args.group, topic, target, execute=args.execute
         )
         render = group_commands.render_reset_plan
     else:
@@ -104,7 +124,10 @@ def _run_cluster_command(args: argparse.Namespace, cluster: Cluster, stdout: Tex
     action = args.cluster_command
     document: dict[str, Any]
     render: Callable[[dict[str, Any]], str]
-    if action == "status":
+    if action == "info":
+        document = cluster_commands.cluster_info(cluster)
+        render = cluster_commands.render_cluster_info
+    elif action == "status":
         document = cluster_commands.cluster_status(cluster)
         render = cluster_commands.render_cluster_status
     elif action == "brokers":

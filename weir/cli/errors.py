@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from weir.format.errors import ErrorCode
 
 
@@ -83,10 +85,53 @@ def kafka_error(
     )
 
 
-def group_error(code: int, group_id: str, *, action: str) -> CliError:
-    """A group request's error as a sentence: `cannot join group 'g': ... (CODE)`."""
-    name = error_name(code)
-    if code == ErrorCode.GROUP_ID_NOT_FOUND:
-        return CliError(f"group '{group_id}' does not exist ({name})")
-    detail = name.lower().replace("_", " ")
-    return CliError(f"cannot {action} group '{group_id}': {detail} ({name})")
+def with_code(sentence: str, code: int) -> CliError:
+    """A sentence the user can act on, with Kafka's name for `code` at the end."""
+    return CliError(f"{sentence} ({error_name(code)})")
+
+
+def failed_to(doing: str, code: int, message: str | None = None) -> CliError:
+    """`cannot <doing>: <the broker's message, or the code in words> (CODE)`, for errors
+    without a more specific sentence."""
+    detail = message or error_name(code).lower().replace("_", " ")
+    return with_code(f"cannot {doing}: {detail}", code)
+
+
+@dataclass(frozen=True)
+class GroupAction:
+    """What the CLI tried to do to a group, for error sentences: "cannot <attempt> group
+    'g'" and "stop them before <before>"."""
+
+    attempt: str
+    before: str
+
+
+DESCRIBE_GROUP = GroupAction("describe", "describing it")
+DELETE_GROUP = GroupAction("delete", "deleting it")
+RESET_GROUP_OFFSETS = GroupAction("reset the offsets of", "resetting its offsets")
+
+_COORDINATOR_BUSY = (
+    "the coordinator of group '{group_id}' is not ready (it is loading or moving); "
+    "retry in a few seconds"
+)
+# Group coordinator errors a user can do something about, as sentences about the group.
+_GROUP_SENTENCES = {
+    ErrorCode.GROUP_ID_NOT_FOUND: "group '{group_id}' does not exist",
+    ErrorCode.NON_EMPTY_GROUP: (
+        "group '{group_id}' still has active members; stop them (or wait for their "
+        "session to expire) before {before}"
+    ),
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: _COORDINATOR_BUSY,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: _COORDINATOR_BUSY,
+    ErrorCode.NOT_COORDINATOR: _COORDINATOR_BUSY,
+}
+
+
+def group_error(
+    code: int, group_id: str, action: GroupAction, message: str | None = None
+) -> CliError:
+    """A group coordinator's error as a sentence about `group_id`."""
+    template = next((t for c, t in _GROUP_SENTENCES.items() if c == code), None)
+    if template is not None:
+        return with_code(template.format(group_id=group_id, before=action.before), code)
+    return failed_to(f"{action.attempt} group '{group_id}'", code, message)

@@ -24,6 +24,16 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def headers_for(fields: Sequence[str]) -> tuple[str, ...]:
+    """Table headers named after JSON fields: `leader_epoch` -> `LEADER-EPOCH`."""
+    return tuple(field.upper().replace("_", "-") for field in fields)
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 partition`, `2 partitions`, `0 partitions`: a count and its noun, in agreement."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def cell_text(value: Any) -> str:
     if value is None:
         return "-"

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from weir.cli.cluster import Cluster
-from weir.cli.errors import CliError, group_error
+from weir.cli.errors import CliError, GroupAction, group_error
 from weir.cli.kafka_client import KafkaClient
 from weir.cli.range_assignor import RANGE_ASSIGNOR, assign_range
 from weir.format.errors import ErrorCode
@@ -57,6 +57,9 @@ REJOIN_ERRORS = frozenset(
 )
 # The coordinator no longer knows this member: join as a new one.
 FORGET_MEMBER_ERRORS = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID})
+
+
+FETCH_OFFSETS = GroupAction("fetch the committed offsets of", "consuming")
 
 
 class RejoinNeededError(Exception):
@@ -209,7 +212,7 @@ class GroupMember:
             for part in topic["partitions"]:
                 error = int(part["error_code"])
                 if error != ErrorCode.NONE:
-                    raise group_error(error, self.group_id, action="fetch the offsets of")
+                    raise group_error(error, self.group_id, FETCH_OFFSETS)
                 offset = int(part["committed_offset"])
                 if topic["name"] == self.topic and offset != NO_OFFSET:
                     found[int(part["partition_index"])] = offset
@@ -284,4 +287,4 @@ class GroupMember:
             self._coordinator = None
             time.sleep(COORDINATOR_RETRY_INTERVAL_S)
             raise RejoinNeededError
-        raise group_error(error, self.group_id, action=action)
+        raise group_error(error, self.group_id, GroupAction(action, "consuming"))

@@ -70,6 +70,9 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
 }
 
 
