@@ -16,7 +16,8 @@ import pytest
 from compat_tests.harness import WeirProcess, clean_environment, weir_executable
 from tests.cli.test_cli_end_to_end import assert_one_error_line, cli, ok
 
-BASE_TIMESTAMP_MS = 1_700_000_000_000
+# Recent: records stamped older than the default retention (7 days) would be deleted.
+BASE_TIMESTAMP_MS = (int(time.time()) - 3600) * 1000
 GROUP_WAIT_S = 30.0
 
 
