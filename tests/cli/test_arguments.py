@@ -41,7 +41,8 @@ def test_global_options_work_before_and_after_the_subcommand() -> None:
         assert args.output_format == "json"
         assert args.bootstrap == "h:1"
     plain = parse_args(["topic", "list"])
-    assert plain.output_format == "table"
+    assert plain.output_format == "text"
+    assert parse_args(["topic", "list", "--format", "table"]).output_format == "text"
     assert plain.bootstrap is None
     assert plain.request_timeout_ms == 10_000
 

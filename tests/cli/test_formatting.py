@@ -107,9 +107,9 @@ def test_produce_summary_lists_partitions_when_several() -> None:
     ])  # fmt: skip
     assert render_summary(two) == (
         "wrote 3 records to topic 't'\n"
-        "PARTITION  RECORDS  FIRST OFFSET  LAST OFFSET\n"
-        "0          1        4             4\n"
-        "2          2        0             1\n"
+        "PARTITION  RECORDS-ACKNOWLEDGED  FIRST-OFFSET  LAST-OFFSET\n"
+        "0          1                     4             4\n"
+        "2          2                     0             1\n"
     )
 
 

@@ -5,6 +5,7 @@ bad input and a broker lost mid-produce."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 import urllib.request
@@ -286,3 +287,31 @@ def test_a_broker_killed_mid_produce_leaves_an_exact_account_of_acknowledged_lin
         assert kept[:acknowledged] == [str(i) for i in range(1, acknowledged + 1)]
     finally:
         proc.close()
+
+
+def test_ctrl_c_during_produce_prints_what_was_acknowledged(
+    broker: WeirProcess, topic_name: str
+) -> None:
+    ok(broker, "topic", "create", topic_name, "--partitions", "1")
+    producer = subprocess.Popen(
+        [weir_executable(), "--bootstrap", broker.bootstrap, "produce", topic_name,
+         "--format", "json"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=clean_environment(),
+    )  # fmt: skip
+    try:
+        assert producer.stdin is not None
+        producer.stdin.write(b"one\ntwo\n")
+        producer.stdin.flush()
+        deadline = time.monotonic() + 20
+        while consume(broker, topic_name, "-o", "beginning", "-e") != "one\ntwo\n":
+            assert time.monotonic() < deadline, "the two lines were never written"
+            time.sleep(0.2)
+        producer.send_signal(signal.SIGINT)
+        out, err = producer.communicate(timeout=30)
+    finally:
+        producer.kill()
+    assert producer.returncode == 130, err
+    summary = json.loads(out)
+    assert (summary["records_acknowledged"], summary["lines_acknowledged"]) == (2, "1-2")
+    assert err.decode() == "error: interrupted (Ctrl-C)\n"

@@ -20,6 +20,8 @@ from weir.wire.protocol import RequestHeader
 class RequestContext:
     header: RequestHeader
     broker: Broker
+    # The client's address as Kafka shows it ("/127.0.0.1"); "" when not a socket.
+    client_host: str = ""
 
     @property
     def api_version(self) -> int:

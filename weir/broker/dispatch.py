@@ -48,7 +48,7 @@ def _api_name(api_key: int) -> str:
         return "UNKNOWN"
 
 
-async def handle_frame(broker: Broker, frame: memoryview) -> RequestOutcome:
+async def handle_frame(broker: Broker, frame: memoryview, client_host: str = "") -> RequestOutcome:
     try:
         header = parse_request_header(frame)
     except DecodeError as exc:
@@ -57,13 +57,15 @@ async def handle_frame(broker: Broker, frame: memoryview) -> RequestOutcome:
         return CLOSE
     name = _api_name(header.api_key)
     broker.metrics.requests_total[name] += 1
-    outcome = await _handle(broker, header, frame)
+    outcome = await _handle(broker, header, frame, client_host)
     if outcome.close_connection:
         broker.metrics.request_errors_total[name] += 1
     return outcome
 
 
-async def _handle(broker: Broker, header: RequestHeader, frame: memoryview) -> RequestOutcome:
+async def _handle(
+    broker: Broker, header: RequestHeader, frame: memoryview, client_host: str
+) -> RequestOutcome:
     handler = HANDLERS.get(header.api_key)
     if header.api_key == ApiKey.API_VERSIONS and not is_supported(
         header.api_key, header.api_version
@@ -78,7 +80,7 @@ async def _handle(broker: Broker, header: RequestHeader, frame: memoryview) -> R
         log.debug("closing connection: malformed %s request: %s", _api_name(header.api_key), exc)
         return CLOSE
     try:
-        answer = handler(RequestContext(header, broker), request)
+        answer = handler(RequestContext(header, broker, client_host), request)
     except Exception:
         log.exception("handler for %s failed", _api_name(header.api_key))
         return CLOSE

@@ -435,6 +435,7 @@ def handle_consumer_group_heartbeat(
         if owned is None
         else [(tp.topic_id, list(tp.partitions)) for tp in owned],
         client_id=ctx.header.client_id or "",
+        client_host=ctx.client_host,
         api_version=ctx.api_version,
     )
     response = strict_value(ConsumerGroupHeartbeatResponse, result.response())
@@ -559,6 +560,7 @@ def handle_join_group(
         group_instance_id=request.group_instance_id,
         require_known_member_id=version >= 4,
         client_id=ctx.header.client_id or "",
+        client_host=ctx.client_host,
         reason=request.reason,
     )
     reply = service.classic.join_group(join, now_ms)

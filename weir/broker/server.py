@@ -462,6 +462,8 @@ async def _read_requests(
     budget stop reading when too much waits for the writer."""
     broker = server.broker
     reader = FrameReader(stream, broker.config.limits.frame_bytes_max)
+    peer = _peer_address(stream)
+    client_host = "" if peer is None else f"/{peer}"  # as Kafka shows it
 
     async def admit(size: int) -> None:
         watchdog.pause()  # waiting for the budget is not the peer's fault
@@ -483,7 +485,7 @@ async def _read_requests(
         if reader_state.scope.cancel_called:
             return  # shutdown: the frame is dropped unanswered
         broker.metrics.bytes_received_total += len(frame) + 4
-        outcome = await handle_frame(broker, frame)
+        outcome = await handle_frame(broker, frame, client_host)
         item = _InFlight(outcome, len(frame))
         if outcome.response is not None:
             account.take(len(outcome.response))

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from weir.cli.formatting import FORMATS, JSON, TABLE
+from weir.cli.formatting import FORMATS, JSON, TABLE, TABLE_ALIAS
 from weir.cli.offset_specs import (
     BEGINNING,
     OffsetSpec,
@@ -43,6 +43,10 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be zero or more, not {text!r}")
     return value
+
+
+def output_format(text: str) -> str:
+    return TABLE if text == TABLE_ALIAS else text
 
 
 def config_entry(text: str) -> tuple[str, str]:
@@ -124,9 +128,10 @@ def _connection_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     parent.add_argument(
         "--format",
         dest="output_format",
+        type=output_format,
         choices=FORMATS,
         default=argparse.SUPPRESS if suppress_defaults else TABLE,
-        help="table for people (default), json for scripts",
+        help="text for people (tables; the default), json for scripts",
     )
     parent.add_argument(
         "--request-timeout-ms",

@@ -22,6 +22,7 @@ from weir.cli.produce_command import (
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130
 
 
 def run_command(args: argparse.Namespace, cluster: Cluster, stdin: BinaryIO, stdout: TextIO) -> int:
@@ -197,6 +198,8 @@ def _run_produce(
     stdout.flush()
     for error in summary.errors:
         print(f"error: {error}", file=sys.stderr)
+    if summary.interrupted:
+        return EXIT_INTERRUPTED
     return EXIT_FAILURE if summary.errors else EXIT_OK
 
 

@@ -7,7 +7,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-TABLE = "table"
+TABLE = "text"
+# Accepted for --format text: the spelling of earlier releases.
+TABLE_ALIAS = "table"
 JSON = "json"
 FORMATS = (TABLE, JSON)
 COLUMN_GAP = "  "

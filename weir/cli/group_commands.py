@@ -23,6 +23,7 @@ from weir.cli.errors import (
     BrokerProtocolError,
     CliError,
     GroupAction,
+    KafkaCodeError,
     failed_to,
     group_error,
     kafka_error,
@@ -36,7 +37,8 @@ from weir.format.primitives import DecodeError
 from weir.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
 from weir.wire.protocol import ApiKey
 
-COORDINATOR_KEY_TYPE_GROUP = 0
+# FindCoordinator is asked again while the coordinator is loading or not there yet.
+COORDINATOR_WAIT_MS = 5_000
 CLASSIC = "classic"
 CONSUMER = "consumer"
 DEAD_STATE = "Dead"
@@ -54,17 +56,10 @@ Assignment = list[dict[str, Any]]  # [{"topic": name, "partitions": [index, ...]
 
 
 def _coordinator(cluster: Cluster, group_id: str, action: GroupAction) -> KafkaClient:
-    client = cluster.any_broker()
-    response = client.request(
-        ApiKey.FIND_COORDINATOR,
-        {"key": group_id, "key_type": COORDINATOR_KEY_TYPE_GROUP, "coordinator_keys": [group_id]},
-    )
-    found = response["coordinators"][0] if "coordinators" in response else response
-    error = int(found["error_code"])
-    if error != ErrorCode.NONE:
-        raise group_error(error, group_id, action, found.get("error_message"))
-    cluster.metadata([])  # learn the brokers' addresses
-    return cluster.broker(int(found["node_id"]))
+    try:
+        return cluster.group_coordinator(group_id, wait_ms=COORDINATOR_WAIT_MS)
+    except KafkaCodeError as exc:
+        raise group_error(exc.code, group_id, action) from None
 
 
 # -- list ---------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from weir.cli.errors import (
     KafkaCodeError,
     describe_kafka_error,
 )
-from weir.cli.formatting import render_table
+from weir.cli.formatting import counted, headers_for, render_table
 from weir.cli.partitioner import partition_for_key
 from weir.cli.record_format import FormatError, InputRecord, Token, parse_line
 from weir.format.errors import ErrorCode
@@ -169,6 +169,7 @@ class ProduceSummary:
     refused_lines: LineSet = field(default_factory=LineSet)
     not_sent_lines: LineSet = field(default_factory=LineSet)
     lines_read: int = 0
+    interrupted: bool = False
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -208,17 +209,13 @@ class ProduceSummary:
         }
 
 
-def _records(count: int) -> str:
-    return f"{count} record" if count == 1 else f"{count} records"
-
-
 def render_summary(document: dict[str, Any]) -> str:
     acknowledged = document["records_acknowledged"]
     if document["acks"] == "0":
-        text = f"sent {_records(document['records_sent_unconfirmed'])} to topic " \
+        text = f"sent {counted(document['records_sent_unconfirmed'], 'record')} to topic " \
                f"'{document['topic']}' (acks=0: the broker does not confirm)\n"  # fmt: skip
     else:
-        text = f"wrote {_records(acknowledged)} to topic '{document['topic']}'"
+        text = f"wrote {counted(acknowledged, 'record')} to topic '{document['topic']}'"
         if document["errors"] and acknowledged:
             text += f" (lines {document['lines_acknowledged']})"
         text += "\n"
@@ -234,7 +231,8 @@ def render_summary(document: dict[str, Any]) -> str:
             [p["partition"], p["records_acknowledged"], p["first_offset"], p["last_offset"]]
             for p in document["partitions"]
         ]
-        text += render_table(["PARTITION", "RECORDS", "FIRST OFFSET", "LAST OFFSET"], rows)
+        fields = ("partition", "records_acknowledged", "first_offset", "last_offset")
+        text += render_table(headers_for(fields), rows)
     return text
 
 
@@ -435,6 +433,11 @@ class Producer:
             self._give_up_pending(exc.line_number)
         except CliError as exc:  # a lost broker, or no metadata: what was sent is counted
             self.summary.errors.append(exc.message)
+        except KeyboardInterrupt:  # Ctrl-C: say what became of the lines read so far
+            self._resolve_all(self.summary.sent_unconfirmed_lines)
+            self._give_up_pending(self.summary.lines_read)
+            self.summary.interrupted = True
+            self.summary.errors.append("interrupted (Ctrl-C)")
         return self.summary
 
     def _check_partition(self, item: InputLine) -> None:
@@ -449,10 +452,10 @@ class Producer:
             return record.partition
         return self.chooser.choose(record.key)
 
-    def _give_up_pending(self, bad_line: int) -> None:
-        """Input stopped at `bad_line`: the lines after those handed to a request
+    def _give_up_pending(self, last_line: int) -> None:
+        """Input stopped at `last_line`: the lines after those handed to a request
         (pending, or checked ahead) up to it were not sent."""
-        self.summary.not_sent_lines.add_run(self.last_line_sent + 1, bad_line)
+        self.summary.not_sent_lines.add_run(self.last_line_sent + 1, last_line)
         self.pending.clear()
 
     def _flush(self) -> None:
