@@ -315,3 +315,25 @@ def test_ctrl_c_during_produce_prints_what_was_acknowledged(
     summary = json.loads(out)
     assert (summary["records_acknowledged"], summary["lines_acknowledged"]) == (2, "1-2")
     assert err.decode() == "error: interrupted (Ctrl-C)\n"
+
+
+def test_consume_format_output_is_byte_identical_to_kcats(
+    broker: WeirProcess, topic_name: str
+) -> None:
+    ok(broker, "topic", "create", topic_name, "--partitions", "3")
+    ok(broker, "produce", topic_name, "-K", ":", "-H", "h1=x", "-H", "h2=",
+       stdin=b"k1:v1\nk2:\nk3:three\n")  # fmt: skip
+    ok(broker, "produce", topic_name, "-p", "1", stdin=b"no key\n\n")
+    fmt = "%t|%p|%o|%k|%K|%s|%S|%h|%T\\n"
+    kcat = subprocess.run(
+        ["kcat", "-b", broker.bootstrap, "-C", "-t", topic_name, "-o", "beginning", "-e", "-q",
+         "-f", fmt],
+        capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    ours = subprocess.run(
+        [weir_executable(), "-b", broker.bootstrap, "consume", "-t", topic_name, "-o",
+         "beginning", "-e", "-f", fmt],
+        capture_output=True, timeout=60, check=True, env=clean_environment(),
+    )  # fmt: skip
+    assert len(kcat.stdout.splitlines()) == 5
+    assert sorted(ours.stdout.splitlines()) == sorted(kcat.stdout.splitlines())

@@ -226,7 +226,7 @@ def test_cluster_info_shows_brokers_controller_and_versions(broker: WeirProcess)
     apis = {api["name"]: api for api in versions["apis"]}
     assert apis["DeleteRecords"]["min_version"] == 0
     assert apis["DeleteRecords"]["cli_version"] == apis["DeleteRecords"]["max_version"]
-    assert apis["InitProducerId"]["cli_version"] is None  # advertised, not used by the CLI
+    assert apis["OffsetForLeaderEpoch"]["cli_version"] is None  # advertised, not used by the CLI
 
     lines = ok(broker, "cluster", "info").splitlines()
     assert lines[:3] == [

@@ -121,7 +121,7 @@ def _connection_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     parent.add_argument(
         "-b",
         "--bootstrap",
-        metavar="HOST:PORT",
+        metavar="HOST:PORT[,...]",
         default=default,
         help=f"broker to connect to (env {BOOTSTRAP_ENV}; default {BOOTSTRAP_DEFAULT})",
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from weir.cli.errors import CliError, kafka_error
+from weir.cli.errors import BrokerConnectionError, CliError, kafka_error
 from weir.cli.kafka_client import Address, KafkaClient
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
@@ -97,10 +97,19 @@ def parse_topic_metadata(topic: Any) -> TopicMetadata:
 
 
 class Cluster:
-    """Connections to the brokers of one cluster, opened lazily from a bootstrap address."""
+    """Connections to the brokers of one cluster, opened lazily from bootstrap addresses.
 
-    def __init__(self, bootstrap: Address, *, request_timeout_ms: int) -> None:
-        self.bootstrap_address = bootstrap
+    The bootstrap connection (metadata, admin requests) goes to the first bootstrap
+    address that answers, then to any broker the last Metadata answer named: a
+    cluster is still reachable when the broker it was first reached through is gone.
+    """
+
+    def __init__(self, bootstrap: Address | Sequence[Address], *, request_timeout_ms: int) -> None:
+        self.bootstrap_addresses = (
+            [bootstrap] if isinstance(bootstrap, Address) else list(bootstrap)
+        )
+        if not self.bootstrap_addresses:
+            raise ValueError("at least one bootstrap address is needed")
         self.request_timeout_ms = request_timeout_ms
         self._bootstrap: KafkaClient | None = None
         self._nodes: dict[int, Address] = {}
@@ -127,11 +136,25 @@ class Cluster:
             self._bootstrap = None
 
     def any_broker(self) -> KafkaClient:
-        if self._bootstrap is None or not self._bootstrap.is_open:
-            self._bootstrap = KafkaClient.connect(
-                self.bootstrap_address, request_timeout_ms=self.request_timeout_ms
-            )
-        return self._bootstrap
+        """The bootstrap connection: to the first address (bootstrap ones, then the
+        brokers metadata named) that answers; the first failure if none does."""
+        if self._bootstrap is not None and self._bootstrap.is_open:
+            return self._bootstrap
+        first_error: BrokerConnectionError | None = None
+        for address in self._candidate_addresses():
+            try:
+                self._bootstrap = KafkaClient.connect(
+                    address, request_timeout_ms=self.request_timeout_ms
+                )
+                return self._bootstrap
+            except BrokerConnectionError as exc:
+                first_error = first_error or exc
+        assert first_error is not None
+        raise first_error
+
+    def _candidate_addresses(self) -> list[Address]:
+        known = [a for _, a in sorted(self._nodes.items()) if a not in self.bootstrap_addresses]
+        return self.bootstrap_addresses + known
 
     def broker(self, node_id: int) -> KafkaClient:
         """The connection to broker `node_id` (known from the last Metadata answer)."""
@@ -141,8 +164,11 @@ class Cluster:
         address = self._nodes.get(node_id)
         if address is None:
             raise CliError(f"broker {node_id} is not in the cluster metadata")
-        if len(self._nodes) == 1 or address == self.bootstrap_address:
+        if len(self._nodes) == 1:  # one broker: whatever address it was reached by
             return self.any_broker()
+        bootstrap = self._bootstrap
+        if bootstrap is not None and bootstrap.is_open and bootstrap.address == address:
+            return bootstrap
         client = KafkaClient.connect(address, request_timeout_ms=self.request_timeout_ms)
         self._clients[node_id] = client
         return client

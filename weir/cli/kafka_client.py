@@ -59,6 +59,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.FIND_COORDINATOR: (0, 4),
     ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.JOIN_GROUP: (0, 9),
     ApiKey.SYNC_GROUP: (0, 5),
     ApiKey.HEARTBEAT: (0, 4),
@@ -104,6 +105,15 @@ def parse_address(text: str) -> Address:
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise ValueError(f"bad port in {text!r}")
     return Address(host, int(port_text))
+
+
+def parse_bootstrap(text: str) -> list[Address]:
+    """`HOST:PORT[,HOST:PORT...]` (as kcat's -b) -> addresses; ValueError if any is
+    malformed."""
+    parts = [part for part in text.split(",") if part.strip()]
+    if not parts:
+        raise ValueError("no address given")
+    return [parse_address(part) for part in parts]
 
 
 def client_software_version() -> str:

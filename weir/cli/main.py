@@ -55,11 +55,11 @@ def run_client_command(args: argparse.Namespace) -> int:
     from weir.cli.cluster import Cluster
     from weir.cli.commands import run_command
     from weir.cli.errors import CliError
-    from weir.cli.kafka_client import parse_address
+    from weir.cli.kafka_client import parse_bootstrap
 
     bootstrap_text = args.bootstrap or os.environ.get(BOOTSTRAP_ENV) or BOOTSTRAP_DEFAULT
     try:
-        bootstrap = parse_address(bootstrap_text)
+        bootstrap = parse_bootstrap(bootstrap_text)
     except ValueError as exc:
         print(f"error: --bootstrap: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -16,8 +16,11 @@ request, and a pipe up to what one request holds, so a bad line in a small input
 sends nothing. Every line is accounted for: the summary names the lines
 acknowledged, those the broker refused, those whose request got no answer (the
 broker died: they may or may not be written) and those never sent.
-A partition whose leader moved is retried (nothing was written); a request that got
-no answer is not (it might have been).
+With acks=all (the default) the producer is idempotent (InitProducerId, sequence
+numbers per partition, as Kafka's enable.idempotence): a batch whose broker was lost
+before it answered is sent again to the partition's leader, and a leader that already
+has it drops the copy. A partition whose leader moved is sent again in any case
+(nothing was written); with acks=0 or 1 a request that got no answer is not.
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ from weir.cli.errors import (
     CliError,
     KafkaCodeError,
     describe_kafka_error,
+    kafka_error,
 )
 from weir.cli.formatting import counted, headers_for, render_table
+from weir.cli.kafka_client import KafkaClient
 from weir.cli.partitioner import partition_for_key
 from weir.cli.record_format import FormatError, InputRecord, Token, parse_line
 from weir.format.errors import ErrorCode
@@ -57,6 +62,11 @@ VALIDATE_AHEAD_BYTES = 16 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
 RETRY_ATTEMPTS_MAX = 10
 RETRY_BACKOFF_S = 0.25
+ACKS_ALL = -1
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_TRANSACTION_TIMEOUT_MS = -1
+SEQUENCE_WRAP = 2**31
 
 # The broker answered without appending: the same records may be sent again.
 RETRIABLE_ERRORS = frozenset(
@@ -401,6 +411,49 @@ class Pending:
         return [item.line_number for items in self.records.values() for item in items]
 
 
+@dataclass
+class OpenBatch:
+    """One partition's records in flight: built once, so a retry sends the same bytes
+    (and, idempotent, the same sequence numbers, which lets the broker drop a copy)."""
+
+    partition: int
+    items: list[InputLine]
+    records: bytes
+    attempted: bool = False
+
+    def line_numbers(self) -> list[int]:
+        return [item.line_number for item in self.items]
+
+
+class ProducerIdentity:
+    """An idempotent producer's id, epoch and next sequence number per partition
+    (InitProducerId; Kafka's enable.idempotence)."""
+
+    def __init__(self, producer_id: int, producer_epoch: int) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self._next_sequences: dict[int, int] = defaultdict(int)
+
+    @classmethod
+    def obtain(cls, cluster: Cluster) -> ProducerIdentity:
+        body = {
+            "transactional_id": None,
+            "transaction_timeout_ms": NO_TRANSACTION_TIMEOUT_MS,
+            "producer_id": NO_PRODUCER_ID,
+            "producer_epoch": NO_PRODUCER_EPOCH,
+        }
+        response = cluster.any_broker().request(ApiKey.INIT_PRODUCER_ID, body)
+        error = int(response["error_code"])
+        if error != ErrorCode.NONE:
+            raise kafka_error(error, action="get a producer id for idempotent produce")
+        return cls(int(response["producer_id"]), int(response["producer_epoch"]))
+
+    def take_sequence(self, partition: int, count: int) -> int:
+        base = self._next_sequences[partition]
+        self._next_sequences[partition] = (base + count) % SEQUENCE_WRAP
+        return base
+
+
 class Producer:
     def __init__(self, cluster: Cluster, topic: TopicMetadata, options: ProduceOptions) -> None:
         self.cluster = cluster
@@ -409,7 +462,11 @@ class Producer:
         self.summary = ProduceSummary(topic=topic.name, acks=options.acks)
         self.chooser = PartitionChooser(len(topic.partitions), options.partition)
         self.pending = Pending()
-        self._unresolved: dict[int, list[InputLine]] = {}
+        self.identity: ProducerIdentity | None = None
+        if options.acks == ACKS_ALL:  # idempotence needs acks=all, as in Kafka
+            self.identity = ProducerIdentity.obtain(cluster)
+        self._unresolved: dict[int, OpenBatch] = {}
+        self._last_send_error: str | None = None
         self.last_line_sent = 0
 
     def run(self, reader: LineReader) -> ProduceSummary:
@@ -431,10 +488,10 @@ class Producer:
             self.summary.lines_read = exc.line_number
             self.summary.errors.append(exc.message + _nothing_sent_note(self.summary))
             self._give_up_pending(exc.line_number)
-        except CliError as exc:  # a lost broker, or no metadata: what was sent is counted
+        except CliError as exc:  # no broker reachable: what was sent is counted
             self.summary.errors.append(exc.message)
         except KeyboardInterrupt:  # Ctrl-C: say what became of the lines read so far
-            self._resolve_all(self.summary.sent_unconfirmed_lines)
+            self._abandon_unresolved()
             self._give_up_pending(self.summary.lines_read)
             self.summary.interrupted = True
             self.summary.errors.append("interrupted (Ctrl-C)")
@@ -458,16 +515,22 @@ class Producer:
         self.summary.not_sent_lines.add_run(self.last_line_sent + 1, last_line)
         self.pending.clear()
 
+    # -- sending -------------------------------------------------------------------------------
+
     def _flush(self) -> None:
-        """Send what is pending; partitions whose leader moved are sent again. On a
-        lost broker (or metadata that cannot be had) the lines not yet answered count
-        as not sent, and the error goes up."""
+        """Send what is pending. A partition whose leader moved is sent again; so is one
+        whose broker was lost, when idempotent (the broker drops a copy it already
+        has). What is left after the retries is accounted for and an error recorded."""
         if not self.pending.records:
             return
-        self._unresolved = dict(self.pending.records)
+        self._unresolved = {
+            p: OpenBatch(p, items, self._batch_bytes(p, items))
+            for p, items in self.pending.records.items()
+        }
         self.last_line_sent = max(self.pending.line_numbers())
         self.pending.clear()
         self.chooser.next_request()
+        self._last_send_error = None
         try:
             for attempt in range(RETRY_ATTEMPTS_MAX):
                 self._send_round()
@@ -476,37 +539,52 @@ class Producer:
                 time.sleep(RETRY_BACKOFF_S * (attempt + 1))
                 self.topic = self.cluster.topic(self.topic.name, action="produce to")
         except CliError:
-            self._resolve_all(self.summary.not_sent_lines)
+            self._abandon_unresolved()
             raise
-        self.summary.errors.append(f"topic '{self.topic.name}': partitions "
-                                   f"{sorted(self._unresolved)} found no leader after "
-                                   f"{RETRY_ATTEMPTS_MAX} attempts")  # fmt: skip
-        self._resolve_all(self.summary.refused_lines)
+        partitions = sorted(self._unresolved)
+        self._abandon_unresolved()
+        self.summary.errors.append(
+            self._last_send_error
+            or f"topic '{self.topic.name}': partitions {partitions} found no leader after "
+            f"{RETRY_ATTEMPTS_MAX} attempts"
+        )
 
-    def _resolve_all(self, lines: LineSet) -> None:
-        for items in self._unresolved.values():
-            lines.add(i.line_number for i in items)
+    def _abandon_unresolved(self) -> None:
+        """Batches given up: one that was sent may have been written (unconfirmed),
+        one never sent was not."""
+        for batch in self._unresolved.values():
+            lines = (
+                self.summary.sent_unconfirmed_lines
+                if batch.attempted
+                else (self.summary.not_sent_lines)
+            )
+            lines.add(batch.line_numbers())
         self._unresolved = {}
 
     def _send_round(self) -> None:
         """Send each leader its unresolved partitions once."""
         leaders = {p.partition: p.leader for p in self.topic.partitions}
-        by_leader: dict[int, list[int]] = defaultdict(list)
-        for partition in sorted(self._unresolved):
-            by_leader[leaders[partition]].append(partition)
-        for leader, partitions in by_leader.items():
+        by_leader: dict[int, list[OpenBatch]] = defaultdict(list)
+        for partition, batch in sorted(self._unresolved.items()):
+            by_leader[leaders[partition]].append(batch)
+        for leader, batches in by_leader.items():
             if leader < 0:
                 continue  # no leader now: again after fresh metadata
-            batch = {p: self._unresolved[p] for p in partitions}
             try:
-                self._send_to(leader, batch)
-            except BrokerConnectionError:
-                for partition, items in batch.items():
-                    self.summary.sent_unconfirmed_lines.add(i.line_number for i in items)
-                    del self._unresolved[partition]
-                raise
+                client = self.cluster.broker(leader)
+            except BrokerConnectionError as exc:
+                self._last_send_error = exc.message
+                continue  # the leader is gone (a failover): nothing sent, ask again
+            for batch in batches:
+                batch.attempted = True
+            try:
+                self._send_to(client, batches)
+            except BrokerConnectionError as exc:
+                if self.identity is None:
+                    raise  # without idempotence a resend could write a second copy
+                self._last_send_error = exc.message
 
-    def _send_to(self, leader: int, batch: dict[int, list[InputLine]]) -> None:
+    def _send_to(self, client: KafkaClient, batches: list[OpenBatch]) -> None:
         body = {
             "transactional_id": None,
             "acks": self.options.acks,
@@ -515,23 +593,21 @@ class Producer:
                 {
                     "name": self.topic.name,
                     "partition_data": [
-                        {"index": p, "records": self._batch_bytes(items)}
-                        for p, items in batch.items()
+                        {"index": b.partition, "records": b.records} for b in batches
                     ],
                 }
             ],
         }
-        client = self.cluster.broker(leader)
         if self.options.acks == 0:
             client.send_without_response(ApiKey.PRODUCE, body)
-            for partition, items in batch.items():
-                self.summary.sent_unconfirmed_lines.add(i.line_number for i in items)
-                del self._unresolved[partition]
+            for batch in batches:
+                self.summary.sent_unconfirmed_lines.add(batch.line_numbers())
+                del self._unresolved[batch.partition]
             return
         response = client.request(ApiKey.PRODUCE, body, wait_ms=self.options.timeout_ms)
-        self._record_outcomes(response, batch)
+        self._record_outcomes(response, {b.partition: b for b in batches})
 
-    def _batch_bytes(self, items: list[InputLine]) -> bytes:
+    def _batch_bytes(self, partition: int, items: list[InputLine]) -> bytes:
         now_ms = int(time.time() * 1000)
         records: list[RecordTuple] = [
             (
@@ -542,9 +618,17 @@ class Producer:
             )
             for i in items
         ]
-        return build_batch(records, compression=self.options.compression)
+        if self.identity is None:
+            return build_batch(records, compression=self.options.compression)
+        return build_batch(
+            records,
+            compression=self.options.compression,
+            producer_id=self.identity.producer_id,
+            producer_epoch=self.identity.producer_epoch,
+            base_sequence=self.identity.take_sequence(partition, len(records)),
+        )
 
-    def _record_outcomes(self, response: Any, batch: dict[int, list[InputLine]]) -> None:
+    def _record_outcomes(self, response: Any, batches: dict[int, OpenBatch]) -> None:
         """Tally what the broker accepted and an error line for each refusal; partitions
         to send again stay unresolved."""
         answered: set[int] = set()
@@ -553,35 +637,36 @@ class Producer:
                 continue
             for part in topic["partition_responses"]:
                 partition = int(part["index"])
-                if partition not in batch or partition in answered:
+                if partition not in batches or partition in answered:
                     continue
                 answered.add(partition)
-                self._outcome(partition, part, batch[partition])
-        for partition in sorted(set(batch) - answered):
-            self.summary.sent_unconfirmed_lines.add(i.line_number for i in batch[partition])
+                self._outcome(part, batches[partition])
+        for partition in sorted(set(batches) - answered):
+            self.summary.sent_unconfirmed_lines.add(batches[partition].line_numbers())
             del self._unresolved[partition]
             self.summary.errors.append(f"topic '{self.topic.name}' partition {partition}: "
                                        "the broker's answer left it out")  # fmt: skip
 
-    def _outcome(self, partition: int, part: Any, items: list[InputLine]) -> None:
+    def _outcome(self, part: Any, batch: OpenBatch) -> None:
         error = int(part["error_code"])
         if error in RETRIABLE_ERRORS:
             return
-        del self._unresolved[partition]
-        lines = [i.line_number for i in items]
+        del self._unresolved[batch.partition]
+        lines = batch.line_numbers()
         if error != ErrorCode.NONE:
             self.summary.refused_lines.add(lines)
             self.summary.errors.append(describe_kafka_error(
-                error, topic=self.topic.name, partition=partition, message=_error_message(part),
+                error, topic=self.topic.name, partition=batch.partition,
+                message=_error_message(part),
             ))  # fmt: skip
             return
-        tally = self.summary.partitions.get(partition) or PartitionTally(partition)
-        self.summary.partitions[partition] = tally
+        tally = self.summary.partitions.get(batch.partition) or PartitionTally(batch.partition)
+        self.summary.partitions[batch.partition] = tally
         base_offset = int(part["base_offset"])
-        tally.records_acknowledged += len(items)
+        tally.records_acknowledged += len(lines)
         if tally.first_offset is None:
             tally.first_offset = base_offset
-        tally.last_offset = base_offset + len(items) - 1
+        tally.last_offset = base_offset + len(lines) - 1
         self.summary.acknowledged_lines.add(lines)
 
 
