@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from weir.cli.errors import BrokerConnectionError, CliError, kafka_error
+from weir.cli.errors import BrokerConnectionError, kafka_error
 from weir.cli.kafka_client import Address, KafkaClient
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
@@ -152,6 +152,13 @@ class Cluster:
         assert first_error is not None
         raise first_error
 
+    def request_any(self, api_key: int, body: Mapping[str, Any]) -> Any:
+        """A request any broker can answer; if the broker asked is lost, another is."""
+        try:
+            return self.any_broker().request(api_key, body)
+        except BrokerConnectionError:
+            return self.any_broker().request(api_key, body)
+
     def _candidate_addresses(self) -> list[Address]:
         known = [a for _, a in sorted(self._nodes.items()) if a not in self.bootstrap_addresses]
         return self.bootstrap_addresses + known
@@ -163,7 +170,8 @@ class Cluster:
             return client
         address = self._nodes.get(node_id)
         if address is None:
-            raise CliError(f"broker {node_id} is not in the cluster metadata")
+            # Down, or left: as unreachable as a refused connection.
+            raise BrokerConnectionError(f"broker {node_id} is not in the cluster metadata")
         if len(self._nodes) == 1:  # one broker: whatever address it was reached by
             return self.any_broker()
         bootstrap = self._bootstrap
@@ -191,7 +199,7 @@ class Cluster:
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False,
         }
-        response = self.any_broker().request(ApiKey.METADATA, body)
+        response = self.request_any(ApiKey.METADATA, body)
         self._nodes = {
             int(b["node_id"]): Address(str(b["host"]), int(b["port"])) for b in response["brokers"]
         }
@@ -226,7 +234,7 @@ class Cluster:
         while it is not available."""
         deadline = time.monotonic() + wait_ms / 1000
         while True:
-            response = self.any_broker().request(
+            response = self.request_any(
                 ApiKey.FIND_COORDINATOR,
                 {
                     "key": group_id,

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from weir.cli.cluster import NO_LEADER, Cluster, TopicMetadata
-from weir.cli.errors import CliError, kafka_error
+from weir.cli.errors import BrokerConnectionError, CliError, kafka_error
 from weir.cli.formatting import bytes_fields, render_json
 from weir.cli.group_member import GroupMember, RejoinNeededError
 from weir.cli.offset_specs import END, OffsetKind, OffsetSpec
 from weir.cli.offsets import (
     PartitionRange,
-    list_offsets,
+    lookup_offsets,
     out_of_range_error,
     partition_ranges,
 )
@@ -273,7 +273,7 @@ class Consumer:
         return spec.value
 
     def _offset_for_timestamp(self, held: PartitionRange, timestamp_ms: int) -> int:
-        lookup = list_offsets(self.cluster, self.topic, [held.partition], timestamp_ms)
+        lookup = lookup_offsets(self.cluster, self.topic_name, [held.partition], timestamp_ms)
         found = lookup[held.partition]
         if found.error_code != ErrorCode.NONE:
             raise kafka_error(found.error_code, topic=self.topic_name, partition=held.partition,
@@ -333,9 +333,13 @@ class Consumer:
                 by_leader[leader].append(partition)
         before = self.records_emitted
         for leader, partitions in by_leader.items():
-            response = self.cluster.broker(leader).request(
-                ApiKey.FETCH, self._fetch_body(partitions, wait_ms), wait_ms=wait_ms
-            )
+            try:
+                response = self.cluster.broker(leader).request(
+                    ApiKey.FETCH, self._fetch_body(partitions, wait_ms), wait_ms=wait_ms
+                )
+            except BrokerConnectionError:
+                needs_metadata = True  # the leader is gone: a new one comes with metadata
+                continue
             top_error = int(response.get("error_code", 0))
             if top_error != ErrorCode.NONE:
                 raise kafka_error(top_error, topic=self.topic_name, action="fetch from")

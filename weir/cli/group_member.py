@@ -13,9 +13,10 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from weir.cli.cluster import Cluster
-from weir.cli.errors import CliError, GroupAction, group_error
+from weir.cli.errors import BrokerConnectionError, CliError, GroupAction, group_error
 from weir.cli.kafka_client import KafkaClient
 from weir.cli.range_assignor import RANGE_ASSIGNOR, assign_range
 from weir.format.errors import ErrorCode
@@ -35,9 +36,9 @@ from weir.wire.protocol import ApiKey
 SESSION_TIMEOUT_MS = 10_000
 REBALANCE_TIMEOUT_MS = 30_000
 HEARTBEAT_INTERVAL_MS = 1_000
-JOIN_ATTEMPTS_MAX = 10
 COORDINATOR_WAIT_MS_MAX = 10_000
 COORDINATOR_RETRY_INTERVAL_S = 0.2
+COORDINATOR_LOST_BACKOFF_S = 0.5
 NO_OFFSET = -1
 
 COORDINATOR_ERRORS = frozenset(
@@ -88,19 +89,21 @@ class GroupMember:
     # -- joining -------------------------------------------------------------------------------
 
     def join(self) -> list[int]:
-        """Join (again) and return this member's partitions of the topic."""
-        for _ in range(JOIN_ATTEMPTS_MAX):
+        """Join (again) and return this member's partitions of the topic; gives up
+        after REBALANCE_TIMEOUT_MS of rebalances or a coordinator out of reach."""
+        deadline = time.monotonic() + REBALANCE_TIMEOUT_MS / 1000
+        while True:
             try:
                 return self._join_once()
             except RejoinNeededError:
-                continue
+                if time.monotonic() >= deadline:
+                    break
         raise CliError(
-            f"group '{self.group_id}' kept rebalancing: gave up joining after "
-            f"{JOIN_ATTEMPTS_MAX} attempts"
+            f"group '{self.group_id}' could not be joined within {REBALANCE_TIMEOUT_MS} ms "
+            "(it kept rebalancing, or its coordinator was out of reach)"
         )
 
     def _join_once(self) -> list[int]:
-        coordinator = self.coordinator()
         body = {
             "group_id": self.group_id,
             "session_timeout_ms": SESSION_TIMEOUT_MS,
@@ -116,7 +119,7 @@ class GroupMember:
             ],
             "reason": "weir consume joining",
         }
-        response = coordinator.request(ApiKey.JOIN_GROUP, body, wait_ms=REBALANCE_TIMEOUT_MS)
+        response = self._request(ApiKey.JOIN_GROUP, body, wait_ms=REBALANCE_TIMEOUT_MS)
         error = int(response["error_code"])
         if error == ErrorCode.MEMBER_ID_REQUIRED:  # KIP-394: join again with the given id
             self.membership.member_id = str(response["member_id"])
@@ -160,7 +163,7 @@ class GroupMember:
             "protocol_name": RANGE_ASSIGNOR,
             "assignments": [{"member_id": m, "assignment": a} for m, a in assignments.items()],
         }
-        response = self.coordinator().request(ApiKey.SYNC_GROUP, body, wait_ms=REBALANCE_TIMEOUT_MS)
+        response = self._request(ApiKey.SYNC_GROUP, body, wait_ms=REBALANCE_TIMEOUT_MS)
         self._check(int(response["error_code"]), "sync with")
         data = bytes(response["assignment"])
         if not data:  # a member without partitions
@@ -192,7 +195,7 @@ class GroupMember:
             "member_id": self.membership.member_id,
             "group_instance_id": None,
         }
-        response = self.coordinator().request(ApiKey.HEARTBEAT, body)
+        response = self._request(ApiKey.HEARTBEAT, body)
         self._last_heartbeat = time.monotonic()
         self._check(int(response["error_code"]), "heartbeat to")
 
@@ -205,7 +208,7 @@ class GroupMember:
             "topics": [{"name": self.topic, "partition_indexes": partitions}],
             "require_stable": True,
         }
-        response = self.coordinator().request(ApiKey.OFFSET_FETCH, body)
+        response = self._request(ApiKey.OFFSET_FETCH, body)
         self._check(int(response.get("error_code", ErrorCode.NONE)), "fetch the offsets of")
         found: dict[int, int] = {}
         for topic in response["topics"]:
@@ -244,7 +247,7 @@ class GroupMember:
                 }
             ],
         }
-        response = self.coordinator().request(ApiKey.OFFSET_COMMIT, body)
+        response = self._request(ApiKey.OFFSET_COMMIT, body)
         for topic in response["topics"]:
             for part in topic["partitions"]:
                 self._check(int(part["error_code"]), "commit offsets to")
@@ -264,7 +267,7 @@ class GroupMember:
                 }
             ],
         }
-        self.coordinator().request(ApiKey.LEAVE_GROUP, body)
+        self._request(ApiKey.LEAVE_GROUP, body)
         self.membership = Membership()
 
     # -- coordinator ---------------------------------------------------------------------------
@@ -275,6 +278,16 @@ class GroupMember:
                 self.group_id, wait_ms=COORDINATOR_WAIT_MS_MAX
             )
         return self._coordinator
+
+    def _request(self, api_key: int, body: Mapping[str, object], *, wait_ms: int = 0) -> Any:
+        """A request to the coordinator; a lost coordinator (its broker died) means
+        finding it again and rejoining."""
+        try:
+            return self.coordinator().request(api_key, body, wait_ms=wait_ms)
+        except BrokerConnectionError:
+            self._coordinator = None
+            time.sleep(COORDINATOR_LOST_BACKOFF_S)
+            raise RejoinNeededError from None
 
     def _check(self, error: int, action: str) -> None:
         if error == ErrorCode.NONE:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from weir.cli.cluster import NO_LEADER, Cluster, TopicMetadata
-from weir.cli.errors import CliError, kafka_error
+from weir.cli.errors import BrokerConnectionError, CliError, kafka_error
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
@@ -16,6 +17,19 @@ EARLIEST_TIMESTAMP = -2
 CONSUMER_REPLICA_ID = -1
 READ_UNCOMMITTED = 0
 NO_LEADER_EPOCH = -1
+# A leader lost in a cluster is replaced within the broker session timeout (9 s by
+# default): lookups are asked again for this long.
+LEADER_MOVE_WAIT_MS = 20_000
+LEADER_MOVE_RETRY_INTERVAL_S = 0.2
+LEADER_MOVE_ERRORS = frozenset(
+    {
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.REPLICA_NOT_AVAILABLE,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -60,7 +74,12 @@ def list_offsets(
                 }
             ],
         }
-        response = cluster.broker(leader).request(ApiKey.LIST_OFFSETS, body)
+        try:
+            response = cluster.broker(leader).request(ApiKey.LIST_OFFSETS, body)
+        except BrokerConnectionError:  # the leader is gone: a new one is being elected
+            for p in leader_partitions:
+                results[p] = OffsetLookup(p, None, ErrorCode.LEADER_NOT_AVAILABLE)
+            continue
         for answered_topic in response["topics"]:
             if answered_topic["name"] != topic.name:
                 continue
@@ -89,13 +108,34 @@ class PartitionRange:
         return f"it holds offsets {self.start} to {self.end - 1} (the next is {self.end})"
 
 
+def lookup_offsets(
+    cluster: Cluster,
+    topic_name: str,
+    partitions: Iterable[int],
+    timestamp: int,
+    *,
+    wait_ms: int = LEADER_MOVE_WAIT_MS,
+) -> dict[int, OffsetLookup]:
+    """`list_offsets`, asked again with fresh metadata while a partition's leader is
+    moving (up to `wait_ms`); the last answers are returned, errors included."""
+    wanted = list(partitions)
+    deadline = time.monotonic() + wait_ms / 1000
+    while True:
+        topic = cluster.topic(topic_name)
+        found = list_offsets(cluster, topic, wanted, timestamp)
+        moving = any(lookup.error_code in LEADER_MOVE_ERRORS for lookup in found.values())
+        if not moving or time.monotonic() >= deadline:
+            return found
+        time.sleep(LEADER_MOVE_RETRY_INTERVAL_S)
+
+
 def partition_ranges(
     cluster: Cluster, topic: TopicMetadata, partitions: Iterable[int]
 ) -> dict[int, PartitionRange]:
     """Log start and high watermark of each partition; CliError if either lookup fails."""
     wanted = list(partitions)
-    starts = list_offsets(cluster, topic, wanted, EARLIEST_TIMESTAMP)
-    ends = list_offsets(cluster, topic, wanted, LATEST_TIMESTAMP)
+    starts = lookup_offsets(cluster, topic.name, wanted, EARLIEST_TIMESTAMP)
+    ends = lookup_offsets(cluster, topic.name, wanted, LATEST_TIMESTAMP)
     ranges: dict[int, PartitionRange] = {}
     for partition in wanted:
         for lookup in (starts[partition], ends[partition]):

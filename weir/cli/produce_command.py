@@ -442,7 +442,7 @@ class ProducerIdentity:
             "producer_id": NO_PRODUCER_ID,
             "producer_epoch": NO_PRODUCER_EPOCH,
         }
-        response = cluster.any_broker().request(ApiKey.INIT_PRODUCER_ID, body)
+        response = cluster.request_any(ApiKey.INIT_PRODUCER_ID, body)
         error = int(response["error_code"])
         if error != ErrorCode.NONE:
             raise kafka_error(error, action="get a producer id for idempotent produce")
