@@ -337,3 +337,26 @@ def test_consume_format_output_is_byte_identical_to_kcats(
     )  # fmt: skip
     assert len(kcat.stdout.splitlines()) == 5
     assert sorted(ours.stdout.splitlines()) == sorted(kcat.stdout.splitlines())
+
+
+def test_ctrl_c_in_a_group_commits_what_was_printed_and_leaves(
+    broker: WeirProcess, ten_records: str
+) -> None:
+    group = f"{ten_records}-interrupted"
+    member = subprocess.Popen(
+        [weir_executable(), "-b", broker.bootstrap, "consume", ten_records, "-g", group,
+         "-o", "beginning"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_environment(),
+    )  # fmt: skip
+    try:
+        assert member.stdout is not None
+        printed = [member.stdout.readline() for _ in range(10)]
+        member.send_signal(signal.SIGINT)
+        _, err = member.communicate(timeout=30)
+    finally:
+        member.kill()
+    assert member.returncode == 130, err
+    assert printed == [f"{i}\n".encode() for i in range(10)]
+    described = json.loads(ok(broker, "group", "describe", group, "--format", "json"))
+    assert (described["state"], described["members"]) == ("Empty", [])
+    assert [row["committed_offset"] for row in described["offsets"]] == [10]
