@@ -360,3 +360,15 @@ def test_ctrl_c_in_a_group_commits_what_was_printed_and_leaves(
     described = json.loads(ok(broker, "group", "describe", group, "--format", "json"))
     assert (described["state"], described["members"]) == ("Empty", [])
     assert [row["committed_offset"] for row in described["offsets"]] == [10]
+
+
+def test_an_offset_for_a_partition_not_read_is_an_error(
+    broker: WeirProcess, topic_name: str
+) -> None:
+    ok(broker, "topic", "create", topic_name, "--partitions", "2")
+    code, _, err = cli(broker, "consume", topic_name, "-o", "5:beginning", "-e")
+    assert code == 1
+    assert_one_error_line(err, f"topic '{topic_name}' has no partition 5 (it has 2: 0..1)")
+    code, _, err = cli(broker, "consume", topic_name, "-p", "0", "-o", "1:beginning", "-e")
+    assert code == 1
+    assert_one_error_line(err, "-o names partition 1, which -p leaves out")

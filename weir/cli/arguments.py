@@ -409,7 +409,8 @@ def _add_consume_command(commands: Any, common: argparse.ArgumentParser) -> None
 
 def _add_topic_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topic", nargs="?", help="the topic (or -t TOPIC)")
-    parser.add_argument("-t", "--topic", dest="topic_flag", metavar="TOPIC", help=argparse.SUPPRESS)
+    parser.add_argument("-t", "--topic", dest="topic_flag", metavar="TOPIC",
+                        help="the topic, as kcat's -t (instead of the TOPIC argument)")  # fmt: skip
 
 
 def header_entry(text: str) -> tuple[str, bytes]:

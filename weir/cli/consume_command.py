@@ -235,17 +235,21 @@ class Consumer:
     # -- start positions -----------------------------------------------------------------------
 
     def _partitions(self) -> list[int]:
+        """The partitions -p names (all without it); each one -o names must be among them."""
         count = len(self.topic.partitions)
         wanted = self.options.partitions
-        if wanted is None:
-            return list(range(count))
-        for partition in wanted:
+        chosen = list(range(count)) if wanted is None else sorted(set(wanted))
+        named = [p for p in self.options.offsets if p is not None]
+        for partition in chosen + named:
             if not 0 <= partition < count:
                 raise CliError(
                     f"topic '{self.topic_name}' has no partition {partition} "
                     f"(it has {count}: 0..{count - 1})"
                 )
-        return sorted(set(wanted))
+        left_out = sorted(set(named) - set(chosen))
+        if left_out:
+            raise CliError(f"-o names partition {left_out[0]}, which -p leaves out")
+        return chosen
 
     def _start(self, partitions: list[int]) -> None:
         """Each partition's position from its offset spec."""
