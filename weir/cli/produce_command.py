@@ -95,7 +95,7 @@ class ProduceOptions:
     max_records: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InputLine:
     line_number: int
     record: InputRecord
@@ -253,12 +253,17 @@ class LineReader:
     """Lines of a byte stream without their line ending (\\n or \\r\\n), and whether
     more input is ready now (`input_waiting`), so a producer can send what it has
     while a slow pipe (`tail -f log | weir produce`) is quiet, as kcat's linger does.
-    A line longer than LINE_BYTES_MAX is an InputLineError."""
+    A line longer than LINE_BYTES_MAX is an InputLineError.
+
+    Input is read in chunks and each chunk split into its whole lines at once; the
+    unfinished last line waits in `_partial` for the next chunk."""
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
         self.line_number = 0
-        self._buffer = bytearray()
+        self._lines: list[bytes] = []
+        self._next_index = 0
+        self._partial = bytearray()
         self._at_eof = False
         try:
             self._fd: int | None = stream.fileno()
@@ -277,39 +282,51 @@ class LineReader:
 
     def input_waiting(self) -> bool:
         """A whole line is buffered, or the stream has bytes (or its end) ready now."""
-        if self._fd is None or b"\n" in self._buffer or self._at_eof:
+        if self._fd is None or self._next_index < len(self._lines) or self._at_eof:
             return True
         readable, _, _ = select.select([self._fd], [], [], 0)
         return bool(readable)
 
     def _next_line(self) -> bytes | None:
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                return self._take(end, end + 1)
-            if len(self._buffer) > LINE_BYTES_MAX + 1:
-                raise InputLineError(self.line_number + 1, f"longer than {LINE_BYTES_MAX} bytes")
+        while self._next_index >= len(self._lines):
             if self._at_eof:
-                return self._take(len(self._buffer), len(self._buffer)) if self._buffer else None
-            chunk = self._read_chunk()
-            if not chunk:
-                self._at_eof = True
-            self._buffer += chunk
-
-    def _read_chunk(self) -> bytes:
-        if self._fd is not None:
-            return os.read(self._fd, READ_CHUNK_BYTES)
-        return self.stream.read(READ_CHUNK_BYTES) or b""
-
-    def _take(self, end: int, consumed: int) -> bytes:
-        line = bytes(self._buffer[:end])
-        del self._buffer[:consumed]
+                if not self._partial:
+                    return None
+                self._lines, self._next_index = [bytes(self._partial)], 0
+                self._partial.clear()
+                break
+            self._read_lines()
+        line = self._lines[self._next_index]
+        self._next_index += 1
         self.line_number += 1
+        if len(line) > LINE_BYTES_MAX + 1:  # a \r may still end it
+            raise InputLineError(self.line_number, f"longer than {LINE_BYTES_MAX} bytes")
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) > LINE_BYTES_MAX:
             raise InputLineError(self.line_number, f"longer than {LINE_BYTES_MAX} bytes")
         return line
+
+    def _read_lines(self) -> None:
+        """One chunk: its whole lines become the next to hand out."""
+        chunk = self._read_chunk()
+        if not chunk:
+            self._at_eof = True
+            return
+        if b"\n" not in chunk:
+            self._partial += chunk
+            if len(self._partial) > LINE_BYTES_MAX + 1:  # stop holding it: report it
+                self._lines, self._next_index = [bytes(self._partial)], 0
+                self._partial.clear()
+            return
+        lines = (bytes(self._partial) + chunk).split(b"\n")
+        self._partial = bytearray(lines.pop())
+        self._lines, self._next_index = lines, 0
+
+    def _read_chunk(self) -> bytes:
+        if self._fd is not None:
+            return os.read(self._fd, READ_CHUNK_BYTES)
+        return self.stream.read(READ_CHUNK_BYTES) or b""
 
 
 def read_lines(stream: BinaryIO) -> Iterator[bytes]:
@@ -471,12 +488,14 @@ class Producer:
 
     def run(self, reader: LineReader) -> ProduceSummary:
         items = parse_input(reader, self.options)
-        if reader.is_regular_file():
+        checked = reader.is_regular_file()
+        if checked:
             items = checked_ahead(items, VALIDATE_AHEAD_BYTES, self._check_partition)
         try:
             for item in items:
                 self.summary.lines_read = item.line_number
-                self._check_partition(item)
+                if not checked:
+                    self._check_partition(item)
                 self.pending.add(self._partition_of(item.record), item)
                 full = self.pending.size_bytes >= PRODUCE_REQUEST_BYTES_MAX
                 if full or not reader.input_waiting():

@@ -63,7 +63,7 @@ class OutputRecord:
     headers: Sequence[tuple[str, bytes | None]]
 
 
-@dataclass
+@dataclass(slots=True)
 class InputRecord:
     """One record read from an input line; None where the format has no such field."""
 
