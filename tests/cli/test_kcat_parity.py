@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.harness import WeirProcess, clean_environment, weir_executable
+from compat_tests.harness import WeirProcess, clean_environment, run_cli, weir_executable
 from tests.cli.test_cli_end_to_end import assert_one_error_line, cli, ok
 
 # Recent: records stamped older than the default retention (7 days) would be deleted.
@@ -372,3 +372,13 @@ def test_an_offset_for_a_partition_not_read_is_an_error(
     code, _, err = cli(broker, "consume", topic_name, "-p", "0", "-o", "1:beginning", "-e")
     assert code == 1
     assert_one_error_line(err, "-o names partition 1, which -p leaves out")
+
+
+def test_bootstrap_at_the_brokers_http_port_fails_fast_and_says_so(broker: WeirProcess) -> None:
+    http_address = broker.http_url.removeprefix("http://")
+    started = time.monotonic()
+    result = run_cli("-b", http_address, "topic", "list")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: broker at {http_address} ")
+    assert result.stderr.endswith("(is it a Kafka port? check --bootstrap)\n")
+    assert time.monotonic() - started < 10

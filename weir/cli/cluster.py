@@ -154,8 +154,9 @@ class Cluster:
 
     def request_any(self, api_key: int, body: Mapping[str, Any]) -> Any:
         """A request any broker can answer; if the broker asked is lost, another is."""
+        client = self.any_broker()  # no broker reachable at all: that error goes up
         try:
-            return self.any_broker().request(api_key, body)
+            return client.request(api_key, body)
         except BrokerConnectionError:
             return self.any_broker().request(api_key, body)
 
