@@ -13,10 +13,14 @@ printed after every fetch that printed something, and when it stops.
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any, BinaryIO
 
 from weir.cli.cluster import NO_LEADER, Cluster, TopicMetadata
@@ -163,6 +167,33 @@ def end_of_whole_batches(records: bytes | memoryview) -> int:
     return end
 
 
+@contextmanager
+def interrupt_between_records() -> Iterator[Callable[[], bool]]:
+    """Turns the first SIGINT into a flag the consumer reads between records (so a
+    record is never printed without its position moving past it); a second SIGINT
+    raises KeyboardInterrupt at once. Left alone where SIGINT is ignored (a
+    background job) or cannot be handled (not the main thread)."""
+    requested = False
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        nonlocal requested
+        if requested:
+            raise KeyboardInterrupt
+        requested = True
+
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ):
+        yield lambda: False
+        return
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield lambda: requested
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class Consumer:
     """Positions per partition and the Fetch loop that advances them."""
 
@@ -185,18 +216,24 @@ class Consumer:
         if options.group_id is not None:
             self.member = GroupMember(cluster, options.group_id, topic_name)
         self._committed: dict[int, int] = {}
+        self._interrupted: Callable[[], bool] = lambda: False
 
     def run(self) -> int:
-        """Consume until done; returns how many records were printed."""
-        if self.member is None:
-            self._start(self._partitions())
-            self._loop()
-            return self.records_emitted
-        try:
-            self._join()
-            self._loop()
-        finally:
-            self._stop_membership()
+        """Consume until done; returns how many records were printed. Ctrl-C stops it
+        between two records (a group member then commits and leaves) and raises
+        KeyboardInterrupt; a second Ctrl-C interrupts at once."""
+        with interrupt_between_records() as self._interrupted:
+            if self.member is None:
+                self._start(self._partitions())
+                self._loop()
+            else:
+                try:
+                    self._join()
+                    self._loop()
+                finally:
+                    self._stop_membership()
+            if self._interrupted():
+                raise KeyboardInterrupt
         return self.records_emitted
 
     def _loop(self) -> None:
@@ -444,4 +481,4 @@ class Consumer:
 
     def _done(self) -> bool:
         limit = self.options.max_records
-        return limit is not None and self.records_emitted >= limit
+        return (limit is not None and self.records_emitted >= limit) or self._interrupted()
