@@ -134,10 +134,11 @@ class GroupMember:
         self._last_heartbeat = time.monotonic()
         return self.membership.partitions
 
-    def _lead(self, members: list[Mapping[str, object]]) -> dict[str, bytes]:
+    def _lead(self, members: list[Any]) -> dict[str, bytes]:
+        """The leader's part: every member's subscription assigned by range."""
         try:
             subscriptions = {
-                str(m["member_id"]): decode_subscription(bytes(m["metadata"])).topics  # type: ignore[call-overload]
+                str(m["member_id"]): decode_subscription(bytes(m["metadata"])).topics
                 for m in members
             }
         except DecodeError as exc:
