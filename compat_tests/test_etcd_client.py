@@ -77,6 +77,17 @@ async def test_a_key_under_a_lease_goes_when_the_lease_is_not_renewed(etcd: Etcd
         await client.aclose()
 
 
+async def _wait_for_a_leader(client: EtcdClient, timeout_s: float = 20.0) -> None:
+    """A linearizable read succeeds only through a leader: retried until one does."""
+    with trio.fail_after(timeout_s):
+        while True:
+            try:
+                await client.get_prefix(b"/w/")
+                return
+            except EtcdError:
+                await trio.sleep(0.2)
+
+
 async def test_a_watch_resumes_on_another_member_from_its_last_revision(tmp_path: Path) -> None:
     cluster = EtcdCluster.start(tmp_path / "etcd3", 3)
     client = EtcdClient.from_urls(cluster.client_urls, request_timeout_s=2.0)
@@ -92,6 +103,7 @@ async def test_a_watch_resumes_on_another_member_from_its_last_revision(tmp_path
         # from the revision after the last event seen, gets them from another.
         used = next(m for m in cluster.members if m.client_url in client.endpoints[:1])
         used.kill()
+        await _wait_for_a_leader(client)  # a write while the rest elect one may time out
         await client.put(b"/w/b", b"2")
         await client.delete(b"/w/a")
         with trio.fail_after(20):
