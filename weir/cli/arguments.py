@@ -123,7 +123,8 @@ def _connection_options(suppress_defaults: bool) -> argparse.ArgumentParser:
         "--bootstrap",
         metavar="HOST:PORT[,...]",
         default=default,
-        help=f"broker to connect to (env {BOOTSTRAP_ENV}; default {BOOTSTRAP_DEFAULT})",
+        help=f"brokers to connect to, comma-separated (env {BOOTSTRAP_ENV}; "
+        f"default {BOOTSTRAP_DEFAULT})",
     )
     parent.add_argument(
         "--format",
@@ -175,7 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_topic_commands(commands: Any, common: argparse.ArgumentParser) -> None:
-    topic = commands.add_parser("topic", help="create, list, describe, alter or delete topics")
+    topic = commands.add_parser(
+        "topic", help="create, list, describe, alter, add partitions to, trim or delete topics"
+    )
     topic_commands = topic.add_subparsers(dest="topic_command", metavar="ACTION", required=True)
 
     create = topic_commands.add_parser("create", parents=[common], help="create a topic")
