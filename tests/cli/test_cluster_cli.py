@@ -76,6 +76,25 @@ def test_cluster_partitions_lists_replicas_and_isr(three_brokers: WeirCluster) -
     ]  # fmt: skip
 
 
+def test_group_list_shows_the_groups_of_every_coordinator(three_brokers: WeirCluster) -> None:
+    """Each broker coordinates the groups whose offsets partition it leads: the list
+    must come from all of them, whichever broker the command starts with."""
+    topic = unique_topic_name("groups")
+    bootstrap = three_brokers.brokers[1].bootstrap
+    created = run_cli("-b", bootstrap, "topic", "create", topic, "--partitions", "1",
+                      "--replication-factor", "3")  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    groups = [f"{topic}-g{i}" for i in range(8)]
+    for group in groups:
+        reset = run_cli("-b", bootstrap, "group", "reset-offsets", group, "--topic", topic,
+                        "--to-earliest", "--execute")  # fmt: skip
+        assert reset.returncode == 0, reset.stderr
+    for node in three_brokers.brokers.values():
+        listed = cli_json(node.bootstrap, "group", "list")["groups"]
+        assert isinstance(listed, list)
+        assert {g["group_id"] for g in listed} >= set(groups)
+
+
 def test_under_replicated_filter_shows_a_dead_brokers_partitions(tmp_path: Path) -> None:
     with running_cluster(tmp_path) as cluster:
         topic = unique_topic_name("urp")

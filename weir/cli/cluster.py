@@ -164,6 +164,10 @@ class Cluster:
         known = [a for _, a in sorted(self._nodes.items()) if a not in self.bootstrap_addresses]
         return self.bootstrap_addresses + known
 
+    def node_ids(self) -> list[int]:
+        """The brokers the last Metadata answer named."""
+        return sorted(self._nodes)
+
     def broker(self, node_id: int) -> KafkaClient:
         """The connection to broker `node_id` (known from the last Metadata answer)."""
         client = self._clients.get(node_id)

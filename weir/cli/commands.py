@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
 from weir.cli import cluster_commands, group_commands, topic_commands
 from weir.cli.cluster import Cluster
 from weir.cli.consume_command import ConsumeOptions, Consumer, printer
+from weir.cli.errors import KafkaCodeError
 from weir.cli.formatting import JSON, render_json
 from weir.cli.produce_command import (
     ACKS,
@@ -19,8 +21,19 @@ from weir.cli.produce_command import (
     produce_lines,
     render_summary,
 )
+from weir.format.errors import ErrorCode
 
 EXIT_OK = 0
+# How long a group command waits for a coordinator that is loading or moving.
+COORDINATOR_SETTLE_MS = 15_000
+COORDINATOR_RETRY_INTERVAL_S = 0.5
+COORDINATOR_MOVING_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    }
+)
 EXIT_FAILURE = 1
 EXIT_INTERRUPTED = 130
 
@@ -95,18 +108,34 @@ def _run_topic_command(args: argparse.Namespace, cluster: Cluster, stdout: TextI
 
 
 def _run_group_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:
+    """The action, run again while the group's coordinator is loading or moving (a
+    cluster's first group request creates the offsets topic; a failover moves it):
+    every action is refused whole then, so running it again is safe."""
+    deadline = time.monotonic() + COORDINATOR_SETTLE_MS / 1000
+    while True:
+        try:
+            document, render = _group_action(args, cluster)
+            break
+        except KafkaCodeError as exc:
+            if exc.code not in COORDINATOR_MOVING_ERRORS or time.monotonic() >= deadline:
+                raise
+            time.sleep(COORDINATOR_RETRY_INTERVAL_S)
+    stdout.write(render_json(document) if args.output_format == JSON else render(document))
+    return EXIT_OK
+
+
+def _group_action(
+    args: argparse.Namespace, cluster: Cluster
+) -> tuple[dict[str, Any], Callable[[dict[str, Any]], str]]:
     action = args.group_command
-    document: dict[str, Any]
-    render: Callable[[dict[str, Any]], str]
     if action == "list":
-        document, render = group_commands.list_groups(cluster), group_commands.render_group_list
-    elif action == "describe":
+        return group_commands.list_groups(cluster), group_commands.render_group_list
+    if action == "describe":
         document = group_commands.describe_group(cluster, args.group)
-        render = group_commands.render_group_description
-    elif action == "delete":
-        document = group_commands.delete_group(cluster, args.group)
-        render = group_commands.render_group_deleted
-    elif action == "reset-offsets":
+        return document, group_commands.render_group_description
+    if action == "delete":
+        return group_commands.delete_group(cluster, args.group), group_commands.render_group_deleted
+    if action == "reset-offsets":
         target = group_commands.parse_reset_target(
             args.to_earliest, args.to_latest, args.to_offset, args.to_timestamp_ms, args.shift_by
         )
@@ -114,11 +143,8 @@ def _run_group_command(args: argparse.Namespace, cluster: Cluster, stdout: TextI
         document = group_commands.reset_offsets(
             cluster, args.group, topic, target, execute=args.execute
         )
-        render = group_commands.render_reset_plan
-    else:
-        raise AssertionError(f"unknown group action {action!r}")
-    stdout.write(render_json(document) if args.output_format == JSON else render(document))
-    return EXIT_OK
+        return document, group_commands.render_reset_plan
+    raise AssertionError(f"unknown group action {action!r}")
 
 
 def _run_cluster_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:

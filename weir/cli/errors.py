@@ -85,9 +85,9 @@ def kafka_error(
     )
 
 
-def with_code(sentence: str, code: int) -> CliError:
+def with_code(sentence: str, code: int) -> KafkaCodeError:
     """A sentence the user can act on, with Kafka's name for `code` at the end."""
-    return CliError(f"{sentence} ({error_name(code)})")
+    return KafkaCodeError(f"{sentence} ({error_name(code)})", code)
 
 
 def failed_to(doing: str, code: int, message: str | None = None) -> CliError:

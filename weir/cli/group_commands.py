@@ -66,20 +66,23 @@ def _coordinator(cluster: Cluster, group_id: str, action: GroupAction) -> KafkaC
 
 
 def list_groups(cluster: Cluster) -> dict[str, Any]:
-    response = cluster.any_broker().request(ApiKey.LIST_GROUPS, {})
-    error = int(response["error_code"])
-    if error != ErrorCode.NONE:
-        raise failed_to("list groups", error)
-    groups = [
-        {
-            "group_id": g["group_id"],
-            "type": g.get("group_type") or CLASSIC,
-            "state": g.get("group_state", ""),
-            "protocol_type": g["protocol_type"],
-        }
-        for g in response["groups"]
-    ]
-    return {"groups": sorted(groups, key=lambda g: g["group_id"])}
+    """Every group of the cluster: each broker lists the groups it coordinates, so
+    ListGroups is asked of every broker (as Kafka's admin client does)."""
+    cluster.metadata([])
+    groups: dict[str, dict[str, Any]] = {}
+    for node_id in cluster.node_ids():
+        response = cluster.broker(node_id).request(ApiKey.LIST_GROUPS, {})
+        error = int(response["error_code"])
+        if error != ErrorCode.NONE:
+            raise failed_to(f"list the groups of broker {node_id}", error)
+        for g in response["groups"]:
+            groups[str(g["group_id"])] = {
+                "group_id": g["group_id"],
+                "type": g.get("group_type") or CLASSIC,
+                "state": g.get("group_state", ""),
+                "protocol_type": g["protocol_type"],
+            }
+    return {"groups": [groups[group_id] for group_id in sorted(groups)]}
 
 
 def render_group_list(document: dict[str, Any]) -> str:
