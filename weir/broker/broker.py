@@ -533,15 +533,8 @@ class Broker:
             if self.cluster is not None:
                 await self._reconcile_local_partitions()
                 return record
-            directories, logs = self._retire_topic(record)
-            with trio.CancelScope(shield=True):
-                failed = await self.disk.run(
-                    DiskJob.PARTITIONS_REMOVE,
-                    partial(self.log_manager.remove_retired, directories, logs),
-                )
-            for directory, exc in failed:
-                log.warning("%s: removing its files failed (%s); the next start "
-                            "removes them", directory.name, exc)  # fmt: skip
+            keys = [(record.name, index) for index in range(record.partition_count)]
+            failed = await self._remove_retired(*self._retire_partitions(keys))
             if not failed:
                 try:
                     await self.commit_metadata(
@@ -638,19 +631,39 @@ class Broker:
             self.log_manager.adopt(record.name, index, partition_log)
             self.partitions[(record.name, index)] = PartitionReplica(record, index, partition_log)
 
-    def _retire_topic(self, record: TopicRecord) -> tuple[list[Path], list[PartitionLog]]:
+    def _retire_partitions(
+        self, keys: Iterable[tuple[str, int]]
+    ) -> tuple[list[Path], list[PartitionLog]]:
+        """Stop serving these partitions (waking their long-polls) and retire their
+        logs: the directories and logs to remove."""
         directories = []
         logs = []
-        for index in range(record.partition_count):
-            replica = self.partitions.pop((record.name, index), None)
-            self.offline_partitions.pop((record.name, index), None)
+        for name, index in keys:
+            replica = self.partitions.pop((name, index), None)
+            self.offline_partitions.pop((name, index), None)
             if replica is not None:
                 replica.wake_fetchers()
-            partition_log = self.log_manager.retire(record.name, index)
+                replica.wake_followers()
+            partition_log = self.log_manager.retire(name, index)
             if partition_log is not None:
                 logs.append(partition_log)
-            directories.append(self.log_manager.directory_of(record.name, index))
+            directories.append(self.log_manager.directory_of(name, index))
         return directories, logs
+
+    async def _remove_retired(
+        self, directories: list[Path], logs: list[PartitionLog]
+    ) -> list[tuple[Path, OSError]]:
+        """Remove retired partitions' files on the disk executor (not cancellable
+        halfway); each failure is logged and left for the next start."""
+        with trio.CancelScope(shield=True):
+            failed = await self.disk.run(
+                DiskJob.PARTITIONS_REMOVE,
+                partial(self.log_manager.remove_retired, directories, logs),
+            )
+        for directory, exc in failed:
+            log.warning("%s: removing its files failed (%s); the next start "
+                        "removes them", directory.name, exc)  # fmt: skip
+        return failed
 
     def _apply_log_config(self, name: str) -> None:
         record = self.controller.topic(name)
@@ -782,24 +795,7 @@ class Broker:
         ]
         if not gone:
             return
-        directories = []
-        logs = []
-        for name, index in gone:
-            replica = self.partitions.pop((name, index))
-            replica.wake_fetchers()
-            replica.wake_followers()
-            partition_log = self.log_manager.retire(name, index)
-            if partition_log is not None:
-                logs.append(partition_log)
-            directories.append(self.log_manager.directory_of(name, index))
-        with trio.CancelScope(shield=True):
-            failed = await self.disk.run(
-                DiskJob.PARTITIONS_REMOVE,
-                partial(self.log_manager.remove_retired, directories, logs),
-            )
-        for directory, exc in failed:
-            log.warning("%s: removing its files failed (%s); the next start "
-                        "removes them", directory.name, exc)  # fmt: skip
+        await self._remove_retired(*self._retire_partitions(gone))
 
     # -- metrics ---------------------------------------------------------
 
