@@ -21,10 +21,23 @@ from weir.wire.protocol import ApiKey
 
 LEADER_WAIT_MS_MAX = 3_000
 COORDINATOR_KEY_TYPE_GROUP = 0
-# The coordinator is not there yet (a cluster creates the offsets topic on the first
-# group request) or is moving: FindCoordinator is asked again.
-COORDINATOR_RETRY_ERRORS = frozenset(
-    {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+# A group's coordinator is not there yet (a cluster creates the offsets topic on the
+# first group request), is loading, or has moved: ask again, after finding it again.
+COORDINATOR_MOVING_ERRORS = frozenset(
+    {
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
+# A partition's leader has moved or is being elected: fresh metadata names the next.
+LEADER_MOVED_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.FENCED_LEADER_EPOCH,
+    }
 )
 LEADER_RETRY_INTERVAL_S = 0.1
 NO_LEADER = -1
@@ -251,7 +264,7 @@ class Cluster:
             error = int(found["error_code"])
             if error == ErrorCode.NONE:
                 break
-            if error not in COORDINATOR_RETRY_ERRORS or time.monotonic() >= deadline:
+            if error not in COORDINATOR_MOVING_ERRORS or time.monotonic() >= deadline:
                 raise kafka_error(error, action=f"find the coordinator of group '{group_id}'")
             time.sleep(LEADER_RETRY_INTERVAL_S)
         node_id = int(found["node_id"])

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
 from weir.cli import cluster_commands, group_commands, topic_commands
-from weir.cli.cluster import Cluster
+from weir.cli.cluster import COORDINATOR_MOVING_ERRORS, Cluster
 from weir.cli.consume_command import ConsumeOptions, Consumer, printer
 from weir.cli.errors import KafkaCodeError
 from weir.cli.formatting import JSON, render_json
@@ -21,19 +21,11 @@ from weir.cli.produce_command import (
     produce_lines,
     render_summary,
 )
-from weir.format.errors import ErrorCode
 
 EXIT_OK = 0
 # How long a group command waits for a coordinator that is loading or moving.
 COORDINATOR_SETTLE_MS = 15_000
 COORDINATOR_RETRY_INTERVAL_S = 0.5
-COORDINATOR_MOVING_ERRORS = frozenset(
-    {
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    }
-)
 EXIT_FAILURE = 1
 EXIT_INTERRUPTED = 130
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, BinaryIO
 
-from weir.cli.cluster import NO_LEADER, Cluster, TopicMetadata
-from weir.cli.errors import BrokerConnectionError, CliError, kafka_error
+from weir.cli.cluster import LEADER_MOVED_ERRORS, NO_LEADER, Cluster, TopicMetadata
+from weir.cli.errors import BrokerConnectionError, CliError, kafka_error, no_such_partition
 from weir.cli.formatting import bytes_fields, render_json
 from weir.cli.group_member import GroupMember, RejoinNeededError
 from weir.cli.offset_specs import END, OffsetKind, OffsetSpec
@@ -59,17 +59,11 @@ NULL_TEXT = b"null"
 NO_TIMESTAMP_OFFSET = -1
 
 # Errors after which fresh metadata (a new leader) lets the fetch go on.
-LEADERSHIP_ERRORS = frozenset(
-    {
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.UNKNOWN_LEADER_EPOCH,
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.REPLICA_NOT_AVAILABLE,
-        ErrorCode.KAFKA_STORAGE_ERROR,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-    }
-)
+LEADERSHIP_ERRORS = LEADER_MOVED_ERRORS | {
+    ErrorCode.REPLICA_NOT_AVAILABLE,
+    ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.NOT_ENOUGH_REPLICAS,
+}
 
 
 @dataclass(frozen=True)
@@ -279,10 +273,7 @@ class Consumer:
         named = [p for p in self.options.offsets if p is not None]
         for partition in chosen + named:
             if not 0 <= partition < count:
-                raise CliError(
-                    f"topic '{self.topic_name}' has no partition {partition} "
-                    f"(it has {count}: 0..{count - 1})"
-                )
+                raise no_such_partition(self.topic_name, partition, count)
         left_out = sorted(set(named) - set(chosen))
         if left_out:
             raise CliError(f"-o names partition {left_out[0]}, which -p leaves out")

@@ -135,3 +135,9 @@ def group_error(
     if template is not None:
         return with_code(template.format(group_id=group_id, before=action.before), code)
     return failed_to(f"{action.attempt} group '{group_id}'", code, message)
+
+
+def no_such_partition(topic: str, partition: int, count: int) -> CliError:
+    return CliError(
+        f"topic '{topic}' has no partition {partition} (it has {count}: 0..{count - 1})"
+    )

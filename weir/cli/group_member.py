@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from weir.cli.cluster import Cluster
+from weir.cli.cluster import COORDINATOR_MOVING_ERRORS, Cluster
 from weir.cli.errors import BrokerConnectionError, CliError, GroupAction, group_error
 from weir.cli.kafka_client import KafkaClient
 from weir.cli.range_assignor import RANGE_ASSIGNOR, assign_range
@@ -41,13 +41,6 @@ COORDINATOR_RETRY_INTERVAL_S = 0.2
 COORDINATOR_LOST_BACKOFF_S = 0.5
 NO_OFFSET = -1
 
-COORDINATOR_ERRORS = frozenset(
-    {
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    }
-)
 REJOIN_ERRORS = frozenset(
     {
         ErrorCode.REBALANCE_IN_PROGRESS,
@@ -297,7 +290,7 @@ class GroupMember:
             if error in FORGET_MEMBER_ERRORS:
                 self.membership = Membership()
             raise RejoinNeededError
-        if error in COORDINATOR_ERRORS:
+        if error in COORDINATOR_MOVING_ERRORS:
             self._coordinator = None
             time.sleep(COORDINATOR_RETRY_INTERVAL_S)
             raise RejoinNeededError

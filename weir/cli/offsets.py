@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from weir.cli.cluster import NO_LEADER, Cluster, TopicMetadata
+from weir.cli.cluster import LEADER_MOVED_ERRORS, NO_LEADER, Cluster, TopicMetadata
 from weir.cli.errors import BrokerConnectionError, CliError, kafka_error
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
@@ -21,15 +21,7 @@ NO_LEADER_EPOCH = -1
 # default): lookups are asked again for this long.
 LEADER_MOVE_WAIT_MS = 20_000
 LEADER_MOVE_RETRY_INTERVAL_S = 0.2
-LEADER_MOVE_ERRORS = frozenset(
-    {
-        ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.UNKNOWN_LEADER_EPOCH,
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.REPLICA_NOT_AVAILABLE,
-    }
-)
+LEADER_MOVE_ERRORS = LEADER_MOVED_ERRORS | {ErrorCode.REPLICA_NOT_AVAILABLE}
 
 
 @dataclass(frozen=True)

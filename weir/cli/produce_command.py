@@ -32,17 +32,18 @@ import select
 import stat
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from weir.cli.cluster import Cluster, TopicMetadata
+from weir.cli.cluster import LEADER_MOVED_ERRORS, Cluster, TopicMetadata
 from weir.cli.errors import (
     BrokerConnectionError,
     CliError,
     KafkaCodeError,
     describe_kafka_error,
     kafka_error,
+    no_such_partition,
 )
 from weir.cli.formatting import counted, headers_for, render_table
 from weir.cli.kafka_client import KafkaClient
@@ -69,15 +70,7 @@ NO_TRANSACTION_TIMEOUT_MS = -1
 SEQUENCE_WRAP = 2**31
 
 # The broker answered without appending: the same records may be sent again.
-RETRIABLE_ERRORS = frozenset(
-    {
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.UNKNOWN_LEADER_EPOCH,
-        ErrorCode.FENCED_LEADER_EPOCH,
-    }
-)
+RETRIABLE_ERRORS = LEADER_MOVED_ERRORS | {ErrorCode.NOT_ENOUGH_REPLICAS}
 
 RecordTuple = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int]
 
@@ -299,8 +292,6 @@ class LineReader:
         line = self._lines[self._next_index]
         self._next_index += 1
         self.line_number += 1
-        if len(line) > LINE_BYTES_MAX + 1:  # a \r may still end it
-            raise InputLineError(self.line_number, f"longer than {LINE_BYTES_MAX} bytes")
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) > LINE_BYTES_MAX:
@@ -370,7 +361,9 @@ def parse_input(lines: Iterable[bytes], options: ProduceOptions) -> Iterator[Inp
         yield InputLine(line_number, record, len(line) + RECORD_OVERHEAD_BYTES)
 
 
-def checked_ahead(lines: Iterator[InputLine], limit_bytes: int, check: Any) -> Iterator[InputLine]:
+def checked_ahead(
+    lines: Iterator[InputLine], limit_bytes: int, check: Callable[[InputLine], None]
+) -> Iterator[InputLine]:
     """Read and check up to `limit_bytes` of input before yielding any of it, so a bad
     line there stops the command before anything is sent."""
     ahead: list[InputLine] = []
@@ -423,9 +416,6 @@ class Pending:
     def clear(self) -> None:
         self.records = defaultdict(list)
         self.size_bytes = 0
-
-    def line_numbers(self) -> list[int]:
-        return [item.line_number for items in self.records.values() for item in items]
 
 
 @dataclass
@@ -520,8 +510,8 @@ class Producer:
         partition = item.record.partition
         count = len(self.topic.partitions)
         if partition is not None and not 0 <= partition < count:
-            raise InputLineError(item.line_number, f"topic '{self.topic.name}' has no partition "
-                                 f"{partition} (it has {count}: 0..{count - 1})")  # fmt: skip
+            reason = no_such_partition(self.topic.name, partition, count).message
+            raise InputLineError(item.line_number, reason)
 
     def _partition_of(self, record: InputRecord) -> int:
         if record.partition is not None:
@@ -546,7 +536,7 @@ class Producer:
             p: OpenBatch(p, items, self._batch_bytes(p, items))
             for p, items in self.pending.records.items()
         }
-        self.last_line_sent = max(self.pending.line_numbers())
+        self.last_line_sent = self.summary.lines_read  # every line read so far is pending
         self.pending.clear()
         self.chooser.next_request()
         self._last_send_error = None
@@ -708,10 +698,7 @@ def produce_lines(
         ) from None
     count = len(topic.partitions)
     if options.partition is not None and not 0 <= options.partition < count:
-        raise CliError(
-            f"topic '{topic_name}' has no partition {options.partition} "
-            f"(it has {count}: 0..{count - 1})"
-        )
+        raise no_such_partition(topic_name, options.partition, count)
     return Producer(cluster, topic, options).run(reader)
 
 
