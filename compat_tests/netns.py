@@ -5,7 +5,10 @@ attached to a bridge in the root namespace; the bridge has the subnet's first
 address, so the test process (and anything it starts in the root namespace, such
 as etcd) reaches every namespace and every namespace reaches the others.
 `isolate(i)` takes namespace i's link down (it reaches nobody, nobody reaches it);
-`heal(i)` brings it back. Needs root (`ip netns`), as the cluster fault tests do.
+`heal(i)` brings it back. `cut(i, address)` drops what namespace i sends to one
+address (a blackhole route inside i: TCP to and from that address stops both ways,
+since i's answers are dropped too), for asymmetric partitions where a broker still
+reaches etcd but not the other brokers; `restore(i, address)` removes it. Needs root (`ip netns`), as the cluster fault tests do.
 Everything the lab made is removed on exit, and `cleanup_stale()` removes what a
 killed test run left behind.
 """
@@ -119,6 +122,17 @@ class NetworkLab:
 
     def heal(self, index: int) -> None:
         _ip("link", "set", self._root_links[index], "up")
+
+    def cut(self, index: int, address: str) -> None:
+        """Namespace `index` can no longer exchange packets with `address`."""
+        self._in_namespace(index, "route", "replace", "blackhole", f"{address}/32")
+
+    def restore(self, index: int, address: str) -> None:
+        """Undo `cut(index, address)` (no error when there is no such cut)."""
+        self._in_namespace(index, "route", "del", "blackhole", f"{address}/32", check=False)
+
+    def _in_namespace(self, index: int, *args: str, check: bool = True) -> None:
+        _ip("netns", "exec", self.namespaces[index], "ip", *args, check=check)
 
     def close(self) -> None:
         for kind, name in reversed(self._made):
