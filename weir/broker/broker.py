@@ -59,6 +59,13 @@ class ClusterRole(Protocol):
     @property
     def controller_id(self) -> int: ...
 
+    @property
+    def node_id(self) -> int: ...
+
+    def fenced(self) -> bool:
+        """True once this broker's etcd lease may have ended: it must not act as leader."""
+        ...
+
     async def save_metadata(self, change: MetadataChange) -> None:
         """Persist the change by compare-and-swap; raises MetadataConflictError after
         bringing the controller's metadata up to date when another broker won."""
@@ -97,6 +104,19 @@ class OffsetsTopicPlanner(Protocol):
     def partitions_not_created(self) -> int: ...
 
 
+class InternalStateOwner(Protocol):
+    """A service whose state lives in an internal topic and is served from memory
+    (the group coordinators over `__consumer_offsets`; the transaction and share-group
+    coordinators to come): the broker reports the partitions it cannot serve."""
+
+    @property
+    def internal_topic_name(self) -> str: ...
+
+    def unavailable_partitions(self) -> dict[int, str]:
+        """Partitions this broker should serve but cannot, and why."""
+        ...
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -112,6 +132,11 @@ class ReplicationRole(Protocol):
 
     @property
     def is_leader(self) -> bool: ...
+
+    @property
+    def leader_id(self) -> int:
+        """The leader in the partition's state (this broker's id even while fenced)."""
+        ...
 
     @property
     def in_sync_replicas(self) -> tuple[int, ...]: ...
@@ -256,6 +281,9 @@ class Broker:
         # (named by what the broker itself needs of it, so broker.py does not
         # import the service that imports it).
         self.groups: OffsetsTopicPlanner | None = None
+        # Services serving state from internal topics: health and metrics report the
+        # partitions each cannot serve (see InternalStateOwner).
+        self.internal_state_owners: list[InternalStateOwner] = []
         # Set when this broker is one of a cluster over etcd (weir.broker.cluster_member).
         self.cluster: ClusterRole | None = None
         # Called after the local replicas changed (the cluster member gives them roles).
@@ -896,6 +924,15 @@ class Broker:
             lambda: [({}, len(self.offline_partitions))],
         )
         self.metrics.register_gauge(
+            "weir_internal_partitions_unavailable",
+            "Partitions of an internal topic whose state this broker should serve but "
+            "cannot (its log failed; in a cluster: fenced, or not loaded yet).",
+            lambda: [
+                ({"topic": owner.internal_topic_name}, len(owner.unavailable_partitions()))
+                for owner in self.internal_state_owners
+            ],
+        )
+        self.metrics.register_gauge(
             "weir_partition_log_end_offset",
             "Next offset to be assigned, per partition.",
             lambda: self._partition_samples(lambda r: r.log.log_end_offset),
@@ -913,6 +950,14 @@ class Broker:
         self.metrics.register_gauge(
             "weir_topics", "Topics in the cluster.", lambda: [({}, len(self.controller.topics()))]
         )
+
+    def internal_partitions_unavailable(self) -> dict[str, str]:
+        """`topic-partition` -> why, over every internal-state owner (/health/ready)."""
+        return {
+            f"{owner.internal_topic_name}-{partition}": reason
+            for owner in self.internal_state_owners
+            for partition, reason in sorted(owner.unavailable_partitions().items())
+        }
 
     def _partition_samples(self, value_of: object) -> Iterable[GaugeSample]:
         assert callable(value_of)

@@ -148,6 +148,9 @@ class ClusterMember:
         self.lease_id = 0
         self.registration_revision = 0
         self._lease_valid_until = 0.0
+        # Fencing as the roles last saw it (see `_check_fencing`).
+        self._fenced_seen = False
+        self.fencings_total = 0
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._nursery: trio.Nursery | None = None
         self._roles_changed = trio.Event()
@@ -267,6 +270,7 @@ class ClusterMember:
             await self.broker.reconcile_local_partitions()
             self._apply_roles()
             nursery.start_soon(self._keep_lease)
+            nursery.start_soon(self._watch_fencing)
             nursery.start_soon(self._watch, watch_from)
             nursery.start_soon(self._campaign)
             nursery.start_soon(self._housekeeping)
@@ -350,8 +354,35 @@ class ClusterMember:
                     await self._register()
                 except EtcdError as exc:
                     log.warning("registering again failed: %s", exc)
+                self._check_fencing()
                 continue
             self._lease_valid_until = sent + remaining_s
+            self._check_fencing()
+
+    async def _watch_fencing(self) -> None:
+        """Notice the moment the lease may have ended (no renewal answered in time:
+        etcd unreachable), which no event announces."""
+        while not self._leaving:
+            await trio.sleep(max(self._lease_valid_until - trio.current_time(), 0.0) + 0.05)
+            self._check_fencing()
+
+    def _check_fencing(self) -> None:
+        """Apply the roles again when fencing began or ended: a fenced broker acts as
+        leader of nothing (its internal-topic owners unload what they serve), and a
+        lease renewed in time (etcd came back before it ended) makes it the leader it
+        still is in etcd again (they load it back), without a restart."""
+        fenced = self.fenced()
+        if fenced == self._fenced_seen or self._leaving:
+            return
+        self._fenced_seen = fenced
+        if fenced:
+            self.fencings_total += 1
+            log.warning("broker %d is fenced: its etcd lease may have ended (no renewal "
+                        "answered), so it acts as leader of nothing", self.node_id)  # fmt: skip
+        else:
+            log.warning("broker %d renewed its etcd lease: it acts on its roles again",
+                        self.node_id)  # fmt: skip
+        self._apply_roles()
 
     async def _watch(self, start_revision: int) -> None:
         revision = start_revision
@@ -753,6 +784,16 @@ def register_cluster_metrics(broker: Broker, member: ClusterMember) -> None:
         "weir_active_controller",
         "1 on the active controller, else 0.",
         lambda: [({}, 1.0 if member.is_controller else 0.0)],
+    )
+    metrics.register_gauge(
+        "weir_broker_fenced",
+        "1 while this broker's etcd lease may have ended (it acts as leader of nothing).",
+        lambda: [({}, 1.0 if member.fenced() else 0.0)],
+    )
+    metrics.register_counter(
+        "weir_broker_fencings_total",
+        "Times this broker became fenced (no lease renewal answered within its TTL).",
+        lambda: member.fencings_total,
     )
     metrics.register_counter(
         "weir_controller_elections_total",

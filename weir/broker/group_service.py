@@ -77,7 +77,9 @@ class PendingWrite:
                     ErrorCode.NOT_COORDINATOR,
                     ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 ):
-                    return exc.error_code  # leadership moved, or the ISR is short: retry
+                    # Leadership moved (the role change unloads the partition), or the
+                    # ISR is short: the records are in the log, as in memory. Retry.
+                    return exc.error_code
                 self.service.mark_failed(partition, exc)
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return ErrorCode.NONE
@@ -97,10 +99,10 @@ class GroupService:
         self._wakeup = trio.Event()
         # Groups with no members (no consumer group, or an empty one): since when.
         self._empty_since_ms: dict[str, int] = {}
-        # Offsets partitions whose records could not be made durable: their groups'
-        # state in memory may be ahead of the log, so they are not served until a
-        # restart reloads them (Kafka's coordinator gives up such a partition too).
-        self._failed_partitions: set[int] = set()
+        # Offsets partitions whose log failed (a write or fsync error took it
+        # offline): their groups' state in memory may be ahead of the log, so they
+        # are not served until a restart reloads them from what is durable.
+        self._failed_partitions: dict[int, str] = {}
         # Where the offsets topic is created in the background (set by `run`).
         self.background: trio.Nursery | None = None
         self._preparing = False
@@ -111,6 +113,10 @@ class GroupService:
         self._led: set[int] | None = None if broker.cluster is None else set()
         for group_id in broker.controller.metadata.group_configs:
             self.refresh_group_config(group_id)
+
+    @property
+    def internal_topic_name(self) -> str:
+        return OFFSETS_TOPIC_NAME
 
     def refresh_group_config(self, group_id: str) -> None:
         """Hand the KIP-848 coordinator the group's stored config overrides (at
@@ -152,13 +158,37 @@ class GroupService:
     def unavailable_reason(self, group_id: str) -> str:
         if not self.loaded:
             return f"{OFFSETS_TOPIC_NAME} is being created; retry"
-        return "the group's offsets partition failed a write; restart the broker"
+        partition = self.partition_for(group_id)
+        reason = self.unavailable_partitions().get(partition)
+        return reason or f"this broker does not lead {OFFSETS_TOPIC_NAME}-{partition}"
 
     def mark_failed(self, partition: int, error: Exception) -> None:
+        """The partition's log failed: nothing non-durable may be served from memory."""
         if partition not in self._failed_partitions:
-            log.error("%s-%d failed a write (%s): its groups are not served until restart",
-                      OFFSETS_TOPIC_NAME, partition, error)  # fmt: skip
-            self._failed_partitions.add(partition)
+            log.error("%s-%d: its log failed (%s): its groups are not served until the "
+                      "broker restarts", OFFSETS_TOPIC_NAME, partition, error)  # fmt: skip
+            self._failed_partitions[partition] = f"its log failed: {error}"
+
+    def unavailable_partitions(self) -> dict[int, str]:
+        """The offsets partitions whose groups this broker should serve but cannot,
+        and why: its log failed; or (a cluster) it leads the partition in etcd but is
+        fenced (its lease may have ended) or has not loaded it."""
+        unavailable = dict(self._failed_partitions)
+        cluster = self.broker.cluster
+        if self._led is None or cluster is None or not self.loaded:
+            return unavailable
+        for partition in range(self.partition_count):
+            replica = self.broker.partition(OFFSETS_TOPIC_NAME, partition)
+            replication = replica.replication if replica is not None else None
+            if partition in self._led or partition in unavailable or replication is None:
+                continue
+            if replication.leader_id != cluster.node_id:
+                continue
+            if cluster.fenced():
+                unavailable[partition] = "fenced: this broker cannot renew its etcd lease"
+            else:
+                unavailable[partition] = "leads it but has not loaded it yet"
+        return unavailable
 
     def load_if_present(self, now_ms: int) -> None:
         """At start: load group state when the offsets topic already exists, after
@@ -231,7 +261,7 @@ class GroupService:
                 self._unload_partition(partition)
 
     def _load_partition(self, partition: int, now_ms: int) -> None:
-        self._failed_partitions.discard(partition)
+        self._failed_partitions.pop(partition, None)
         count = 0
         for record in read_group_records(self.broker, partition):
             if record.key is not None:
@@ -311,10 +341,30 @@ class GroupService:
             try:
                 ends[partition] = append_group_records_now(self.broker, partition, chunk)
             except LogError as exc:
-                self.mark_failed(partition, exc)
+                self._append_failed(partition, exc)
                 raise
         self.poke()
         return PendingWrite(self, ends)
+
+    def _append_failed(self, partition: int, error: LogError) -> None:
+        """The coordinator's state already holds records the log refused: in a
+        cluster, when this broker no longer acts as the partition's leader (fenced,
+        or leadership moved), drop the partition's groups from memory now; they are
+        loaded again from the log once it leads the partition unfenced (the
+        cluster member's role changes call `sync_leadership`), with no restart.
+        Any other failure is the log's own: see `mark_failed`."""
+        if self._led is not None and error.error_code in (
+            ErrorCode.NOT_COORDINATOR,
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ):
+            if partition in self._led:
+                log.warning("%s-%d: a write was refused (%s): its groups are unloaded and "
+                            "loaded again from the log once this broker leads it",
+                            OFFSETS_TOPIC_NAME, partition, error)  # fmt: skip
+                self._unload_partition(partition)
+            self.sync_leadership()
+            return
+        self.mark_failed(partition, error)
 
     # -- topics for the KIP-848 coordinator ----------------------------------
 
@@ -448,5 +498,6 @@ def attach_group_service(broker: Broker) -> GroupService:
     service = GroupService(broker, broker.config.group_settings())
     service.load_if_present(wall_clock_ms())
     broker.groups = service
+    broker.internal_state_owners.append(service)
     broker.leadership_listeners.append(service.sync_leadership)
     return service

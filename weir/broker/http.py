@@ -158,6 +158,15 @@ def _ready_response(broker: Broker) -> bytes:
         catching_up = broker.cluster.replicas_catching_up()
         status["replicas_catching_up"] = catching_up
         ready = ready and catching_up == 0
+        if broker.cluster.fenced():
+            # Its etcd lease may have ended: it leads nothing until it renews it.
+            status["fenced"] = True
+            ready = False
+    unavailable = broker.internal_partitions_unavailable()
+    if unavailable:
+        # A coordinator that cannot serve its groups says so (and why).
+        status["internal_partitions_unavailable"] = unavailable
+        ready = False
     body = json.dumps(
         {
             "status": "ready" if ready else "not ready",

@@ -135,7 +135,7 @@ def append_group_records_now(broker: Broker, partition: int, records: Sequence[K
     to wait for with `wait_group_records`. Raises weir.log.errors.LogError."""
     replica = offsets_replica(broker, partition)
     if not replica.is_leader:
-        raise LogError(ErrorCode.NOT_COORDINATOR, "the offsets partition moved to another broker")
+        raise LogError(ErrorCode.NOT_COORDINATOR, _not_leading_reason(broker, replica))
     now_ms = wall_clock_ms()
     next_offset = replica.log.log_end_offset
     for start in range(0, len(records), RECORDS_PER_BATCH_MAX):
@@ -144,6 +144,18 @@ def append_group_records_now(broker: Broker, partition: int, records: Sequence[K
         result = replica.log.append(batch, leader_epoch=replica.leader_epoch, now_ms=now_ms)
         next_offset = result.last_offset + 1
     return next_offset
+
+
+def _not_leading_reason(broker: Broker, replica: PartitionReplica) -> str:
+    """Why this broker cannot append to an offsets partition, truthfully: fenced
+    (its etcd lease may have ended, leadership unchanged) or led elsewhere."""
+    cluster = broker.cluster
+    replication = replica.replication
+    if cluster is not None and replication is not None:
+        if replication.leader_id == cluster.node_id and cluster.fenced():
+            return "this broker is fenced: it cannot renew its etcd lease"
+        return f"the offsets partition is led by broker {replication.leader_id}"
+    return "this broker does not lead the offsets partition"
 
 
 async def wait_group_records(broker: Broker, partition: int, end_offset: int) -> None:

@@ -89,6 +89,10 @@ class Replication:
         return self.state.leader == self.node_id and not self.fenced()
 
     @property
+    def leader_id(self) -> int:
+        return self.state.leader
+
+    @property
     def in_sync_replicas(self) -> tuple[int, ...]:
         return self.state.isr
 
