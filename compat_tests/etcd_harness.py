@@ -50,7 +50,6 @@ class EtcdMember:
             "--initial-cluster-token", "weir-test",
             "--heartbeat-interval", "100",
             "--election-timeout", "1000",
-            "--experimental-watch-progress-notify-interval", "5s",
         ]  # fmt: skip
 
     def start(self) -> None:

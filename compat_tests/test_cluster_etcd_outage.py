@@ -98,6 +98,33 @@ def _ends(consumer: Consumer, topic: str) -> list[int]:
     return [consumer.get_watermark_offsets(p, timeout=5)[1] for p in partitions]
 
 
+# Longer than the 15 s of silence after which brokers used to drop their watch
+# (etcd sends progress notifications every 10 minutes unless configured otherwise;
+# the test etcd runs with its defaults, as a user's does).
+QUIET_S = 20.0
+
+
+def _watch_restarts(cluster: WeirCluster) -> dict[int, dict[str, float]]:
+    return {
+        node_id: broker.metric_samples("weir_etcd_watch_restarts_total")
+        for node_id, broker in cluster.brokers.items()
+    }
+
+
+def test_a_quiet_cluster_keeps_its_etcd_watches_without_progress_notifications(
+    cluster: WeirCluster,
+) -> None:
+    before = _watch_restarts(cluster)
+    none = {f'reason="{reason}"': 0.0 for reason in ("behind", "broken", "compacted")}
+    assert all(samples == none for samples in before.values()), before
+    time.sleep(QUIET_S)  # nothing changes in etcd meanwhile: that is the test
+    assert _watch_restarts(cluster) == before
+    # The watches still deliver: a topic created through one broker is served by all.
+    topic = unique_topic_name("after-quiet")
+    cluster.create_topic(topic, 3, 3)
+    cluster.wait_full_isr(topic, timeout_s=10)
+
+
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_a_group_is_served_again_after_etcd_was_down_past_the_session_timeout(
     cluster: WeirCluster, protocol: str

@@ -18,6 +18,7 @@ from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.cluster_member import (
     ClusterMember,
     EtcdMetadataStore,
+    etcd_request_timeout_s,
     load_cluster_metadata,
     register_cluster_metrics,
 )
@@ -188,7 +189,9 @@ async def serve(
         if config.etcd is None:
             broker = Broker(config)
         else:
-            etcd = EtcdClient.from_urls(config.etcd)
+            etcd = EtcdClient.from_urls(
+                config.etcd, request_timeout_s=etcd_request_timeout_s(config)
+            )
             metadata, revision = await load_cluster_metadata(etcd)
             broker = Broker(config, EtcdMetadataStore(metadata))
             member = ClusterMember(broker, etcd, revision)

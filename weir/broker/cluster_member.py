@@ -23,6 +23,7 @@ import json
 import logging
 import secrets
 import uuid
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -36,6 +37,7 @@ from weir.broker.etcd_client import (
     EtcdError,
     KeyValue,
     Put,
+    Range,
     WatchCompacted,
     WatchEvent,
 )
@@ -75,7 +77,30 @@ PARTITIONS_PREFIX = PREFIX + b"partitions/"
 HOUSEKEEPING_INTERVAL_S = 0.5
 WATCH_RETRY_BACKOFF_S = 0.5
 LEAVE_TIMEOUT_S = 1.0
-METADATA_RESYNC_INTERVAL_S = 5.0
+# How often the watch is compared with etcd (`_audit_watch`).
+WATCH_AUDIT_INTERVAL_S = 3.0
+WATCH_RESTART_REASONS = ("broken", "behind", "compacted")
+
+
+# Bounds of one etcd request's wait on one member (see `etcd_request_timeout_s`).
+ETCD_REQUEST_TIMEOUT_S_MIN = 1.5
+ETCD_REQUEST_TIMEOUT_S_MAX = 5.0
+
+
+def etcd_request_timeout_s(config: BrokerConfig) -> float:
+    """A third of the session timeout, within bounds: a lease renewal sent to a
+    member that stopped answering (paused, cut off) times out and is answered by
+    another member before the lease (renewed every third of the session) runs out."""
+    third_s = config.broker_session_timeout_ms / 3000
+    return min(max(third_s, ETCD_REQUEST_TIMEOUT_S_MIN), ETCD_REQUEST_TIMEOUT_S_MAX)
+
+
+def _controller_node_id(value: bytes) -> int:
+    """The node id in the controller key's value (NO_LEADER when unreadable)."""
+    try:
+        return int(json.loads(value)["node_id"])
+    except (ValueError, KeyError, TypeError):
+        return NO_LEADER
 
 
 def broker_key(node_id: int) -> bytes:
@@ -151,6 +176,11 @@ class ClusterMember:
         # Fencing as the roles last saw it (see `_check_fencing`).
         self._fenced_seen = False
         self.fencings_total = 0
+        # The next revision the watch owes, its cancel scope (the audit restarts a
+        # stream that fell behind), and its restarts by reason.
+        self._watch_revision = 0
+        self._watch_scope: trio.CancelScope | None = None
+        self.watch_restarts: Counter[str] = Counter(dict.fromkeys(WATCH_RESTART_REASONS, 0))
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._nursery: trio.Nursery | None = None
         self._roles_changed = trio.Event()
@@ -275,7 +305,7 @@ class ClusterMember:
             nursery.start_soon(self._campaign)
             nursery.start_soon(self._housekeeping)
             nursery.start_soon(self._reconcile_own_changes)
-            nursery.start_soon(self._resync_metadata)
+            nursery.start_soon(self._audit_watch)
             task_status.started()
 
     async def _register(self) -> None:
@@ -317,21 +347,15 @@ class ClusterMember:
             self._leadership_dirty.set()
 
     async def _resync_metadata(self) -> None:
-        """A safety net under the watch: every few seconds, compare the metadata
-        document's revision with the one applied, and apply a newer one."""
-        while True:
-            await trio.sleep(METADATA_RESYNC_INTERVAL_S)
-            try:
-                kv = await self.etcd.get(METADATA_KEY)
-            except EtcdError as exc:
-                log.debug("metadata resync: %s", exc)
-                continue
-            if kv is not None and kv.mod_revision > self.metadata_revision:
-                async with self.broker.metadata_lock:
-                    if kv.mod_revision > self.metadata_revision:
-                        log.warning("metadata revision %d was not seen through the watch: "
-                                    "applying it", kv.mod_revision)  # fmt: skip
-                        self._replace_metadata(kv)
+        """Apply the metadata document in etcd when it is newer than the one applied
+        (the audit found that the watch has not brought it)."""
+        kv = await self.etcd.get(METADATA_KEY)
+        if kv is not None and kv.mod_revision > self.metadata_revision:
+            async with self.broker.metadata_lock:
+                if kv.mod_revision > self.metadata_revision:
+                    log.warning("metadata revision %d was not seen through the watch: "
+                                "applying it", kv.mod_revision)  # fmt: skip
+                    self._replace_metadata(kv)
 
     async def _keep_lease(self) -> None:
         ttl_s = max(1, self.session_timeout_ms // 1000)
@@ -385,26 +409,92 @@ class ClusterMember:
         self._apply_roles()
 
     async def _watch(self, start_revision: int) -> None:
-        revision = start_revision
+        """Apply every change under /weir/ in revision order, resuming where the
+        previous stream stopped. A stream that broke, or that the audit found
+        behind etcd (`_audit_watch` cancels it), is opened again from the next
+        revision it owes."""
+        self._watch_revision = start_revision
         while True:
+            with trio.CancelScope() as scope:
+                self._watch_scope = scope
+                reason = await self._follow_watch()
+            if scope.cancelled_caught:
+                reason = "behind"
+                log.warning("the etcd watch fell behind etcd (a stalled stream): resuming "
+                            "from revision %d", self._watch_revision)  # fmt: skip
+            self.watch_restarts[reason] += 1
+            await trio.sleep(WATCH_RETRY_BACKOFF_S)
+
+    async def _follow_watch(self) -> str:
+        """One watch stream, until it ends; returns why ("broken", "compacted")."""
+        try:
+            async with self.etcd.watch_prefix(PREFIX, self._watch_revision) as batches:
+                async for events in batches:
+                    for event in events:
+                        await self._apply_event(event)
+                        self._watch_revision = event.kv.mod_revision + 1
+        except WatchCompacted:
             try:
-                async with self.etcd.watch_prefix(PREFIX, revision) as batches:
-                    async for events in batches:
-                        for event in events:
-                            await self._apply_event(event)
-                            revision = event.kv.mod_revision + 1
-            except WatchCompacted:
-                kvs, current = await self.etcd.get_prefix(PREFIX)
-                self.brokers.clear()
-                self.states.clear()
-                for kv in kvs:
-                    self._apply_put(kv, initial=True)
-                await self.broker.reconcile_local_partitions()
-                self._apply_roles()
-                revision = current + 1
+                await self._reload_everything()
             except EtcdError as exc:
-                log.info("etcd watch interrupted (%s); resuming from revision %d", exc, revision)
-                await trio.sleep(WATCH_RETRY_BACKOFF_S)
+                log.warning("etcd watch compacted, and reading it all again failed: %s", exc)
+            return "compacted"
+        except EtcdError as exc:
+            log.info("etcd watch interrupted (%s); resuming from revision %d",
+                     exc, self._watch_revision)  # fmt: skip
+        return "broken"
+
+    async def _reload_everything(self) -> None:
+        """The watch's revision was compacted away: read the whole prefix again."""
+        kvs, current = await self.etcd.get_prefix(PREFIX)
+        self.brokers.clear()
+        self.states.clear()
+        for kv in kvs:
+            self._apply_put(kv, initial=True)
+        await self.broker.reconcile_local_partitions()
+        self._apply_roles()
+        self._watch_revision = current + 1
+
+    async def _audit_watch(self) -> None:
+        """A safety net under the watch, which may be silent for as long as nothing
+        changes (etcd's progress notifications are off unless configured): every few
+        seconds, compare what the watch delivered with etcd itself, in one read-only
+        txn. A newer metadata document is applied at once; keys put since the
+        watch's revision, or brokers or a controller that differ from the watched
+        view, found by two audits in a row, restart the watch from its revision."""
+        behind_before = False
+        while True:
+            await trio.sleep(WATCH_AUDIT_INTERVAL_S)
+            try:
+                behind = await self._watch_is_behind()
+            except EtcdError as exc:
+                log.debug("watch audit: %s", exc)
+                continue
+            if behind and behind_before and self._watch_scope is not None:
+                self._watch_scope.cancel()
+                behind = False
+            behind_before = behind
+
+    async def _watch_is_behind(self) -> bool:
+        since = self._watch_revision
+        result = await self.etcd.txn(
+            [],
+            [
+                Range(PREFIX, prefix=True, keys_only=True, min_mod_revision=since),
+                Range(BROKERS_PREFIX, prefix=True, keys_only=True),
+                Range(CONTROLLER_KEY),
+            ],
+        )
+        undelivered, registered, controller = result.ranges
+        metadata = [kv for kv in undelivered if kv.key == METADATA_KEY]
+        if metadata and metadata[0].mod_revision > self.metadata_revision:
+            await self._resync_metadata()
+        if since != self._watch_revision:
+            return False  # the watch moved on meanwhile: it is alive
+        broker_ids = {kv.key[len(BROKERS_PREFIX) :] for kv in registered}
+        watched_ids = {str(node_id).encode() for node_id in self.brokers}
+        controller_id = _controller_node_id(controller[0].value) if controller else NO_LEADER
+        return bool(undelivered) or broker_ids != watched_ids or controller_id != self.controller_id
 
     async def _apply_event(self, event: WatchEvent) -> None:
         kv = event.kv
@@ -794,6 +884,14 @@ def register_cluster_metrics(broker: Broker, member: ClusterMember) -> None:
         "weir_broker_fencings_total",
         "Times this broker became fenced (no lease renewal answered within its TTL).",
         lambda: member.fencings_total,
+    )
+    metrics.register_counter_family(
+        "weir_etcd_watch_restarts_total",
+        "Times this broker's etcd watch was opened again, by reason: broken (the "
+        "stream ended or failed), behind (the audit found changes it had not "
+        "delivered), compacted (its revision was compacted: everything read again).",
+        "reason",
+        lambda: member.watch_restarts,
     )
     metrics.register_counter(
         "weir_controller_elections_total",

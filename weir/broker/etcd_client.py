@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -23,9 +24,15 @@ import httpx
 import trio
 
 RESPONSE_BYTES_MAX = 64 * 1024 * 1024
-# A watch sends progress notifications every few seconds (etcd's default is 10 min
-# unless asked): silence for longer than this ends the stream as broken.
-WATCH_SILENCE_S_MAX = 15.0
+# TCP keepalive on every connection to etcd, so that a watch stream whose peer is
+# gone (a machine lost, a network cut) ends within about 5 + 2 * 3 = 11 s. A watch
+# may be silent for as long as nothing changes: etcd sends progress notifications
+# only every 10 minutes unless started with a shorter
+# --experimental-watch-progress-notify-interval, so silence is never taken as a
+# broken stream; the cluster member audits its watch instead (cluster_member.py).
+TCP_KEEPALIVE_IDLE_S = 5
+TCP_KEEPALIVE_INTERVAL_S = 2
+TCP_KEEPALIVE_PROBES = 3
 
 
 class EtcdError(Exception):
@@ -108,6 +115,10 @@ class DeleteRange:
 class Range:
     key: bytes
     prefix: bool = False
+    # Keys and revisions only, no values (cheap to ask often).
+    keys_only: bool = False
+    # Only keys last put at or after this revision (0: any).
+    min_mod_revision: int = 0
 
 
 Operation = Put | DeleteRange | Range
@@ -181,7 +192,23 @@ def _operation_json(operation: Operation) -> dict[str, Any]:
         return {"request_put": put}
     if isinstance(operation, DeleteRange):
         return {"request_delete_range": _range_json(operation.key, operation.prefix)}
-    return {"request_range": _range_json(operation.key, operation.prefix)}
+    request: dict[str, Any] = _range_json(operation.key, operation.prefix)
+    if operation.keys_only:
+        request["keys_only"] = True
+    if operation.min_mod_revision:
+        request["min_mod_revision"] = str(operation.min_mod_revision)
+    return {"request_range": request}
+
+
+def _keepalive_socket_options() -> list[tuple[int, int, int]]:
+    options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; elsewhere the system's defaults
+        options += [
+            (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, TCP_KEEPALIVE_IDLE_S),
+            (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, TCP_KEEPALIVE_INTERVAL_S),
+            (socket.IPPROTO_TCP, socket.TCP_KEEPCNT, TCP_KEEPALIVE_PROBES),
+        ]
+    return options
 
 
 def _check_url(url: str) -> str:
@@ -211,7 +238,10 @@ class EtcdClient:
         self.request_timeout_s = request_timeout_s
         self.response_bytes_max = response_bytes_max
         self._preferred = 0
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(request_timeout_s))
+        transport = httpx.AsyncHTTPTransport(socket_options=_keepalive_socket_options())
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(request_timeout_s), transport=transport
+        )
 
     @classmethod
     def from_urls(cls, urls: str, **settings: Any) -> EtcdClient:
@@ -360,7 +390,7 @@ class EtcdClient:
         last_error = "no endpoint"
         for index in self._order():
             url = self.endpoints[index] + "/v3/watch"
-            timeout = httpx.Timeout(self.request_timeout_s, read=WATCH_SILENCE_S_MAX)
+            timeout = httpx.Timeout(self.request_timeout_s, read=None)
             try:
                 async with self._http.stream("POST", url, json=body, timeout=timeout) as response:
                     if response.status_code != 200:

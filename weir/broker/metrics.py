@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 GaugeSample = tuple[dict[str, str], float]
@@ -38,6 +38,9 @@ class Metrics:
     cold_reads_on_loop_total: int = 0
     gauges: dict[str, tuple[str, Callable[[], Iterable[GaugeSample]]]] = field(default_factory=dict)
     counters: dict[str, tuple[str, Callable[[], float]]] = field(default_factory=dict)
+    counter_families: dict[str, tuple[str, str, Callable[[], Mapping[str, int]]]] = field(
+        default_factory=dict
+    )
     histograms: dict[str, tuple[str, Callable[[], HistogramSample]]] = field(default_factory=dict)
 
     def register_gauge(
@@ -48,6 +51,12 @@ class Metrics:
     def register_counter(self, name: str, help_text: str, sample: Callable[[], float]) -> None:
         """A counter owned elsewhere (read at each scrape)."""
         self.counters[name] = (help_text, sample)
+
+    def register_counter_family(
+        self, name: str, help_text: str, label: str, counts: Callable[[], Mapping[str, int]]
+    ) -> None:
+        """Counters owned elsewhere, one per value of `label` (read at each scrape)."""
+        self.counter_families[name] = (help_text, label, counts)
 
     def register_histogram(
         self, name: str, help_text: str, sample: Callable[[], HistogramSample]
@@ -155,6 +164,8 @@ class Metrics:
             (name, "counter", help_text, sample())
             for name, (help_text, sample) in sorted(self.counters.items())
         ]
+        for name, (help_text, label, counts) in sorted(self.counter_families.items()):
+            _counter_family(lines, name, help_text, label, counts())
         for name, kind, help_text, value in scalars:
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {value}"]
         for name, (help_text, histogram) in sorted(self.histograms.items()):
@@ -175,7 +186,7 @@ def _histogram(lines: list[str], name: str, help_text: str, sample: HistogramSam
 
 
 def _counter_family(
-    lines: list[str], name: str, help_text: str, label: str, counts: Counter[str]
+    lines: list[str], name: str, help_text: str, label: str, counts: Mapping[str, int]
 ) -> None:
     lines += [f"# HELP {name} {help_text}", f"# TYPE {name} counter"]
     for key, value in sorted(counts.items()):
