@@ -95,6 +95,13 @@ def etcd_request_timeout_s(config: BrokerConfig) -> float:
     return min(max(third_s, ETCD_REQUEST_TIMEOUT_S_MIN), ETCD_REQUEST_TIMEOUT_S_MAX)
 
 
+def monotonic_ms() -> int:
+    """The clock of replication's durations (a follower's lag, since it was last
+    caught up): monotonic, so a wall-clock step on a leader (NTP, an operator)
+    neither drops every follower from the ISR nor keeps a lagging one in it."""
+    return int(trio.current_time() * 1000)
+
+
 def _controller_node_id(value: bytes) -> int:
     """The node id in the controller key's value (NO_LEADER when unreadable)."""
     try:
@@ -239,7 +246,7 @@ class ClusterMember:
         replication = replica.replication
         if not isinstance(replication, Replication) or replication.state.leader != self.node_id:
             return
-        now_ms = wall_clock_ms()
+        now_ms = monotonic_ms()
         replication.record_follower_fetch(replica_id, fetch_offset, now_ms)
         if replication.caught_up_followers(now_ms, self.replica_lag_time_max_ms):
             self._leadership_dirty.set()
@@ -566,7 +573,7 @@ class ClusterMember:
         self._apply_roles()
 
     def _apply_roles(self) -> None:
-        now_ms = wall_clock_ms()
+        now_ms = monotonic_ms()
         active: dict[int, set[tuple[str, int]]] = {}
         for key, replica in self.broker.partitions.items():
             topic = replica.topic
@@ -611,7 +618,7 @@ class ClusterMember:
                 lambda: self._address_of(leader_id),
                 f"{REPLICA_CLIENT_ID_PREFIX}{self.node_id}-{self.replication_token}",
                 frame_bytes_max=self.broker.config.limits.frame_bytes_max,
-                now_ms=wall_clock_ms,
+                now_ms=wall_clock_ms,  # record timestamps: the log's clock
             )
             self.fetchers[leader_id] = fetcher
             self._nursery.start_soon(fetcher.run)
@@ -640,7 +647,7 @@ class ClusterMember:
     async def _maintain_isr(self) -> None:
         if self.fenced():
             return
-        now_ms = wall_clock_ms()
+        now_ms = monotonic_ms()
         for replica in list(self.broker.partitions.values()):
             replication = replica.replication
             if not isinstance(replication, Replication):
@@ -691,7 +698,7 @@ class ClusterMember:
         if not result.succeeded:
             return False
         self.states[(topic.topic_id, replica.index)] = StoredState(new_state, result.revision)
-        replication.become_leader(new_state, wall_clock_ms())
+        replication.become_leader(new_state, monotonic_ms())
         return True
 
     async def _campaign(self) -> None:
@@ -810,7 +817,7 @@ class ClusterMember:
         """Per follower of each partition this broker leads: records behind the log
         end, or (`in_seconds`) time since it was last caught up."""
         samples = []
-        now_ms = wall_clock_ms()
+        now_ms = monotonic_ms()
         for (name, index), replica in sorted(self.broker.partitions.items()):
             replication = replica.replication
             if not isinstance(replication, Replication) or not replication.is_leader:
