@@ -29,9 +29,11 @@ class WeirCluster:
         etcd: EtcdCluster,
         brokers_count: int = 3,
         placement: Callable[[int], tuple[str, tuple[str, ...]]] | None = None,
+        settings: str = TEST_CLUSTER_SETTINGS,
     ) -> None:
         """`placement(node_id)`: (the address a broker listens on, a command prefix
-        such as `ip netns exec NS`); default loopback, no prefix."""
+        such as `ip netns exec NS`); default loopback, no prefix. `settings`: every
+        broker's settings file (TOML)."""
         self.base = base
         self.etcd = etcd
         self.brokers: dict[int, WeirProcess] = {}
@@ -43,7 +45,7 @@ class WeirCluster:
             broker_dir = base / f"broker-{node_id}"
             broker_dir.mkdir(parents=True, exist_ok=True)
             settings_file = broker_dir / SETTINGS_FILE_NAME
-            settings_file.write_text(TEST_CLUSTER_SETTINGS)
+            settings_file.write_text(settings)
             self.brokers[node_id] = WeirProcess(
                 broker_dir / "data",
                 broker_dir / "logs",
@@ -150,12 +152,14 @@ def running_cluster(
     etcd_members: int = 1,
     etcd_host: str = "127.0.0.1",
     placement: Placement | None = None,
+    settings: str = TEST_CLUSTER_SETTINGS,
 ) -> Iterator[WeirCluster]:
-    """etcd (`etcd_members`) and `brokers_count` started brokers under `base`;
-    everything stopped on exit (a broker that logged a traceback fails it)."""
+    """etcd (`etcd_members`) and `brokers_count` started brokers under `base`, each
+    with `settings` as its settings file; everything stopped on exit (a broker that
+    logged a traceback fails it)."""
     etcd = EtcdCluster.start(base / "etcd", etcd_members, host=etcd_host)
     try:
-        cluster = WeirCluster(base / "weir", etcd, brokers_count, placement)
+        cluster = WeirCluster(base / "weir", etcd, brokers_count, placement, settings)
         try:
             cluster.start()
             yield cluster

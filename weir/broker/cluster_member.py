@@ -59,10 +59,13 @@ from weir.controller.metadata import (
 from weir.controller.partition_state import (
     NO_LEADER,
     BrokerInfo,
+    PartitionLeadership,
     PartitionState,
     elect_leader,
     elect_preferred,
     initial_state,
+    preferred_imbalance,
+    preferred_leader_rebalance,
 )
 from weir.format.errors import ErrorCode
 
@@ -196,6 +199,7 @@ class ClusterMember:
         self.controller_elections_total = 0
         self.isr_shrinks_total = 0
         self.isr_expands_total = 0
+        self.preferred_leader_elections_total = 0
         broker.cluster = self
         broker.controller.clustered = True
         broker.controller.live_brokers = lambda: sorted(
@@ -313,6 +317,7 @@ class ClusterMember:
             nursery.start_soon(self._housekeeping)
             nursery.start_soon(self._reconcile_own_changes)
             nursery.start_soon(self._audit_watch)
+            nursery.start_soon(self._balance_preferred_leaders)
             task_status.started()
 
     async def _register(self) -> None:
@@ -761,6 +766,65 @@ class ClusterMember:
         )
         log.info("%s-%d: replicas moved to %s", topic.name, index, target)
 
+    async def _balance_preferred_leaders(self) -> None:
+        """Kafka's auto.leader.rebalance.enable: every
+        `leader_imbalance_check_interval_ms`, the active controller hands leadership
+        back to the preferred replicas of imbalanced brokers (`preferred_leader_rebalance`)."""
+        config = self.broker.config
+        if not config.auto_leader_rebalance_enable:
+            return
+        while True:
+            await trio.sleep(config.leader_imbalance_check_interval_ms / 1000)
+            if not self.is_controller or self.fenced():
+                continue
+            try:
+                await self._elect_preferred_leaders(config.leader_imbalance_per_broker_percentage)
+            except EtcdError as exc:
+                log.warning("preferred leader balance: etcd: %s", exc)
+            except Exception:  # a bug here must not stop the broker: log, check again
+                log.exception("preferred leader balance failed; checking again later")
+
+    def _leaderships(self) -> dict[tuple[uuid.UUID, int], PartitionLeadership]:
+        """Every partition's replicas and state, as the preferred-leader balance reads them."""
+        return {
+            (topic.topic_id, index): PartitionLeadership(
+                replicas=tuple(topic.replicas(index, self.node_id)),
+                state=self.partition_state(topic, index),
+                moving=index in topic.reassignments,
+            )
+            for topic in self.broker.controller.topics()
+            for index in range(topic.partition_count)
+        }
+
+    async def _elect_preferred_leaders(self, imbalance_percentage: int) -> None:
+        leaderships = self._leaderships()
+        elections = preferred_leader_rebalance(
+            leaderships, frozenset(self.brokers), imbalance_percentage
+        )
+        for (topic_id, index), new_state in elections:
+            previous = leaderships[(topic_id, index)].state
+            # Each swap awaits etcd: what changed since the decision (the partition's
+            # state, its topic, a move begun, the controller key) waits for the next check.
+            topic = self.broker.controller.topic_by_id(topic_id)
+            if (
+                not self.is_controller
+                or topic is None
+                or index in topic.reassignments
+                or self.partition_state(topic, index) != previous
+            ):
+                continue
+            if await self.swap_partition_state(topic, index, new_state, as_controller=True):
+                self.preferred_leader_elections_total += 1
+                log.info("%s-%d: leadership back to preferred replica %d (from %d): "
+                         "automatic leader rebalance", topic.name, index, new_state.leader,
+                         previous.leader)  # fmt: skip
+
+    def preferred_imbalance_count(self) -> int:
+        """Partitions not led by their preferred replica (Kafka's
+        PreferredReplicaImbalanceCount), cluster-wide view."""
+        imbalance = preferred_imbalance(self._leaderships().values())
+        return sum(i.not_led for i in imbalance.values())
+
     async def swap_partition_state(
         self, topic: TopicRecord, index: int, new_state: PartitionState, *, as_controller: bool
     ) -> bool:
@@ -914,6 +978,17 @@ def register_cluster_metrics(broker: Broker, member: ClusterMember) -> None:
         "weir_isr_expands_total",
         "ISR expansions made by this broker as leader.",
         lambda: member.isr_expands_total,
+    )
+    metrics.register_counter(
+        "weir_preferred_leader_elections_total",
+        "Partitions whose leadership this broker, as the active controller, handed back "
+        "to their preferred replica (auto_leader_rebalance_enable).",
+        lambda: member.preferred_leader_elections_total,
+    )
+    metrics.register_gauge(
+        "weir_preferred_replica_imbalance_partitions",
+        "Partitions whose leader is not their preferred (first) replica (cluster-wide view).",
+        lambda: [({}, float(member.preferred_imbalance_count()))],
     )
     metrics.register_gauge(
         "weir_follower_lag_messages",

@@ -105,6 +105,19 @@ class BrokerConfig:
     broker_session_timeout_ms: int = 9_000
     # A follower not caught up for this long leaves the ISR (Kafka's default is 30 s).
     replica_lag_time_max_ms: int = 10_000
+    # The active controller hands leadership back to preferred (first) replicas
+    # that are alive and in sync, every leader_imbalance_check_interval_ms, for each
+    # broker that leads fewer than (100 - leader_imbalance_per_broker_percentage) %
+    # of the partitions it is preferred for (Kafka's auto.leader.rebalance.enable,
+    # leader.imbalance.per.broker.percentage, leader.imbalance.check.interval.seconds).
+    # 30 s, not Kafka's 300: after a broker returns, the broker that took over its
+    # leaderships is the single point whose next fault stops all of them, so the
+    # window is kept short; a check is a scan of the controller's view (no etcd
+    # read), and a broker that keeps restarting gets its leaderships back at most
+    # once per check, each only after it rejoined the ISR.
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_per_broker_percentage: int = 10
+    leader_imbalance_check_interval_ms: int = 30_000
     auto_create_topics: bool = True
     default_partition_count: int = 1
     # SIGTERM to exit: in-flight requests get up to a quarter of it (after the
@@ -414,7 +427,7 @@ def _convert(name: str, value: Any, setting: str) -> Any:
         if node_id < 0:
             raise ConfigError(f"{setting}: must be >= 0, got {node_id}")
         return node_id
-    if name in ("auto_create_topics", "unsafe_skip_fsync"):
+    if name in ("auto_create_topics", "unsafe_skip_fsync", "auto_leader_rebalance_enable"):
         if not isinstance(value, bool):
             raise ConfigError(f"{setting}: expected true or false, got {value!r}")
         return value
@@ -428,6 +441,11 @@ def _convert(name: str, value: Any, setting: str) -> Any:
         number = _int(setting, value)
         if number < -1:
             raise ConfigError(f"{setting}: must be -1 (keep everything) or >= 0, got {number}")
+        return number
+    if name in PERCENTAGE_SETTINGS:
+        number = _int(setting, value)
+        if not 0 <= number <= 100:
+            raise ConfigError(f"{setting}: must be a percentage from 0 to 100, got {number}")
         return number
     if name in NON_NEGATIVE_SETTINGS:
         number = _int(setting, value)
@@ -448,6 +466,7 @@ def _fsync_method(setting: str, value: Any) -> str:
 
 
 NON_NEGATIVE_SETTINGS = ("group_initial_rebalance_delay_ms", "group_commit_delay_ms")
+PERCENTAGE_SETTINGS = ("leader_imbalance_per_broker_percentage",)
 
 
 def _int(setting: str, value: Any) -> int:

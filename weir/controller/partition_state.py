@@ -15,8 +15,9 @@ and followers can find where their logs diverge (KIP-101/279).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from weir.controller.errors import ControllerError
 from weir.format.errors import ErrorCode
@@ -249,3 +250,72 @@ def check_assignment(replicas: Sequence[int], known_brokers: Iterable[int]) -> N
             f"replica assignment {list(replicas)} names brokers {unknown} that are not "
             f"registered (live brokers: {sorted(known)})",
         )
+
+
+@dataclass(frozen=True)
+class PartitionLeadership:
+    """What the preferred-leader balance reads of one partition."""
+
+    replicas: tuple[int, ...]  # assignment order: the first is the preferred leader
+    state: PartitionState
+    # A reassignment in progress: its leader is left where it is (the move's end
+    # picks a leader among the target replicas).
+    moving: bool = False
+
+
+@dataclass(frozen=True)
+class PreferredImbalance:
+    """One broker's share of Kafka's leader imbalance: of the partitions whose
+    preferred replica it is, how many another broker (or none) leads."""
+
+    not_led: int
+    preferred: int
+
+    def exceeds(self, percentage: int) -> bool:
+        """Kafka's test: not_led / preferred > percentage / 100 (exact, in integers)."""
+        return self.not_led * 100 > percentage * self.preferred
+
+
+PartitionKey = TypeVar("PartitionKey", bound=Hashable)
+
+
+def preferred_imbalance(partitions: Iterable[PartitionLeadership]) -> dict[int, PreferredImbalance]:
+    """Per broker that is some partition's preferred replica, its imbalance."""
+    not_led: dict[int, int] = {}
+    preferred: dict[int, int] = {}
+    for partition in partitions:
+        if not partition.replicas:
+            continue
+        broker = partition.replicas[0]
+        preferred[broker] = preferred.get(broker, 0) + 1
+        not_led[broker] = not_led.get(broker, 0) + (partition.state.leader != broker)
+    return {b: PreferredImbalance(not_led[b], count) for b, count in preferred.items()}
+
+
+def preferred_leader_rebalance(
+    partitions: Mapping[PartitionKey, PartitionLeadership],
+    alive: frozenset[int],
+    imbalance_percentage: int,
+) -> list[tuple[PartitionKey, PartitionState]]:
+    """Kafka's automatic leader rebalance (auto.leader.rebalance.enable): the
+    preferred-leader elections to make, in the mapping's order.
+
+    A broker is imbalanced when more than `imbalance_percentage` percent of the
+    partitions whose preferred replica it is are led by another broker. Each of
+    those partitions hands leadership back to it where `elect_preferred` would:
+    the preferred replica is alive and in the ISR (a replica that just came back
+    catches up and rejoins the ISR first). Partitions being reassigned count in
+    the ratio but do not move. Balanced brokers' partitions stay where they are."""
+    imbalanced = {
+        broker
+        for broker, imbalance in preferred_imbalance(partitions.values()).items()
+        if imbalance.exceeds(imbalance_percentage)
+    }
+    elections = []
+    for key, partition in partitions.items():
+        if partition.moving or not partition.replicas or partition.replicas[0] not in imbalanced:
+            continue
+        outcome = elect_preferred(partition.state, partition.replicas, alive)
+        if isinstance(outcome, PartitionState):
+            elections.append((key, outcome))
+    return elections
