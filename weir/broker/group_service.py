@@ -173,18 +173,19 @@ class GroupService:
         """The offsets partitions whose groups this broker should serve but cannot,
         and why: its log failed; or (a cluster) it leads the partition in etcd but is
         fenced (its lease may have ended) or has not loaded it."""
-        unavailable = dict(self._failed_partitions)
         cluster = self.broker.cluster
-        if self._led is None or cluster is None or not self.loaded:
-            return unavailable
-        for partition in range(self.partition_count):
-            replica = self.broker.partition(OFFSETS_TOPIC_NAME, partition)
-            replication = replica.replication if replica is not None else None
-            if partition in self._led or partition in unavailable or replication is None:
+        topic = self.broker.controller.topic(OFFSETS_TOPIC_NAME)
+        if self._led is None or cluster is None or topic is None:
+            return dict(self._failed_partitions)
+        unavailable: dict[int, str] = {}
+        for partition in range(topic.partition_count):
+            if cluster.partition_state(topic, partition).leader != cluster.node_id:
+                continue  # another broker serves its groups (a failed log moves it)
+            if partition in self._failed_partitions:
+                unavailable[partition] = self._failed_partitions[partition]
+            elif partition in self._led:
                 continue
-            if replication.leader_id != cluster.node_id:
-                continue
-            if cluster.fenced():
+            elif cluster.fenced():
                 unavailable[partition] = "fenced: this broker cannot renew its etcd lease"
             else:
                 unavailable[partition] = "leads it but has not loaded it yet"
