@@ -68,6 +68,7 @@ class VictimDisk:
     def __init__(self, image: Path, mount_point: Path) -> None:
         self.image = image
         self.mount_point = mount_point
+        self.device = ""
 
     def create(self) -> None:
         with open(self.image, "wb") as image:
@@ -77,13 +78,18 @@ class VictimDisk:
         self.mount()
 
     def mount(self) -> None:
-        _run("mount", "-o", "loop,errors=remount-ro", str(self.image), str(self.mount_point))
-        # A mount namespace made meanwhile (`ip netns exec`) holds a copy of the
-        # mount; shared, the unmount reaches that copy too and the filesystem goes.
-        _run("mount", "--make-shared", str(self.mount_point))
+        """On a loop device of its own each time (`mount -o loop` would reuse one
+        still attached, whose filesystem a mount namespace made meanwhile by
+        another test's `ip netns exec` may keep alive, read-only)."""
+        self.device = subprocess.run(
+            ["losetup", "--find", "--show", str(self.image)],
+            capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=True,
+        ).stdout.strip()  # fmt: skip
+        _run("mount", "-o", "errors=remount-ro", self.device, str(self.mount_point))
 
-    def unmount(self) -> None:
-        _run("umount", str(self.mount_point))
+    def unmount(self, *, lazy: bool = False) -> None:
+        _run("umount", *(["-l"] if lazy else []), str(self.mount_point))
+        _run("losetup", "-d", self.device)  # detached once nothing holds it
 
     def fill(self) -> None:
         """Write zeros until the filesystem has no room left, even after an fsync
@@ -100,11 +106,7 @@ class VictimDisk:
 
     def turn_read_only(self) -> None:
         """ext4 records an error and, with errors=remount-ro, goes read-only."""
-        device = subprocess.run(
-            ["findmnt", "-n", "-o", "SOURCE", str(self.mount_point)],
-            capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=True,
-        ).stdout.strip()  # fmt: skip
-        trigger = Path("/sys/fs/ext4") / Path(device).name / "trigger_fs_error"
+        trigger = Path("/sys/fs/ext4") / Path(self.device).name / "trigger_fs_error"
         trigger.write_text("weir test: the disk turns read-only\n")
 
     def repair(self) -> None:
@@ -134,7 +136,7 @@ def disk_and_cluster(
             try:
                 weir.stop()  # before the unmount; fails on any broker's traceback
             finally:
-                _run("umount", "-l", str(disk.mount_point), ok_codes=(0, 32))
+                disk.unmount(lazy=True)
     finally:
         etcd.stop()
 
