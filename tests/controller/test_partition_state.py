@@ -3,6 +3,8 @@ election, rack-aware replica placement, and the states' JSON in etcd."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from weir.controller.errors import ControllerError
@@ -12,8 +14,11 @@ from weir.controller.partition_state import (
     PartitionState,
     check_assignment,
     elect_leader,
+    elect_leader_without_offline,
     elect_preferred,
     initial_state,
+    offline_replicas_from_json,
+    offline_replicas_to_json,
     place_replicas,
 )
 from weir.format.errors import ErrorCode
@@ -128,3 +133,60 @@ def test_states_and_registrations_round_trip_through_json() -> None:
 def test_unreadable_state_documents_are_refused(value: bytes) -> None:
     with pytest.raises((ValueError, KeyError)):
         PartitionState.from_json(value)
+
+
+# -- replicas offline after a storage error (Kafka's failed log directory) ----------
+
+ALL_ALIVE = frozenset({1, 2, 3})
+
+
+def test_a_leader_whose_replica_is_offline_hands_over_to_the_next_isr_member() -> None:
+    state = PartitionState(leader=1, leader_epoch=4, isr=(1, 2, 3), partition_epoch=7)
+    elected = elect_leader_without_offline(state, REPLICAS, ALL_ALIVE, frozenset({1}))
+    assert elected == PartitionState(leader=2, leader_epoch=5, isr=(2, 3), partition_epoch=8)
+
+
+def test_an_offline_follower_leaves_the_isr_at_once_without_a_new_leader_epoch() -> None:
+    state = PartitionState(leader=2, leader_epoch=4, isr=(2, 1, 3), partition_epoch=7)
+    elected = elect_leader_without_offline(state, REPLICAS, ALL_ALIVE, frozenset({1}))
+    assert elected == PartitionState(leader=2, leader_epoch=4, isr=(2, 3), partition_epoch=8)
+
+
+def test_an_offline_leader_with_no_other_isr_member_takes_the_partition_offline() -> None:
+    """The out-of-sync live replicas never lead (clean election); the ISR is kept,
+    so the offline replica leads again once its broker reports it back."""
+    state = PartitionState(leader=1, leader_epoch=4, isr=(1,), partition_epoch=2)
+    offline = elect_leader_without_offline(state, REPLICAS, ALL_ALIVE, frozenset({1}))
+    assert offline == PartitionState(leader=NO_LEADER, leader_epoch=5, isr=(1,), partition_epoch=3)
+    assert elect_leader_without_offline(offline, REPLICAS, ALL_ALIVE, frozenset({1})) is None
+    back = elect_leader_without_offline(offline, REPLICAS, ALL_ALIVE, frozenset())
+    assert back is not None and (back.leader, back.leader_epoch, back.isr) == (1, 6, (1,))
+
+
+def test_an_unclean_election_never_picks_an_offline_replica() -> None:
+    state = PartitionState(leader=NO_LEADER, leader_epoch=5, isr=(3,))
+    elected = elect_leader_without_offline(
+        state, REPLICAS, frozenset({1, 2}), frozenset({1}), unclean=True
+    )
+    assert elected is not None and (elected.leader, elected.isr) == (2, (2,))
+    nobody = elect_leader_without_offline(
+        state, [1, 3], frozenset({1}), frozenset({1}), unclean=True
+    )
+    assert nobody is None
+
+
+def test_offline_replicas_of_other_brokers_change_nothing_while_all_are_in_sync() -> None:
+    state = PartitionState(leader=1, leader_epoch=4, isr=(1, 2, 3))
+    assert elect_leader_without_offline(state, REPLICAS, ALL_ALIVE, frozenset()) is None
+
+
+def test_offline_replica_documents_round_trip_and_bad_ones_are_refused() -> None:
+    topic_a, topic_b = uuid.uuid4(), uuid.uuid4()
+    keys = frozenset({(topic_a, 0), (topic_a, 7), (topic_b, 3)})
+    assert offline_replicas_from_json(offline_replicas_to_json(keys)) == keys
+    assert offline_replicas_from_json(offline_replicas_to_json(())) == frozenset()
+    not_an_index = b'{"replicas": {"%s": ["1"]}}' % str(topic_a).encode()
+    for bad in (b"[]", b'{"replicas": []}', b'{"replicas": {"x": [1]}}', not_an_index,
+                b"x" * 2_000_000):  # fmt: skip
+        with pytest.raises((ValueError, KeyError, TypeError)):
+            offline_replicas_from_json(bad)

@@ -31,7 +31,7 @@ from weir.controller.metadata import (
     MetadataStore,
     TopicRecord,
 )
-from weir.controller.partition_state import BrokerInfo, PartitionState
+from weir.controller.partition_state import NO_LEADER, BrokerInfo, PartitionState
 from weir.format.errors import ErrorCode
 from weir.log.config import LogConfig
 from weir.log.descriptors import shared_log_files
@@ -86,6 +86,12 @@ class ClusterRole(Protocol):
     def record_follower_fetch(
         self, replica: PartitionReplica, replica_id: int, fetch_offset: int
     ) -> None: ...
+
+    def replica_failed(self, key: tuple[str, int], reason: str) -> None:
+        """A local replica's log went offline (a failed write or fsync): take it
+        offline and have its leadership and ISR place moved (soon, not in this call:
+        the log's failure may surface in the middle of any of its operations)."""
+        ...
 
 
 class MetadataConflictError(Exception):
@@ -291,6 +297,7 @@ class Broker:
         # Called after the cluster member changed which local replicas lead.
         self.leadership_listeners: list[Callable[[], None]] = []
         self.ready = False
+        self._closing = False
         self.loop_lag = EventLoopLag()
         # Every file operation other than appends and group-commit fsyncs runs there.
         self.disk = DiskExecutor()
@@ -353,11 +360,42 @@ class Broker:
                 topic.name, index, exc.problem, self.config.data_dir,
             )  # fmt: skip
             return
-        self.partitions[key] = PartitionReplica(topic, index, partition_log)
+        self.partitions[key] = self._new_replica(topic, index, partition_log)
+
+    def _new_replica(
+        self, topic: TopicRecord, index: int, partition_log: PartitionLog
+    ) -> PartitionReplica:
+        partition_log.on_failure = partial(self._log_failed, (topic.name, index))
+        return PartitionReplica(topic, index, partition_log)
+
+    def _log_failed(self, key: tuple[str, int], error: OSError) -> None:
+        """A log's failure hook. In a cluster the replica goes offline here and its
+        partition is served by the other replicas (Kafka's failed log directory);
+        a single broker keeps it, refusing writes with KAFKA_STORAGE_ERROR and
+        serving reads of what it holds, until a restart."""
+        if self.cluster is not None and not self._closing:
+            self.cluster.replica_failed(key, f"a write or fsync failed: {error}")
+
+    def take_replica_offline(self, key: tuple[str, int], reason: str) -> PartitionReplica | None:
+        """Stop serving a replica whose log failed (the cluster member's call, once
+        the failure surfaced): it joins `offline_partitions` until a restart opens
+        its log again, and its long-polls wake. The log stays open (and unwritten:
+        it refuses writes) until shutdown, which closes it without a clean-shutdown
+        marker, so the next start recovers it."""
+        replica = self.partitions.pop(key, None)
+        if replica is None:
+            return None
+        self.offline_partitions[key] = reason
+        log.error("%s-%d is offline on this broker: %s. Its other replicas serve it; "
+                  "restart the broker once the disk is fixed.", key[0], key[1], reason)  # fmt: skip
+        replica.wake_fetchers()
+        replica.wake_followers()
+        return replica
 
     def close(self, timeout_s: float | None = None, *, threads_count: int = 1) -> None:
         """Close every log, then the flusher. `timeout_s` and `threads_count`:
         see `LogManager.close_all` (threads only once no Trio task is left)."""
+        self._closing = True  # a failure while closing concerns nobody any more
         self.log_manager.close_all(timeout_s, threads_count=threads_count)
         self.flusher.close()
 
@@ -393,13 +431,21 @@ class Broker:
     def missing_partition_error(self, topic: str, index: int) -> ErrorCode:
         """The error for a partition `partition()` did not find: offline
         (damaged log), led by another broker of the cluster, or unknown."""
-        if (topic, index) in self.offline_partitions:
+        if (topic, index) in self.offline_partitions and not self._led_elsewhere(topic, index):
             return ErrorCode.KAFKA_STORAGE_ERROR
         if self.cluster is not None:
             record = self.controller.topic(topic)
             if record is not None and 0 <= index < record.partition_count:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def _led_elsewhere(self, topic: str, index: int) -> bool:
+        """In a cluster: another broker leads the partition (its replica here is offline)."""
+        record = self.controller.topic(topic)
+        if self.cluster is None or record is None or not 0 <= index < record.partition_count:
+            return False
+        leader = self.cluster.partition_state(record, index).leader
+        return leader not in (NO_LEADER, self.config.node_id)
 
     def create_topic(self, record: TopicRecord) -> None:
         """All or nothing: the partition directories are created first, then the
@@ -423,7 +469,7 @@ class Broker:
                     record.name, index, config, _identity(record)
                 )
                 created.append(index)
-                self.partitions[(record.name, index)] = PartitionReplica(
+                self.partitions[(record.name, index)] = self._new_replica(
                     record, index, partition_log
                 )
         except BaseException:
@@ -657,7 +703,7 @@ class Broker:
     ) -> None:
         for index, partition_log in zip(indexes, logs, strict=True):
             self.log_manager.adopt(record.name, index, partition_log)
-            self.partitions[(record.name, index)] = PartitionReplica(record, index, partition_log)
+            self.partitions[(record.name, index)] = self._new_replica(record, index, partition_log)
 
     def _retire_partitions(
         self, keys: Iterable[tuple[str, int]]
@@ -920,7 +966,8 @@ class Broker:
         )
         self.metrics.register_gauge(
             "weir_partitions_offline",
-            "Partitions whose log is damaged: not served until `weir repair`.",
+            "Partition replicas this broker holds but cannot serve: a damaged log (until "
+            "`weir repair`) or, in a cluster, a failed write or fsync (until a restart).",
             lambda: [({}, len(self.offline_partitions))],
         )
         self.metrics.register_gauge(

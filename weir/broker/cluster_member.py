@@ -14,7 +14,11 @@ etcd holds (under `/weir/`):
   partition epoch once it first changed (absent: its first replica leads, every
   replica in sync); changed only by compare-and-swap on its mod revision, by the
   leader (ISR, while its own registration exists) or the controller (leader,
-  while it still holds the controller key).
+  while it still holds the controller key);
+- `offline_replicas/<node id>`: the replicas a live broker holds but cannot
+  serve (a failed write or fsync, a damaged log), under its lease, written only
+  while its registration exists. The controller counts them as dead for their
+  partition (Kafka's brokers report failed log directories to the controller).
 """
 
 from __future__ import annotations
@@ -61,9 +65,13 @@ from weir.controller.partition_state import (
     BrokerInfo,
     PartitionLeadership,
     PartitionState,
+    ReplicaKey,
     elect_leader,
+    elect_leader_without_offline,
     elect_preferred,
     initial_state,
+    offline_replicas_from_json,
+    offline_replicas_to_json,
     preferred_imbalance,
     preferred_leader_rebalance,
 )
@@ -76,6 +84,7 @@ METADATA_KEY = PREFIX + b"metadata"
 BROKERS_PREFIX = PREFIX + b"brokers/"
 CONTROLLER_KEY = PREFIX + b"controller"
 PARTITIONS_PREFIX = PREFIX + b"partitions/"
+OFFLINE_REPLICAS_PREFIX = PREFIX + b"offline_replicas/"
 # How often leaders check their followers' lag and the controller its partitions.
 HOUSEKEEPING_INTERVAL_S = 0.5
 WATCH_RETRY_BACKOFF_S = 0.5
@@ -119,6 +128,10 @@ def broker_key(node_id: int) -> bytes:
 
 def partition_key(topic_id: uuid.UUID, index: int) -> bytes:
     return PARTITIONS_PREFIX + f"{topic_id}/{index}".encode()
+
+
+def offline_replicas_key(node_id: int) -> bytes:
+    return OFFLINE_REPLICAS_PREFIX + str(node_id).encode()
 
 
 @dataclass
@@ -200,6 +213,13 @@ class ClusterMember:
         self.isr_shrinks_total = 0
         self.isr_expands_total = 0
         self.preferred_leader_elections_total = 0
+        # Replicas each live broker reported offline (theirs and this broker's own).
+        self.offline_replicas: dict[int, frozenset[ReplicaKey]] = {}
+        # Local replicas whose log failed, not yet taken offline: why, for each.
+        self._failed_replicas: dict[tuple[str, int], str] = {}
+        self._offline_changed = trio.Event()
+        # (registration revision, document) last written to this broker's key.
+        self._offline_published: tuple[int, bytes] | None = None
         broker.cluster = self
         broker.controller.clustered = True
         broker.controller.live_brokers = lambda: sorted(
@@ -318,6 +338,7 @@ class ClusterMember:
             nursery.start_soon(self._reconcile_own_changes)
             nursery.start_soon(self._audit_watch)
             nursery.start_soon(self._balance_preferred_leaders)
+            nursery.start_soon(self._report_offline_replicas)
             task_status.started()
 
     async def _register(self) -> None:
@@ -555,6 +576,9 @@ class ClusterMember:
                     self._apply_roles()
             elif key == METADATA_KEY and initial:
                 self._replace_metadata(kv)
+            elif key.startswith(OFFLINE_REPLICAS_PREFIX):
+                node_id = int(key[len(OFFLINE_REPLICAS_PREFIX) :])
+                self._apply_offline_replicas(node_id, offline_replicas_from_json(kv.value))
         except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
             log.error("ignoring unreadable %r in etcd: %s", key, exc)
 
@@ -571,6 +595,12 @@ class ClusterMember:
             self.controller_id = NO_LEADER
             self.is_controller = False
             self._leadership_dirty.set()
+        elif key.startswith(OFFLINE_REPLICAS_PREFIX):
+            try:
+                node_id = int(key[len(OFFLINE_REPLICAS_PREFIX) :])
+            except ValueError:
+                return
+            self._apply_offline_replicas(node_id, frozenset())
 
     # -- roles ---------------------------------------------------------------------
 
@@ -736,7 +766,10 @@ class ClusterMember:
             for index in range(topic.partition_count):
                 replicas = topic.replicas(index, self.node_id)
                 state = self.partition_state(topic, index)
-                new_state = elect_leader(state, replicas, alive, unclean=unclean)
+                offline = self.offline_holders(topic.topic_id, index)
+                new_state = elect_leader_without_offline(
+                    state, replicas, alive, offline, unclean=unclean
+                )
                 if new_state is not None:
                     await self.swap_partition_state(topic, index, new_state, as_controller=True)
             for index in list(topic.reassignments):
@@ -811,6 +844,7 @@ class ClusterMember:
                 or topic is None
                 or index in topic.reassignments
                 or self.partition_state(topic, index) != previous
+                or new_state.leader in self.offline_holders(topic_id, index)
             ):
                 continue
             if await self.swap_partition_state(topic, index, new_state, as_controller=True):
@@ -854,7 +888,8 @@ class ClusterMember:
         with `unclean` any live replica when no in-sync one is alive."""
         replicas = topic.replicas(index, self.node_id)
         state = self.partition_state(topic, index)
-        alive = frozenset(self.brokers)
+        # A replica reported offline can lead no more than a dead broker's.
+        alive = frozenset(self.brokers) - self.offline_holders(topic.topic_id, index)
         outcome: PartitionState | ErrorCode | None
         if not unclean:
             outcome = elect_preferred(state, replicas, alive)
@@ -874,6 +909,83 @@ class ClusterMember:
         if not swapped:
             return ErrorCode.REQUEST_TIMED_OUT  # the state changed meanwhile: ask again
         return ErrorCode.NONE
+
+    # -- replicas offline after a storage error ------------------------------------
+
+    def replica_failed(self, key: tuple[str, int], reason: str) -> None:
+        """The broker's hook for a local log that failed: taken offline by
+        `_report_offline_replicas` right after, outside the log's own call."""
+        self._failed_replicas[key] = reason
+        self._offline_changed.set()
+
+    def offline_holders(self, topic_id: uuid.UUID, index: int) -> frozenset[int]:
+        """Live brokers that reported their replica of this partition offline."""
+        key = (topic_id, index)
+        return frozenset(n for n, keys in self.offline_replicas.items() if key in keys)
+
+    async def _report_offline_replicas(self) -> None:
+        """Take failed local replicas offline (they stop leading and following at
+        once), then keep `offline_replicas/<node id>` in etcd equal to the broker's
+        offline replicas (written again after each new registration: the previous
+        one's lease took it). The controller then moves their leaderships and
+        drops them from their ISRs."""
+        while True:
+            with trio.move_on_after(HOUSEKEEPING_INTERVAL_S):
+                await self._offline_changed.wait()
+            self._offline_changed = trio.Event()
+            if self._failed_replicas:
+                self._take_failed_replicas_offline()
+            try:
+                await self._publish_offline_replicas()
+            except EtcdError as exc:
+                log.warning("could not report offline replicas to etcd: %s", exc)
+
+    def _take_failed_replicas_offline(self) -> None:
+        failed, self._failed_replicas = self._failed_replicas, {}
+        for key, reason in failed.items():
+            replica = self.broker.take_replica_offline(key, reason)
+            if replica is not None and isinstance(replica.replication, Replication):
+                replica.replication.go_offline()
+        self._apply_roles()  # the fetchers let go of them
+
+    async def _publish_offline_replicas(self) -> None:
+        registration = self.registration_revision
+        if self._leaving or registration == 0:
+            return
+        keys = []
+        for name, index in self.broker.offline_partitions:
+            topic = self.broker.controller.topic(name)
+            if topic is not None:
+                keys.append((topic.topic_id, index))
+        document = offline_replicas_to_json(keys)
+        if self._offline_published == (registration, document):
+            return
+        result = await self.etcd.txn(
+            [Compare.create_revision_is(broker_key(self.node_id), registration)],
+            [Put(offline_replicas_key(self.node_id), document, lease_id=self.lease_id)],
+        )
+        if result.succeeded:
+            self._offline_published = (registration, document)
+            if keys:
+                log.warning("reported %d offline replicas to the controller", len(keys))
+
+    def _apply_offline_replicas(self, node_id: int, keys: frozenset[ReplicaKey]) -> None:
+        """Another broker's (or this one's) offline replicas: as leader, stop
+        counting such a follower as fetching; as controller, elect without them."""
+        added = keys - self.offline_replicas.get(node_id, frozenset())
+        if keys:
+            self.offline_replicas[node_id] = keys
+        else:
+            self.offline_replicas.pop(node_id, None)
+        for replica in self.broker.partitions.values():
+            replication = replica.replication
+            if (replica.topic.topic_id, replica.index) in added and isinstance(
+                replication, Replication
+            ):
+                replication.forget_follower(node_id)
+        if added:
+            log.info("broker %d reports %d offline replicas", node_id, len(added))
+        self._leadership_dirty.set()
 
     def follower_lag_samples(
         self, *, in_seconds: bool = False

@@ -157,7 +157,11 @@ def _ready_response(broker: Broker) -> bytes:
         # (joined their ISR), so a rolling restart waits for it before the next.
         catching_up = broker.cluster.replicas_catching_up()
         status["replicas_catching_up"] = catching_up
-        ready = ready and catching_up == 0
+        # Replicas it cannot serve (a failed disk, a damaged log) are not in sync
+        # and will not be until an operator acts: not ready either.
+        offline = len(broker.offline_partitions)
+        status["replicas_offline"] = offline
+        ready = ready and catching_up == 0 and offline == 0
         if broker.cluster.fenced():
             # Its etcd lease may have ended: it leads nothing until it renews it.
             status["fenced"] = True

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import trio
 
 from weir.broker.broker import PartitionReplica
 from weir.broker.peer_client import PeerConnection, PeerError
-from weir.controller.partition_state import PartitionState
+from weir.controller.partition_state import NO_LEADER, PartitionState
 from weir.format.errors import ErrorCode
 from weir.log.errors import LogClosed, LogError
 from weir.wire.api_keys import ApiKey
@@ -116,9 +116,10 @@ class Replication:
                 r: FollowerProgress(caught_up_ms=now_ms) for r in self.replicas if r != self.node_id
             }
             self.epoch_start_offset = partition_log.log_end_offset
-            latest = partition_log.latest_epoch
-            if latest is None or latest < state.leader_epoch:
-                partition_log.epoch_cache.assign(state.leader_epoch, partition_log.log_end_offset)
+            try:
+                partition_log.begin_leader_epoch(state.leader_epoch)
+            except LogError as exc:  # the log went offline: the broker takes it offline
+                log.error("%s: cannot lead: %s", partition_log.directory.name, exc)
         else:  # the same term: replicas may have been added or removed (a move)
             for replica_id in self.replicas:
                 if replica_id != self.node_id and replica_id not in self.followers:
@@ -133,6 +134,18 @@ class Replication:
         self.state = state
         self.followers = {}
         self.notify()
+
+    def go_offline(self) -> None:
+        """This replica's log failed (a write or fsync): it neither leads nor
+        follows any more, and acks=all writes waiting on it stop waiting
+        (NOT_LEADER_OR_FOLLOWER: never acknowledged here)."""
+        self.become_follower(replace(self.state, leader=NO_LEADER))
+
+    def forget_follower(self, replica_id: int) -> None:
+        """The follower's replica went offline: its progress no longer counts as
+        fetching (so it is not added back to the ISR) until it fetches again."""
+        if replica_id in self.followers:
+            self.followers[replica_id] = FollowerProgress()
 
     # -- leader ------------------------------------------------------------------
 
@@ -419,8 +432,11 @@ class ReplicaFetcher:
         error = ErrorCode(getattr(answer, "error_code"))  # noqa: B009 - generated class
         partition_log = followed.replica.log
         if error in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                     ErrorCode.UNKNOWN_LEADER_EPOCH):  # fmt: skip
-            return None  # the metadata will move this partition to its new leader
+                     ErrorCode.UNKNOWN_LEADER_EPOCH,
+                     ErrorCode.KAFKA_STORAGE_ERROR):  # fmt: skip
+            # The metadata will move this partition to its new leader (a leader
+            # whose replica went offline is replaced by the controller).
+            return None
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
             leader_start = getattr(answer, "log_start_offset")  # noqa: B009
             if leader_start > partition_log.log_end_offset:

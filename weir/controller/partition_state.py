@@ -15,6 +15,7 @@ and followers can find where their logs diverge (KIP-101/279).
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
@@ -25,6 +26,12 @@ from weir.format.errors import ErrorCode
 NO_LEADER = -1
 # Brokers' JSON documents in etcd: bounded, so a corrupt value cannot become a huge object.
 STATE_DOCUMENT_BYTES_MAX = 64 * 1024
+# A broker's offline replicas (below): every partition of a failed disk may be listed,
+# so more room than a state, and still below etcd's default 1.5 MiB request limit.
+OFFLINE_REPLICAS_DOCUMENT_BYTES_MAX = 1024 * 1024
+
+# A partition replica named by its topic id and partition index.
+ReplicaKey = tuple[uuid.UUID, int]
 
 
 @dataclass(frozen=True)
@@ -167,6 +174,31 @@ def elect_leader(
     )
 
 
+def elect_leader_without_offline(
+    state: PartitionState,
+    replicas: Sequence[int],
+    alive: frozenset[int],
+    offline: frozenset[int],
+    *,
+    unclean: bool = False,
+) -> PartitionState | None:
+    """`elect_leader` when the brokers in `offline` are alive but hold this
+    partition's replica offline (a write or fsync on its disk failed: Kafka's
+    failed log directory). Such a replica is dead for this partition only: it
+    cannot lead, it leaves the ISR, and it is never chosen, not even by an
+    unclean election, until its broker reports it back (after a restart).
+
+    - An offline leader hands over to the first other live ISR member in replica
+      order (leader epoch + 1), which has every acknowledged record; the offline
+      replica leaves the ISR.
+    - An offline follower leaves the ISR at once (sooner than by lag), so acks=all
+      writes do not wait for it.
+    - No other live ISR member: the partition goes offline (no leader), keeping
+      its ISR, as with every ISR member dead; it returns when one of them does.
+    """
+    return elect_leader(state, replicas, alive - offline, unclean=unclean)
+
+
 def elect_preferred(
     state: PartitionState, replicas: Sequence[int], alive: frozenset[int]
 ) -> PartitionState | ErrorCode:
@@ -177,6 +209,29 @@ def elect_preferred(
     if preferred not in alive or preferred not in state.isr:
         return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
     return _new_leader(state, preferred, state.isr)
+
+
+def offline_replicas_to_json(replicas: Iterable[ReplicaKey]) -> bytes:
+    """A broker's offline replicas as stored in etcd: topic id -> partition indexes."""
+    by_topic: dict[str, list[int]] = {}
+    for topic_id, index in sorted(replicas):
+        by_topic.setdefault(str(topic_id), []).append(index)
+    return json.dumps({"replicas": by_topic}, sort_keys=True, separators=(",", ":")).encode()
+
+
+def offline_replicas_from_json(value: bytes) -> frozenset[ReplicaKey]:
+    """Raises ValueError (or KeyError, TypeError) for a document that is not one."""
+    if len(value) > OFFLINE_REPLICAS_DOCUMENT_BYTES_MAX:
+        raise ValueError(f"document of {len(value)} bytes")
+    doc = json.loads(value)
+    if not isinstance(doc, dict) or not isinstance(doc["replicas"], dict):
+        raise ValueError("not an offline replicas document")
+    keys: set[ReplicaKey] = set()
+    for topic_id, indexes in doc["replicas"].items():
+        if not isinstance(indexes, list):
+            raise ValueError("partition indexes are not a list")
+        keys.update((uuid.UUID(topic_id), _int(index)) for index in indexes)
+    return frozenset(keys)
 
 
 def _new_leader(state: PartitionState, leader: int, isr: Sequence[int]) -> PartitionState:

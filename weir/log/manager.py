@@ -404,8 +404,9 @@ class LogManager:
             (topic, index), partition_log = item
             try:
                 partition_log.close()
-            except OSError:
-                log.exception("closing %s-%d failed", topic, index)
+            except OSError as exc:  # a failed disk: no clean-shutdown marker, recovered
+                log.error("closing %s-%d failed (the next start recovers it): %s",
+                          topic, index, exc)  # fmt: skip
             return True
 
         if threads_count > 1:

@@ -42,6 +42,8 @@ appends never fsync on the caller's thread. All methods run on the Trio thread.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import random
@@ -108,6 +110,10 @@ from weir.txn.producer_state import (
 PAGE_CACHE_EVICT_BYTES_MIN = 1024 * 1024
 # Page cache evictions one partition adds to a round (each holds a descriptor).
 CACHE_DROPS_PER_ROUND_MAX = 16
+# Write errors about the process's own limits, not the disk: the append is
+# refused (nothing of it stays written) and the log stays writable. Any other
+# failed write (ENOSPC, EROFS, EIO, EDQUOT, ...) takes the log offline.
+PROCESS_LIMIT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 
 log = logging.getLogger(__name__)
 
@@ -279,6 +285,8 @@ class PartitionLog:
         self._generation = 0
         self._waiters: list[_Waiter] = []
         self._failure: OSError | None = None
+        # Called once when the log goes offline (the broker takes the replica offline).
+        self.on_failure: Callable[[OSError], None] | None = None
         self._closed = False
         self._recovery_point = self.log_end_offset
         self._durable_checkpoint = self.log_end_offset
@@ -593,6 +601,8 @@ class PartitionLog:
             segment.append(data, batches, self.config.index_interval_bytes)
         except OSError as exc:
             log.error("append to %s failed: %s", self.directory, exc)
+            if exc.errno not in PROCESS_LIMIT_ERRNOS:
+                self._fail(exc)  # what the disk holds past the log end is unknown
             raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
         self.log_end_offset = last_offset + 1
         self._unsynced[segment.log_file] = None
@@ -812,8 +822,11 @@ class PartitionLog:
             raise LogTruncated(offset, self.log_end_offset)
 
     def begin_flush(self, *, overlap: bool = False) -> FlushJob | None:
-        """Flusher protocol: the files to sync and the offset they make durable."""
-        if self._closed or (self._inflight is not None and not overlap):
+        """Flusher protocol: the files to sync and the offset they make durable
+        (none once the log is offline: a later sync proves nothing)."""
+        if self._closed or self._failure is not None:
+            return None
+        if self._inflight is not None and not overlap:
             return None
         files = dict(self._unsynced)
         if overlap and self._inflight is not None:
@@ -881,6 +894,8 @@ class PartitionLog:
         if error is not None:
             self._fail(error)
             return
+        if self._failure is not None:
+            return  # an earlier round failed: nothing after it counts as durable
         if job.generation == self._generation:
             self._fsynced_end_offset = max(self._fsynced_end_offset, job.end_offset)
             self._sealed_synced_below = max(self._sealed_synced_below, job.sealed_below_offset)
@@ -895,7 +910,9 @@ class PartitionLog:
         """How far the log is fsynced, when that moved since it was last recorded
         (LogManager collects these every DURABLE_CHECKPOINT_INTERVAL_MS and writes
         them on the disk executor: `write_durable_checkpoints`)."""
-        if self._closed or self._fsynced_end_offset <= self._durable_checkpoint:
+        if self._closed or self._failure is not None:
+            return None
+        if self._fsynced_end_offset <= self._durable_checkpoint:
             return None
         path = self.directory / DURABLE_OFFSET_CHECKPOINT_FILE_NAME
         return DurableCheckpoint(self, path, self._fsynced_end_offset, self._generation)
@@ -987,10 +1004,20 @@ class PartitionLog:
         self._waiters = still_waiting
 
     def _fail(self, error: OSError) -> None:
-        """fsync failed: what is on disk is unknown, so stop accepting writes."""
-        log.error("%s goes offline after a failed fsync: %s", self.directory, error)
+        """A write or fsync failed: what is on disk is unknown, so stop accepting
+        writes, and nothing becomes durable any more."""
+        if self._failure is not None:
+            return
+        log.error("%s goes offline after a failed write or fsync: %s", self.directory, error)
         self._failure = error
         self._fail_waiters(None)
+        if self.on_failure is not None:
+            self.on_failure(error)
+
+    @property
+    def offline(self) -> bool:
+        """A write or fsync failed: the log takes no more writes until reopened."""
+        return self._failure is not None
 
     def flush(self) -> None:
         """Synchronously fsync everything written so far (shutdown, tests)."""
@@ -1154,19 +1181,21 @@ class PartitionLog:
     def truncate_to(self, offset: int) -> None:
         """Remove every batch holding an offset >= `offset` (a follower diverged).
         The new log end is the base of the first removed batch (<= `offset`).
-        Below the log start, the log is emptied and restarts at `offset`."""
+        Below the log start, the log is emptied and restarts at `offset`.
+        Raises LogError(KAFKA_STORAGE_ERROR), the log gone offline, when the disk fails."""
         self._check_writable()
         if offset >= self.log_end_offset:
             return
-        self._generation += 1
-        if offset < self.log_start_offset:
-            self._restart_at(offset)
-        else:
-            while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
-                self._delete_segment(self._segments.pop())
-            self._segments[-1].truncate_to(offset)
-            self.log_end_offset = self._segments[-1].next_offset
-        self._after_truncation()
+        with self._failing_on_disk_errors():
+            self._generation += 1
+            if offset < self.log_start_offset:
+                self._restart_at(offset)
+            else:
+                while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+                    self._delete_segment(self._segments.pop())
+                self._segments[-1].truncate_to(offset)
+                self.log_end_offset = self._segments[-1].next_offset
+            self._after_truncation()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Empty the log and restart it at `offset`, below or above its end (Kafka's
@@ -1175,9 +1204,29 @@ class PartitionLog:
         `truncate_to` cannot: it never moves the log end up."""
         self._check_writable()
         assert offset >= 0, offset
-        self._generation += 1
-        self._restart_at(offset)
-        self._after_truncation()
+        with self._failing_on_disk_errors():
+            self._generation += 1
+            self._restart_at(offset)
+            self._after_truncation()
+
+    @contextlib.contextmanager
+    def _failing_on_disk_errors(self) -> Iterator[None]:
+        """A failed file operation takes the log offline (KAFKA_STORAGE_ERROR)."""
+        try:
+            yield
+        except OSError as exc:
+            self._fail(exc)
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
+
+    def begin_leader_epoch(self, leader_epoch: int) -> None:
+        """A leader's term starts at the log end: the epoch cache records it there
+        unless it already has this epoch or a newer one. Raises
+        LogError(KAFKA_STORAGE_ERROR), the log gone offline, when that cannot be written."""
+        if self._failure is not None:
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, f"log is offline: {self._failure}")
+        latest = self.latest_epoch
+        if latest is None or latest < leader_epoch:
+            self._assign_epoch(leader_epoch, self.log_end_offset)
 
     def _after_truncation(self) -> None:
         """Bookkeeping once the log end moved down, or the log restarted."""
