@@ -482,6 +482,7 @@ class ClusterMember:
         kvs, current = await self.etcd.get_prefix(PREFIX)
         self.brokers.clear()
         self.states.clear()
+        self.offline_replicas.clear()
         for kv in kvs:
             self._apply_put(kv, initial=True)
         await self.broker.reconcile_local_partitions()
