@@ -70,9 +70,9 @@ def first_ack_of_writes_sent_after(
     while set(seen) != partitions and time.monotonic() < deadline:
         now = time.monotonic()
         for value, (partition, _) in list(load.acks.acked.items()):
-            if partition in partitions and partition not in seen:
-                if int(value.removeprefix("w-")) >= first_seq:
-                    seen[partition] = round(now - since_s, 2)
+            fresh = int(value.removeprefix("w-")) >= first_seq
+            if fresh and partition in partitions and partition not in seen:
+                seen[partition] = round(now - since_s, 2)
         time.sleep(POLL_S)
     return seen
 

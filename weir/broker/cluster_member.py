@@ -10,8 +10,8 @@ etcd holds (under `/weir/`):
 - `brokers/<node id>`: each live broker's registration, under its lease;
 - `controller`: the active controller's node id, under its lease (the first broker
   to create it wins; the others watch for its deletion);
-- `partitions/<topic id>/<index>`: a partition's leader, leader epoch, ISR and
-  partition epoch once it first changed (absent: its first replica leads, every
+- `partitions/<topic id>/<index>`: a partition's leader, leader epoch, ISR,
+  partition epoch and eligible leader replicas once it first changed (absent: its first replica leads, every
   replica in sync); changed only by compare-and-swap on its mod revision, by the
   leader (ISR, while its own registration exists) or the controller (leader,
   while it still holds the controller key).
