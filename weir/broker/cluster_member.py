@@ -11,10 +11,11 @@ etcd holds (under `/weir/`):
 - `controller`: the active controller's node id, under its lease (the first broker
   to create it wins; the others watch for its deletion);
 - `partitions/<topic id>/<index>`: a partition's leader, leader epoch, ISR,
-  partition epoch and eligible leader replicas once it first changed (absent: its first replica leads, every
-  replica in sync); changed only by compare-and-swap on its mod revision, by the
-  leader (ISR, while its own registration exists) or the controller (leader,
-  while it still holds the controller key).
+  partition epoch and eligible leader replicas once it first changed (absent: its
+  first replica leads, every replica in sync); changed only by compare-and-swap on
+  its mod revision, by the leader (ISR, or handing leadership over while cut off
+  from its followers; while its own registration exists) or the controller
+  (leader, while it still holds the controller key).
 """
 
 from __future__ import annotations
