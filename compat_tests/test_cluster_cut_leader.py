@@ -31,7 +31,7 @@ pytestmark = pytest.mark.timeout(240)
 PARTITIONS = 3
 # The harness's replica_lag_time_max_ms (4 s), the ISR shrink and the hand-over
 # (a housekeeping round each, 0.5 s), the new leader's follower catching up, the
-# client's retries: about 6 s measured; the bound leaves room for a loaded machine.
+# client's retries: 6.6-8.1 s measured; the bound leaves room for a loaded machine.
 WRITES_RESUME_BOUND_S = 15.0
 POLL_S = 0.01
 
@@ -94,13 +94,15 @@ def test_a_leader_cut_off_from_both_followers_hands_leadership_over_and_writes_r
         ProduceLoad(cluster.bootstrap, topic) as load,
     ):
         load.acked_since(300, timeout_s=30)
-        sent_before_cut = load.sent
         cut_at_s = time.monotonic()
         for follower in followers:
             cut_between(lab, leader, follower)
+        # Writes sent while the routes were being cut may have reached a follower
+        # and be committed by the two of them: count only those sent after.
+        sent_after_cut = load.sent
         try:
             resumed_s = seconds_to_ack_after(
-                load, sent_before_cut, 0, cut_at_s, WRITES_RESUME_BOUND_S
+                load, sent_after_cut, 0, cut_at_s, WRITES_RESUME_BOUND_S
             )
             print(f"leader {leader} cut off from {followers}: acks=all writes on its "
                   f"partition resumed after {resumed_s and round(resumed_s, 2)} s")  # fmt: skip
