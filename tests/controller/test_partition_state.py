@@ -12,6 +12,8 @@ from weir.controller.partition_state import (
     NO_LEADER,
     BrokerInfo,
     PartitionState,
+    abdicate,
+    change_isr,
     check_assignment,
     elect_leader,
     elect_leader_without_offline,
@@ -190,3 +192,108 @@ def test_offline_replica_documents_round_trip_and_bad_ones_are_refused() -> None
                 b"x" * 2_000_000):  # fmt: skip
         with pytest.raises((ValueError, KeyError, TypeError)):
             offline_replicas_from_json(bad)
+
+
+# -- eligible leader replicas (KIP-966) and a cut-off leader's abdication ------------
+
+
+def test_states_with_eligible_leader_replicas_round_trip_and_older_documents_load() -> None:
+    state = PartitionState(leader=1, leader_epoch=3, isr=(1,), partition_epoch=5, elr=(2, 3))
+    assert PartitionState.from_json(state.to_json()) == state
+    older = b'{"leader": 1, "leader_epoch": 3, "isr": [1], "partition_epoch": 5}'
+    assert PartitionState.from_json(older).elr == ()
+    assert b"elr" not in PartitionState(leader=1, leader_epoch=0, isr=(1,)).to_json()
+    with pytest.raises(ValueError):
+        PartitionState.from_json(older[:-1] + b', "elr": 2}')
+
+
+def test_replicas_leaving_the_isr_below_min_isr_become_eligible_leaders() -> None:
+    full = PartitionState(leader=1, leader_epoch=0, isr=(1, 2, 3))
+    # Down to min.insync.replicas: the HW still advances without 3, so 3 is not eligible.
+    at_min = change_isr(full, (1, 2), min_isr=2, replicas=REPLICAS)
+    assert (at_min.isr, at_min.elr, at_min.partition_epoch) == ((1, 2), (), 1)
+    # Below it nothing is committed any more: 2 keeps every committed record.
+    below = change_isr(at_min, (1,), min_isr=2, replicas=REPLICAS)
+    assert (below.isr, below.elr) == ((1,), (2,))
+    both = change_isr(full, (1,), min_isr=2, replicas=REPLICAS)
+    assert both.elr == (2, 3)
+
+
+def test_the_elr_empties_once_the_isr_is_back_at_min_isr_and_rejoining_replicas_leave_it() -> None:
+    below = PartitionState(leader=1, leader_epoch=0, isr=(1,), elr=(2, 3))
+    assert change_isr(below, (1, 3), min_isr=2, replicas=REPLICAS).elr == ()
+    still_below = change_isr(below, (1, 3), min_isr=3, replicas=REPLICAS)
+    assert (still_below.isr, still_below.elr) == ((1, 3), (2,))
+    # A replica a move removed is never eligible.
+    assert change_isr(below, (1,), min_isr=2, replicas=[1, 3]).elr == (3,)
+
+
+def test_the_controller_puts_dead_followers_in_the_elr_when_the_isr_falls_below_min() -> None:
+    state = PartitionState(leader=1, leader_epoch=4, isr=(1, 2), partition_epoch=7)
+    elected = elect_leader(state, REPLICAS, frozenset({1, 3}), min_isr=2)
+    assert elected == PartitionState(
+        leader=1, leader_epoch=4, isr=(1,), partition_epoch=8, elr=(2,)
+    )
+
+
+def test_with_no_live_isr_member_a_live_eligible_replica_leads_cleanly() -> None:
+    state = PartitionState(leader=1, leader_epoch=4, isr=(1,), partition_epoch=7, elr=(3, 2))
+    elected = elect_leader(state, REPLICAS, frozenset({2, 3}), min_isr=2)
+    # Replica order (2 before 3), alone in the ISR; the dead leader keeps its records: eligible.
+    assert elected == PartitionState(
+        leader=2, leader_epoch=5, isr=(2,), partition_epoch=8, elr=(3, 1)
+    )
+    # None alive: offline, the ELR kept for when one returns.
+    offline = elect_leader(state, REPLICAS, frozenset(), min_isr=2)
+    assert offline is not None and (offline.leader, offline.isr, offline.elr) == (
+        NO_LEADER,
+        (1,),
+        (3, 2),
+    )
+    back = elect_leader(offline, REPLICAS, frozenset({3}), min_isr=2)
+    assert back is not None and (back.leader, back.isr, back.elr) == (3, (3,), (2, 1))
+
+
+def test_unclean_election_prefers_an_eligible_replica_and_clears_the_elr_when_it_must() -> None:
+    state = PartitionState(leader=NO_LEADER, leader_epoch=5, isr=(1,), elr=(2,))
+    clean = elect_leader(state, REPLICAS, frozenset({2, 3}), unclean=True, min_isr=2)
+    assert clean is not None and (clean.leader, clean.elr) == (2, (1,))
+    unclean = elect_leader(state, REPLICAS, frozenset({3}), unclean=True, min_isr=2)
+    assert unclean is not None and (unclean.leader, unclean.isr, unclean.elr) == (3, (3,), ())
+
+
+def test_a_leader_below_min_isr_abdicates_to_a_live_eligible_replica() -> None:
+    state = PartitionState(leader=1, leader_epoch=4, isr=(1,), partition_epoch=9, elr=(2, 3))
+    handed = abdicate(state, REPLICAS, frozenset({1, 2, 3}), min_isr=2)
+    assert handed == PartitionState(
+        leader=2, leader_epoch=5, isr=(2,), partition_epoch=10, elr=(3, 1)
+    )
+    # A dead eligible replica is skipped.
+    skipped = abdicate(state, REPLICAS, frozenset({1, 3}), min_isr=2)
+    assert skipped is None  # only one live replica besides the leader: no ISR of 2 elsewhere
+    three = abdicate(state, [1, 2, 3, 4], frozenset({1, 3, 4}), min_isr=2)
+    assert three is not None and three.leader == 3
+
+
+def test_a_leader_at_min_isr_or_without_a_useful_successor_keeps_leading() -> None:
+    at_min = PartitionState(leader=1, leader_epoch=4, isr=(1, 2), elr=())
+    assert abdicate(at_min, REPLICAS, frozenset({1, 2, 3}), min_isr=2) is None
+    alone = PartitionState(leader=1, leader_epoch=4, isr=(1,))
+    assert abdicate(alone, REPLICAS, frozenset({1, 2, 3}), min_isr=1) is None
+    # Nobody eligible (the followers left the ISR while it still met the minimum).
+    assert abdicate(alone, REPLICAS, frozenset({1, 2, 3}), min_isr=2) is None
+    # Replication factor 2 with min.insync.replicas=2: the other replica alone could
+    # never commit either; leadership would only bounce.
+    pair = PartitionState(leader=1, leader_epoch=4, isr=(1,), elr=(2,))
+    assert abdicate(pair, [1, 2], frozenset({1, 2}), min_isr=2) is None
+
+
+def test_successive_abdications_rotate_through_the_eligible_replicas() -> None:
+    state: PartitionState | None = PartitionState(leader=1, leader_epoch=0, isr=(1,), elr=(2, 3))
+    leaders = []
+    for _ in range(4):
+        assert state is not None
+        state = abdicate(state, REPLICAS, frozenset(REPLICAS), min_isr=2)
+        assert state is not None
+        leaders.append(state.leader)
+    assert leaders == [2, 3, 1, 2]

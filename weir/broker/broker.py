@@ -52,6 +52,13 @@ from weir.txn.producer_ids import ProducerIdAllocator
 log = logging.getLogger(__name__)
 
 
+class ConnectionEnd(Protocol):
+    """A client connection's end, as a handler may watch for it (`ClientConnection`
+    in weir/broker/context.py)."""
+
+    def on_close(self, callback: Callable[[], None]) -> None: ...
+
+
 class ClusterRole(Protocol):
     """What the broker needs of its cluster member (weir/broker/cluster_member.py)
     when it is one broker of a cluster over etcd."""
@@ -80,6 +87,10 @@ class ClusterRole(Protocol):
     def partition_state(self, topic: TopicRecord, index: int) -> PartitionState: ...
 
     def replica_fetch_allowed(self, replica_id: int, client_id: str | None) -> bool: ...
+
+    def follower_connected(self, replica_id: int, connection: ConnectionEnd | None) -> None:
+        """A follower's replica fetch came on `connection` (None: not a socket)."""
+        ...
 
     async def elect(self, topic: TopicRecord, index: int, *, unclean: bool) -> ErrorCode: ...
 

@@ -10,11 +10,12 @@ etcd holds (under `/weir/`):
 - `brokers/<node id>`: each live broker's registration, under its lease;
 - `controller`: the active controller's node id, under its lease (the first broker
   to create it wins; the others watch for its deletion);
-- `partitions/<topic id>/<index>`: a partition's leader, leader epoch, ISR and
-  partition epoch once it first changed (absent: its first replica leads, every
-  replica in sync); changed only by compare-and-swap on its mod revision, by the
-  leader (ISR, while its own registration exists) or the controller (leader,
-  while it still holds the controller key);
+- `partitions/<topic id>/<index>`: a partition's leader, leader epoch, ISR,
+  partition epoch and eligible leader replicas once it first changed (absent: its
+  first replica leads, every replica in sync); changed only by compare-and-swap on
+  its mod revision, by the leader (ISR, or handing leadership over while cut off
+  from its followers; while its own registration exists) or the controller
+  (leader, while it still holds the controller key);
 - `offline_replicas/<node id>`: the replicas a live broker holds but cannot
   serve (a failed write or fsync, a damaged log), under its lease, written only
   while its registration exists. The controller counts them as dead for their
@@ -33,7 +34,13 @@ from dataclasses import dataclass, replace
 
 import trio
 
-from weir.broker.broker import Broker, MetadataConflictError, PartitionReplica, wall_clock_ms
+from weir.broker.broker import (
+    Broker,
+    ConnectionEnd,
+    MetadataConflictError,
+    PartitionReplica,
+    wall_clock_ms,
+)
 from weir.broker.config import BrokerConfig
 from weir.broker.etcd_client import (
     Compare,
@@ -66,6 +73,8 @@ from weir.controller.partition_state import (
     PartitionLeadership,
     PartitionState,
     ReplicaKey,
+    abdicate,
+    change_isr,
     elect_leader,
     elect_leader_without_offline,
     elect_preferred,
@@ -220,6 +229,12 @@ class ClusterMember:
         self._offline_changed = trio.Event()
         # (registration revision, document) last written to this broker's key.
         self._offline_published: tuple[int, bytes] | None = None
+        self.leader_abdications_total = 0
+        self.replica_disconnect_grace_ms = config.replica_disconnect_grace_ms
+        # Per follower broker: the connection its latest replica fetch came on, and
+        # when (Trio clock) that connection closed with no fetch since.
+        self._follower_connections: dict[int, ConnectionEnd] = {}
+        self._follower_disconnected_s: dict[int, float] = {}
         broker.cluster = self
         broker.controller.clustered = True
         broker.controller.live_brokers = lambda: sorted(
@@ -684,6 +699,8 @@ class ClusterMember:
         if self.fenced():
             return
         now_ms = monotonic_ms()
+        now_s = trio.current_time()
+        disconnected = self._disconnected_followers(now_s)
         for replica in list(self.broker.partitions.values()):
             replication = replica.replication
             if not isinstance(replication, Replication):
@@ -694,30 +711,62 @@ class ClusterMember:
             # The current assignment, not the replication's view (a metadata change
             # may not have reached it): a replica a move removed never rejoins.
             replicas = replica.topic.replicas(replica.index, self.node_id)
+            isr = replication.state.isr
             lagging = replication.lagging_followers(now_ms, self.replica_lag_time_max_ms)
+            lagging += [r for r in isr if r in disconnected and r not in lagging]
             joining = [
                 r
                 for r in replication.caught_up_followers(now_ms, self.replica_lag_time_max_ms)
-                if r in self.brokers and r in replicas
+                if r in self.brokers and r in replicas and r not in disconnected
             ]
-            if not lagging and not joining:
-                continue
-            isr = [r for r in replication.state.isr if r not in lagging] + joining
-            if await self._swap_isr(replica, replication, isr):
-                if lagging:
-                    self.isr_shrinks_total += 1
-                    log.info("%s-%d: ISR shrinks by %s", replica.topic.name, replica.index, lagging)
-                if joining:
-                    self.isr_expands_total += 1
-                    log.info("%s-%d: ISR gains %s", replica.topic.name, replica.index, joining)
+            # An ELR left over from a higher min.insync.replicas holds the HW back.
+            stale_elr = bool(replication.state.elr) and (
+                len(isr) >= replication.min_insync_replicas()
+            )
+            if lagging or joining or stale_elr:
+                await self._change_isr(replica, replication, lagging, joining)
+            elif replication.cut_off(now_s, self.replica_lag_time_max_ms):
+                await self._abdicate(replica, replication)
+
+    async def _change_isr(
+        self,
+        replica: PartitionReplica,
+        replication: Replication,
+        lagging: list[int],
+        joining: list[int],
+    ) -> None:
+        isr = [r for r in replication.state.isr if r not in lagging] + joining
+        if not await self._swap_isr(replica, replication, isr):
+            return
+        name = f"{replica.topic.name}-{replica.index}"
+        if lagging:
+            self.isr_shrinks_total += 1
+            log.info("%s: ISR shrinks by %s", name, lagging)
+        if joining:
+            self.isr_expands_total += 1
+            log.info("%s: ISR gains %s", name, joining)
+        if replication.state.elr:
+            log.info("%s: eligible leader replicas %s", name, list(replication.state.elr))
 
     async def _swap_isr(
         self, replica: PartitionReplica, replication: Replication, isr: list[int]
     ) -> bool:
+        new_state = change_isr(
+            replication.state,
+            isr,
+            min_isr=replication.min_insync_replicas(),
+            replicas=replica.topic.replicas(replica.index, self.node_id),
+        )
+        if not await self._swap_as_leader(replica, new_state):
+            return False
+        replication.become_leader(new_state, monotonic_ms())
+        return True
+
+    async def _swap_as_leader(self, replica: PartitionReplica, new_state: PartitionState) -> bool:
+        """Compare-and-swap the state of a partition this broker leads, guarded by
+        its own registration: a leader whose lease ended changes nothing."""
         topic = replica.topic
         stored = self.states.get((topic.topic_id, replica.index))
-        current = replication.state
-        new_state = current.with_isr(isr)
         key = partition_key(topic.topic_id, replica.index)
         guard = (
             Compare.mod_revision_is(key, stored.mod_revision)
@@ -734,8 +783,52 @@ class ClusterMember:
         if not result.succeeded:
             return False
         self.states[(topic.topic_id, replica.index)] = StoredState(new_state, result.revision)
-        replication.become_leader(new_state, monotonic_ms())
         return True
+
+    async def _abdicate(self, replica: PartitionReplica, replication: Replication) -> None:
+        """No follower reached this leader for replica_lag_time_max_ms and its ISR is
+        below min.insync.replicas: hand leadership to an eligible replica that is
+        alive (`abdicate`), which the followers may reach, and follow it."""
+        before = replication.state
+        new_state = abdicate(
+            before,
+            replica.topic.replicas(replica.index, self.node_id),
+            frozenset(self.brokers),
+            min_isr=replication.min_insync_replicas(),
+        )
+        if new_state is None or not await self._swap_as_leader(replica, new_state):
+            return
+        self.leader_abdications_total += 1
+        log.warning("%s-%d: no follower fetched for %d ms and ISR %s is below "
+                    "min.insync.replicas: broker %d leads now (epoch %d), ELR %s",
+                    replica.topic.name, replica.index, self.replica_lag_time_max_ms,
+                    list(before.isr), new_state.leader, new_state.leader_epoch,
+                    list(new_state.elr))  # fmt: skip
+        self._apply_roles()
+
+    # -- followers' fetch connections (as a leader) -------------------------------
+
+    def follower_connected(self, replica_id: int, connection: ConnectionEnd | None) -> None:
+        """A replica fetch of `replica_id` came on `connection`. When that connection
+        closes (a killed follower's kernel closes it at once) and no fetch follows
+        within replica_disconnect_grace_ms, the follower leaves the ISR of every
+        partition this broker leads, without waiting for replica_lag_time_max_ms."""
+        self._follower_disconnected_s.pop(replica_id, None)
+        if connection is None or self._follower_connections.get(replica_id) is connection:
+            return
+        self._follower_connections[replica_id] = connection
+        connection.on_close(lambda: self._follower_connection_closed(replica_id, connection))
+
+    def _follower_connection_closed(self, replica_id: int, connection: ConnectionEnd) -> None:
+        if self._follower_connections.get(replica_id) is not connection:
+            return  # an older connection: the follower fetches on a newer one
+        del self._follower_connections[replica_id]
+        self._follower_disconnected_s[replica_id] = trio.current_time()
+        self._leadership_dirty.set()
+
+    def _disconnected_followers(self, now_s: float) -> set[int]:
+        grace_s = self.replica_disconnect_grace_ms / 1000
+        return {r for r, at_s in self._follower_disconnected_s.items() if now_s - at_s >= grace_s}
 
     async def _campaign(self) -> None:
         while True:
@@ -763,13 +856,19 @@ class ClusterMember:
     async def _elect_leaders(self) -> None:
         alive = frozenset(self.brokers)
         for topic in self.broker.controller.topics():
-            unclean = self.broker.log_config(topic).unclean_leader_election_enable
+            config = self.broker.log_config(topic)
+            unclean = config.unclean_leader_election_enable
             for index in range(topic.partition_count):
                 replicas = topic.replicas(index, self.node_id)
                 state = self.partition_state(topic, index)
                 offline = self.offline_holders(topic.topic_id, index)
                 new_state = elect_leader_without_offline(
-                    state, replicas, alive, offline, unclean=unclean
+                    state,
+                    replicas,
+                    alive,
+                    offline,
+                    unclean=unclean,
+                    min_isr=config.min_insync_replicas,
                 )
                 if new_state is not None:
                     await self.swap_partition_state(topic, index, new_state, as_controller=True)
@@ -1102,6 +1201,12 @@ def register_cluster_metrics(broker: Broker, member: ClusterMember) -> None:
         "weir_preferred_replica_imbalance_partitions",
         "Partitions whose leader is not their preferred (first) replica (cluster-wide view).",
         lambda: [({}, float(member.preferred_imbalance_count()))],
+    )
+    metrics.register_counter(
+        "weir_leader_abdications_total",
+        "Leaderships this broker handed to an eligible replica because no follower "
+        "reached it while its ISR was below min.insync.replicas.",
+        lambda: member.leader_abdications_total,
     )
     metrics.register_gauge(
         "weir_follower_lag_messages",

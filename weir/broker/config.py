@@ -118,6 +118,10 @@ class BrokerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_ms: int = 30_000
+    # A follower whose fetch connection closed (a killed process's kernel closes it)
+    # and that has not fetched again within this leaves the ISR without waiting for
+    # replica_lag_time_max_ms; one paused or cut off (no close) still waits for that.
+    replica_disconnect_grace_ms: int = 1_000
     auto_create_topics: bool = True
     default_partition_count: int = 1
     # SIGTERM to exit: in-flight requests get up to a quarter of it (after the

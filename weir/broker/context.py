@@ -14,6 +14,30 @@ from weir.broker.broker import Broker, wall_clock_ms
 from weir.wire.protocol import RequestHeader
 
 
+class ClientConnection:
+    """The connection a request came on, for what must learn when it closes (a
+    leader learns at once that a follower's fetch connection ended: a killed
+    follower's kernel closes its sockets). Whoever registers bounds its own
+    callbacks (the cluster member: one per follower connection)."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self._on_close: list[Callable[[], None]] = []
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        if self.closed:
+            callback()
+        else:
+            self._on_close.append(callback)
+
+    def close(self) -> None:
+        """The server's: the connection ended (each callback runs once)."""
+        self.closed = True
+        callbacks, self._on_close = self._on_close, []
+        for callback in callbacks:
+            callback()
+
+
 # Not frozen: a frozen dataclass costs about 7x more to construct (1.4 µs against
 # 0.2 µs for a 13-field one), and this is built on the produce path. Never mutated.
 @dataclass
@@ -22,6 +46,8 @@ class RequestContext:
     broker: Broker
     # The client's address as Kafka shows it ("/127.0.0.1"); "" when not a socket.
     client_host: str = ""
+    # The connection it came on; None when not a socket (tests, callers outside the server).
+    connection: ClientConnection | None = None
 
     @property
     def api_version(self) -> int:

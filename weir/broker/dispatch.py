@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from weir.broker.api_versions import supported_api_versions
 from weir.broker.apis import HANDLERS
 from weir.broker.broker import Broker
-from weir.broker.context import Body, Deferred, EncodedResponse, RequestContext
+from weir.broker.context import (
+    Body,
+    ClientConnection,
+    Deferred,
+    EncodedResponse,
+    RequestContext,
+)
 from weir.format.errors import ErrorCode
 from weir.wire.messages.api_versions import ApiVersionsResponse
 from weir.wire.protocol import (
@@ -48,7 +54,12 @@ def _api_name(api_key: int) -> str:
         return "UNKNOWN"
 
 
-async def handle_frame(broker: Broker, frame: memoryview, client_host: str = "") -> RequestOutcome:
+async def handle_frame(
+    broker: Broker,
+    frame: memoryview,
+    client_host: str = "",
+    connection: ClientConnection | None = None,
+) -> RequestOutcome:
     try:
         header = parse_request_header(frame)
     except DecodeError as exc:
@@ -57,14 +68,18 @@ async def handle_frame(broker: Broker, frame: memoryview, client_host: str = "")
         return CLOSE
     name = _api_name(header.api_key)
     broker.metrics.requests_total[name] += 1
-    outcome = await _handle(broker, header, frame, client_host)
+    outcome = await _handle(broker, header, frame, client_host, connection)
     if outcome.close_connection:
         broker.metrics.request_errors_total[name] += 1
     return outcome
 
 
 async def _handle(
-    broker: Broker, header: RequestHeader, frame: memoryview, client_host: str
+    broker: Broker,
+    header: RequestHeader,
+    frame: memoryview,
+    client_host: str,
+    connection: ClientConnection | None,
 ) -> RequestOutcome:
     handler = HANDLERS.get(header.api_key)
     if header.api_key == ApiKey.API_VERSIONS and not is_supported(
@@ -80,7 +95,7 @@ async def _handle(
         log.debug("closing connection: malformed %s request: %s", _api_name(header.api_key), exc)
         return CLOSE
     try:
-        answer = handler(RequestContext(header, broker, client_host), request)
+        answer = handler(RequestContext(header, broker, client_host, connection), request)
     except Exception:
         log.exception("handler for %s failed", _api_name(header.api_key))
         return CLOSE

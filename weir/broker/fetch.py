@@ -147,7 +147,10 @@ def _replica_allowed(ctx: RequestContext, replica_id: int) -> bool:
     token (CVE-2018-1288's class: a client claiming a replica id could otherwise
     read above the high watermark and move the ISR)."""
     cluster = ctx.broker.cluster
-    return cluster is not None and cluster.replica_fetch_allowed(replica_id, ctx.header.client_id)
+    if cluster is None or not cluster.replica_fetch_allowed(replica_id, ctx.header.client_id):
+        return False
+    cluster.follower_connected(replica_id, ctx.connection)
+    return True
 
 
 def _lookup(

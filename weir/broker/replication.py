@@ -7,12 +7,17 @@ Leader: every follower fetch reports the follower's durable log end (a follower
 fetches offset N only once everything below N is fsynced on it). The leader keeps
 each follower's progress and when it was last caught up; the high watermark is
 the least durable end over the ISR (its own included), raised only while the ISR
-has at least `min.insync.replicas` members, and never lowered. A follower that
-has not caught up for `replica_lag_time_max_ms` leaves the ISR; one that reaches
-the high watermark (and the start of the current leader epoch) joins it. Both
-changes are a compare-and-swap of the partition's state in etcd, made only while
-this broker's registration lease is alive: a leader cut off from etcd cannot
-shrink the ISR to itself and so can never acknowledge acks=all alone.
+has at least `min.insync.replicas` members and no eligible leader replica waits
+(KIP-966's ELR, see weir/controller/partition_state.py), and never lowered. A
+follower that has not caught up for `replica_lag_time_max_ms` (or whose fetch
+connection closed and stayed closed for `replica_disconnect_grace_ms`) leaves the
+ISR; one that reaches the high watermark (and the start of the current leader
+epoch) joins it. Both changes are a compare-and-swap of the partition's state in
+etcd, made only while this broker's registration lease is alive: a leader cut off
+from etcd cannot shrink the ISR to itself and so can never acknowledge acks=all
+alone. A leader that reaches etcd but no follower (none fetched for
+`replica_lag_time_max_ms`) while its ISR is below `min.insync.replicas` hands
+leadership to an eligible replica (`abdicate`), the same compare-and-swap.
 
 Follower: `ReplicaFetcher` (one per leader broker) first truncates each new
 partition where its log diverges from the leader's (OffsetForLeaderEpoch,
@@ -75,6 +80,9 @@ class Replication:
     # Where the current leader epoch began on this leader (a joining follower must reach it).
     epoch_start_offset: int = 0
     isr_change_in_flight: bool = False
+    # Trio-clock seconds of the last follower fetch of this term (its start before
+    # any): a leader no follower reaches may hand leadership over (see `abdicate`).
+    follower_fetched_s: float = 0.0
     # Set (and replaced) whenever the high watermark moves or the role changes.
     changed: trio.Event = field(default_factory=trio.Event)
     # The broker's lease is alive (the cluster member's view): a fenced leader refuses produces.
@@ -112,6 +120,7 @@ class Replication:
         )
         self.state = state
         if new_term:
+            self.follower_fetched_s = trio.current_time()
             self.followers = {
                 r: FollowerProgress(caught_up_ms=now_ms) for r in self.replicas if r != self.node_id
             }
@@ -156,6 +165,7 @@ class Replication:
         progress = self.followers.get(replica_id)
         if progress is None:
             return
+        self.follower_fetched_s = trio.current_time()
         leader_end = self.replica.log.log_end_offset
         if fetch_offset >= leader_end:
             progress.caught_up_ms = now_ms
@@ -168,11 +178,14 @@ class Replication:
 
     def advance_high_watermark(self) -> bool:
         """Raise the high watermark to the least durable end over the ISR, while
-        the ISR meets min.insync.replicas (KIP-966: a shrunken ISR commits nothing)."""
+        the ISR meets min.insync.replicas (KIP-966: a shrunken ISR commits nothing)
+        and the ELR is empty (its members must keep every committed record: one
+        left over from a lowered min.insync.replicas is cleared first, by the
+        cluster member's ISR maintenance)."""
         if self.state.leader != self.node_id:
             return False
         isr = self.state.isr
-        if len(isr) < self.min_insync_replicas():
+        if len(isr) < self.min_insync_replicas() or self.state.elr:
             return False
         ends = [self.replica.log.durable_end_offset]
         for replica_id in isr:
@@ -210,6 +223,15 @@ class Replication:
             if fetching and end >= self.high_watermark and end >= self.epoch_start_offset:
                 joining.append(replica_id)
         return joining
+
+    def cut_off(self, now_s: float, lag_max_ms: int) -> bool:
+        """This leader's ISR is below min.insync.replicas and no follower fetched
+        for `lag_max_ms`: it may hand leadership to an eligible replica."""
+        return (
+            self.state.leader == self.node_id
+            and len(self.state.isr) < self.min_insync_replicas()
+            and now_s - self.follower_fetched_s >= lag_max_ms / 1000
+        )
 
     async def wait_committed(self, offset: int) -> ErrorCode:
         """Wait until the high watermark reaches `offset` (acks=all)."""

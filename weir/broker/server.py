@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import trio
 
 from weir.broker.broker import Broker
+from weir.broker.context import ClientConnection
 from weir.broker.dispatch import RequestOutcome, handle_frame
 from weir.broker.in_flight_budget import CONNECTION_BUDGET, ConnectionBudget, InFlightBudget
 from weir.broker.listen import open_listeners
@@ -422,6 +423,7 @@ async def _run_connection(
     )
     reader = _ReaderState()
     server._readers.add(reader)
+    connection = ClientConnection()
     token = CONNECTION_BUDGET.set(account)  # the tasks below inherit it (Fetch reads it)
     try:
         async with trio.open_nursery() as nursery:
@@ -434,7 +436,9 @@ async def _run_connection(
             try:
                 async with send_items:
                     with reader.scope:
-                        await _read_requests(server, stream, send_items, account, watchdog, reader)
+                        await _read_requests(
+                            server, stream, send_items, account, watchdog, reader, connection
+                        )
                     drained = server.draining
             except STREAM_ERRORS as exc:
                 log.debug("connection closed while reading: %r", exc)
@@ -442,6 +446,7 @@ async def _run_connection(
                 nursery.cancel_scope.cancel()
             # Draining: the writer answers what was read, then ends the connection.
     finally:
+        connection.close()
         CONNECTION_BUDGET.reset(token)
         server._readers.discard(reader)
         if watchdog.expired_reason is not None:
@@ -455,6 +460,7 @@ async def _read_requests(
     account: ConnectionBudget,
     watchdog: ConnectionWatchdog,
     reader_state: _ReaderState,
+    connection: ClientConnection,
 ) -> None:
     """Handle each frame as it arrives, in order. Handlers never block (what
     waits is a pending outcome for the writer), so the next frame is read at
@@ -485,7 +491,7 @@ async def _read_requests(
         if reader_state.scope.cancel_called:
             return  # shutdown: the frame is dropped unanswered
         broker.metrics.bytes_received_total += len(frame) + 4
-        outcome = await handle_frame(broker, frame, client_host)
+        outcome = await handle_frame(broker, frame, client_host, connection)
         item = _InFlight(outcome, len(frame))
         if outcome.response is not None:
             account.take(len(outcome.response))

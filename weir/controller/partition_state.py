@@ -10,6 +10,15 @@ A partition's state is changed only by compare-and-swap on its `partition_epoch`
 leader (and drops dead brokers from the ISR). The leader epoch moves on every
 leader change, so that every batch a leader writes carries the epoch of its term
 and followers can find where their logs diverge (KIP-101/279).
+
+Eligible leader replicas (KIP-966's ELR): the high watermark does not advance while
+the ISR is below `min.insync.replicas` (nor while the ELR is not empty, see
+`change_isr`), so the replicas that leave the ISR as it falls below that minimum
+still hold every committed record. They are kept in `elr`, and a clean election
+may pick one of them when no ISR member can lead (`elect_leader`, `abdicate`).
+Every ELR member holds every record below the committed high watermark: it came
+from the ISR, and nothing has been committed since it left (the ELR is emptied
+in the same change that brings the ISR back to `min.insync.replicas`).
 """
 
 from __future__ import annotations
@@ -81,33 +90,40 @@ class PartitionState:
     isr: tuple[int, ...]
     # Moves on every change of this state (leader or ISR); the CAS guard.
     partition_epoch: int = 0
+    # Eligible leader replicas (KIP-966): out of the ISR, yet holding every committed
+    # record (see the module's docstring). Absent from older documents: empty.
+    elr: tuple[int, ...] = ()
 
     def to_json(self) -> bytes:
-        return json.dumps(
-            {
-                "leader": self.leader,
-                "leader_epoch": self.leader_epoch,
-                "isr": list(self.isr),
-                "partition_epoch": self.partition_epoch,
-            },
-            sort_keys=True,
-        ).encode()
+        doc: dict[str, object] = {
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "isr": list(self.isr),
+            "partition_epoch": self.partition_epoch,
+        }
+        if self.elr:
+            doc["elr"] = list(self.elr)
+        return json.dumps(doc, sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, value: bytes) -> PartitionState:
         doc = _load_document(value)
-        isr = doc["isr"]
-        if not isinstance(isr, list):
-            raise ValueError("isr is not a list")
         return cls(
             leader=_int(doc["leader"]),
             leader_epoch=_int(doc["leader_epoch"]),
-            isr=tuple(_int(r) for r in isr),
+            isr=_int_tuple(doc["isr"], "isr"),
             partition_epoch=_int(doc["partition_epoch"]),
+            elr=_int_tuple(doc.get("elr", []), "elr"),
         )
 
     def with_isr(self, isr: Iterable[int]) -> PartitionState:
         return replace(self, isr=tuple(isr), partition_epoch=self.partition_epoch + 1)
+
+
+def _int_tuple(value: object, name: str) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise ValueError(f"{name} is not a list")
+    return tuple(_int(r) for r in value)
 
 
 def _int(value: object) -> int:
@@ -131,45 +147,84 @@ def initial_state(replicas: Sequence[int]) -> PartitionState:
     return PartitionState(leader=replicas[0], leader_epoch=0, isr=tuple(replicas))
 
 
+def change_isr(
+    state: PartitionState, isr: Iterable[int], *, min_isr: int, replicas: Sequence[int]
+) -> PartitionState:
+    """`state` with the ISR `isr` (the leader's shrink or expansion, the controller's
+    removal of dead followers), the ELR kept true (KIP-966):
+
+    - the ISR reaches `min_isr`: the ELR empties (the high watermark may advance
+      again, past what its members hold);
+    - else the replicas that leave the ISR join the ELR (nothing is committed while
+      the ISR is below `min_isr`, so they keep every committed record), and
+      replicas that join the ISR leave it.
+
+    Replicas no longer assigned (a finished move) are never in the ELR."""
+    new_isr, elr = _isr_and_elr(state, isr, min_isr, replicas)
+    return replace(state, isr=new_isr, elr=elr, partition_epoch=state.partition_epoch + 1)
+
+
+def _isr_and_elr(
+    state: PartitionState, isr: Iterable[int], min_isr: int, replicas: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    new_isr = tuple(isr)
+    if len(new_isr) >= min_isr:
+        return new_isr, ()
+    removed = [r for r in state.isr if r not in new_isr]
+    # Order kept, newcomers last: an abdication picks the ELR's first live member,
+    # so successive abdications rotate through the ELR (see `abdicate`).
+    elr = dict.fromkeys(r for r in (*state.elr, *removed) if r in replicas and r not in new_isr)
+    return new_isr, tuple(elr)
+
+
 def elect_leader(
     state: PartitionState,
     replicas: Sequence[int],
     alive: frozenset[int],
     *,
     unclean: bool = False,
+    min_isr: int = 1,
 ) -> PartitionState | None:
     """The next state when the leader is gone or dead brokers are in the ISR;
     None when nothing changes.
 
     - The leader is alive: only dead followers (and ISR members that are no longer
-      replicas) leave the ISR, never the leader.
+      replicas) leave the ISR, never the leader (into the ELR when the ISR falls
+      below `min_isr`, see `change_isr`).
     - The leader is dead or absent: the first replica (assignment order: the
       preferred leader first) that is in the ISR and alive leads, with a new
       leader epoch; the ISR keeps its live members.
-    - No live ISR member: the partition is offline (no leader) and keeps its ISR,
-      so that one of those brokers leads again when it returns. With `unclean`
-      (the topic's unclean.leader.election.enable), a live replica outside the
-      ISR leads instead, and acknowledged records it lacks are lost.
+    - No live ISR member: the first live replica of the ELR leads (clean: it holds
+      every committed record), alone in the ISR.
+    - No live ISR or ELR member: the partition is offline (no leader) and keeps its
+      ISR and ELR, so that one of those brokers leads again when it returns. With
+      `unclean` (the topic's unclean.leader.election.enable), a live replica
+      outside them leads instead, and acknowledged records it lacks are lost.
     """
     # Dead brokers leave the ISR, and so does a replica a finished move removed.
     live_isr = tuple(r for r in state.isr if r in alive and r in replicas)
     if state.leader != NO_LEADER and state.leader in alive:
         if live_isr == state.isr:
             return None
-        return state.with_isr(live_isr)
+        return change_isr(state, live_isr, min_isr=min_isr, replicas=replicas)
     candidates = [r for r in replicas if r in live_isr]
     if candidates:
-        return _new_leader(state, candidates[0], live_isr)
+        isr, elr = _isr_and_elr(state, live_isr, min_isr, replicas)
+        return _new_leader(state, candidates[0], isr, elr)
+    eligible = [r for r in replicas if r in state.elr and r in alive]
+    if eligible:
+        isr, elr = _isr_and_elr(state, eligible[:1], min_isr, replicas)
+        return _new_leader(state, eligible[0], isr, elr)
     if unclean:
         outside = [r for r in replicas if r in alive]
         if outside:
-            return _new_leader(state, outside[0], (outside[0],))
+            return _new_leader(state, outside[0], (outside[0],), ())
     if state.leader == NO_LEADER:
         return None
-    return PartitionState(
+    return replace(
+        state,
         leader=NO_LEADER,
         leader_epoch=state.leader_epoch + 1,
-        isr=state.isr,
         partition_epoch=state.partition_epoch + 1,
     )
 
@@ -181,6 +236,7 @@ def elect_leader_without_offline(
     offline: frozenset[int],
     *,
     unclean: bool = False,
+    min_isr: int = 1,
 ) -> PartitionState | None:
     """`elect_leader` when the brokers in `offline` are alive but hold this
     partition's replica offline (a write or fsync on its disk failed: Kafka's
@@ -196,7 +252,39 @@ def elect_leader_without_offline(
     - No other live ISR member: the partition goes offline (no leader), keeping
       its ISR, as with every ISR member dead; it returns when one of them does.
     """
-    return elect_leader(state, replicas, alive - offline, unclean=unclean)
+    return elect_leader(state, replicas, alive - offline, unclean=unclean, min_isr=min_isr)
+
+
+def abdicate(
+    state: PartitionState, replicas: Sequence[int], alive: frozenset[int], *, min_isr: int
+) -> PartitionState | None:
+    """A leader cut off from its followers (no follower fetched for
+    replica_lag_time_max_ms, the caller's test) whose ISR is below `min_isr`
+    hands leadership to a live replica that holds every committed record: the
+    first live member of the ELR (then of the ISR), alone in the new ISR, with a
+    new leader epoch; the old leader joins the ELR (it holds every committed
+    record too). None when it should keep leading:
+
+    - the ISR meets `min_isr` (with min.insync.replicas=1, never: a lone leader
+      commits alone);
+    - fewer live replicas besides the leader than `min_isr`: the new leader could
+      not gather an ISR of `min_isr` without the old one (a replication factor of
+      2 with min.insync.replicas=2), so leading elsewhere would gain nothing;
+    - no live eligible replica.
+
+    Each hop needs a full replica_lag_time_max_ms without follower fetches on the
+    new leader, so leadership moves at most once per that time; the ELR's order
+    (newcomers last) makes successive hops rotate through its members."""
+    leader = state.leader
+    if leader == NO_LEADER or len(state.isr) >= min_isr:
+        return None
+    if sum(1 for r in replicas if r != leader and r in alive) < min_isr:
+        return None
+    eligible = [r for r in (*state.elr, *state.isr) if r != leader and r in alive and r in replicas]
+    if not eligible:
+        return None
+    isr, elr = _isr_and_elr(state, eligible[:1], min_isr, replicas)
+    return _new_leader(state, eligible[0], isr, elr)
 
 
 def elect_preferred(
@@ -208,7 +296,7 @@ def elect_preferred(
         return ErrorCode.ELECTION_NOT_NEEDED
     if preferred not in alive or preferred not in state.isr:
         return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
-    return _new_leader(state, preferred, state.isr)
+    return _new_leader(state, preferred, state.isr, state.elr)
 
 
 def offline_replicas_to_json(replicas: Iterable[ReplicaKey]) -> bytes:
@@ -234,13 +322,16 @@ def offline_replicas_from_json(value: bytes) -> frozenset[ReplicaKey]:
     return frozenset(keys)
 
 
-def _new_leader(state: PartitionState, leader: int, isr: Sequence[int]) -> PartitionState:
-    assert leader in isr
+def _new_leader(
+    state: PartitionState, leader: int, isr: Sequence[int], elr: Sequence[int]
+) -> PartitionState:
+    assert leader in isr and leader not in elr
     return PartitionState(
         leader=leader,
         leader_epoch=state.leader_epoch + 1,
         isr=tuple(isr),
         partition_epoch=state.partition_epoch + 1,
+        elr=tuple(elr),
     )
 
 
