@@ -40,11 +40,14 @@ READ_TIMEOUT_S = 60.0
 
 
 class AckLog:
-    """Delivery reports of one producer: acknowledged values with their offsets."""
+    """Delivery reports of one producer: acknowledged values with their offsets, and
+    when each partition's acknowledgements arrived (`time.monotonic()`, in order),
+    from which the fault run measures unavailability."""
 
     def __init__(self) -> None:
         self.acked: dict[str, tuple[int, int]] = {}
         self.failed: dict[str, str] = {}
+        self.ack_times: dict[int, list[float]] = {}
         self._lock = threading.Lock()
 
     def report(self, error: KafkaError | None, message: Message) -> None:
@@ -52,6 +55,7 @@ class AckLog:
         with self._lock:
             if error is None:
                 self.acked[value] = (message.partition(), message.offset())
+                self.ack_times.setdefault(message.partition(), []).append(time.monotonic())
             else:
                 self.failed[value] = error.str()
 

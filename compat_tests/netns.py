@@ -8,7 +8,8 @@ as etcd) reaches every namespace and every namespace reaches the others.
 `heal(i)` brings it back. `cut(i, address)` drops what namespace i sends to one
 address (a blackhole route inside i: TCP to and from that address stops both ways,
 since i's answers are dropped too), for asymmetric partitions where a broker still
-reaches etcd but not the other brokers; `restore(i, address)` removes it. Needs root (`ip netns`), as the cluster fault tests do.
+reaches etcd but not the other brokers; `restore(i, address)` removes it. Needs
+root (`ip netns`), as the cluster fault tests do.
 Everything the lab made is removed on exit, and `cleanup_stale()` removes what a
 killed test run left behind.
 """
