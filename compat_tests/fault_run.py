@@ -3,7 +3,7 @@
     sudo .venv/bin/python -m compat_tests.fault_run [--faults 20 | --duration-minutes 60]
         [--seed 1] [--etcd-members 1|3] [--kinds kill,pause,...]
         [--groups classic,consumer | --groups none] [--group-members 2]
-        [--out fault-run.json]
+        [--order random|cycle] [--work-dir DIR] [--out fault-run.json]
 
 Each broker and each etcd member runs in a network namespace of its own
 (compat_tests/netns.py); the clients run in the root namespace. One idempotent
@@ -11,9 +11,11 @@ acks=all producer writes unique values to a 3-partition, replication-factor-3
 topic the whole time, and a reader reads everything while it happens. With
 `--groups`, one consumer group per protocol (classic, KIP-848 `consumer`), each of
 `--group-members` processes, consumes the topic and commits, while its members are
-SIGKILLed and restarted at random (compat_tests/group_load.py). Faults are drawn
-at random from `--kinds` (default: every kind the etcd size allows), one cycle at a
-time, each followed by healing and a wait for every partition's full ISR:
+SIGKILLed and restarted at random (compat_tests/group_load.py); the first fault
+waits until every group has committed. Faults are drawn
+at random from `--kinds` (default: every kind the etcd size allows; `--order cycle`
+takes them in turn), one at a time, each followed by healing and a wait for every
+partition's full ISR:
 
 - kill: SIGKILL a partition leader, restart it 1-4 s after its partitions moved;
 - pause: SIGSTOP a broker for 4-7 s (past its 3 s session), then SIGCONT;
@@ -82,9 +84,15 @@ from compat_tests.group_load import (
     sample_regressions,
     unconsumed,
 )
-from compat_tests.history_checker import ConcurrentReader, ProduceLoad, check, read_everything
+from compat_tests.history_checker import (
+    AckLog,
+    ConcurrentReader,
+    ProduceLoad,
+    check,
+    read_everything,
+)
 from compat_tests.netns import NetworkLab
-from compat_tests.small_disk import SmallDisk
+from compat_tests.small_disk import SmallDisk, enter_private_mount_namespace
 
 TOPIC = "faults"
 PARTITIONS = 3
@@ -93,6 +101,7 @@ HEAL_TIMEOUT_S = 90.0
 FAILOVER_WAIT_S = 30.0
 DISK_SETTLE_S = 20.0
 GROUP_CATCH_UP_S = 120.0
+GROUP_START_S = 60.0
 DISK_BROKER = 3
 CLOCK_BROKER = 2
 CLOCK_JUMP_S = 3600.0
@@ -117,15 +126,22 @@ ERROR_LINE = re.compile(r"\b(ERROR|CRITICAL)\b\s*(.*)")
 
 
 def first_ack_s(
-    ack_times: Mapping[int, Sequence[float]], partitions: Sequence[int], since_s: float
+    ack_times: Mapping[int, Sequence[float]],
+    created_ms: Mapping[int, Sequence[int]],
+    partitions: Sequence[int],
+    since_s: float,
+    since_wall_s: float,
 ) -> float | None:
-    """Seconds from `since_s` until every one of `partitions` has an acknowledgement
-    after it; None if one never had."""
+    """Seconds from `since_s` until every one of `partitions` acknowledged a write
+    produced at or after it (`since_wall_s` on the wall clock: writes in flight at
+    the fault do not count); None if one never did. Per partition the writes are
+    acknowledged in the order they were produced, so `created_ms` is sorted."""
     worst = 0.0
     for partition in partitions:
+        created = created_ms.get(partition, ())
+        index = bisect.bisect_left(created, int(since_wall_s * 1000))
         times = ack_times.get(partition, ())
-        index = bisect.bisect_right(times, since_s)
-        if index >= len(times):
+        if index >= min(len(created), len(times)):
             return None
         worst = max(worst, times[index] - since_s)
     return worst
@@ -234,8 +250,10 @@ class Faults:
             return
         since = float(record["injected_at"])  # type: ignore[arg-type]
         deadline = time.monotonic() + FAILOVER_WAIT_S
+        wall = float(record["injected_wall"])  # type: ignore[arg-type]
+        acks = self.load.acks
         while time.monotonic() < deadline:
-            if first_ack_s(self.load.acks.ack_times, led, since) is not None:
+            if first_ack_s(acks.ack_times, acks.ack_created_ms, led, since, wall) is not None:
                 return
             time.sleep(0.05)  # polling the producer thread's acknowledgements
 
@@ -517,16 +535,18 @@ def recover(f: Faults) -> None:
         f.cluster.wait_full_isr(TOPIC, timeout_s=HEAL_TIMEOUT_S)
 
 
-def measure(record: dict[str, object], f: Faults) -> None:
-    """The cycle's failover and longest acknowledgement gap."""
+def measure(record: dict[str, object], acks: AckLog) -> None:
+    """The cycle's failover and longest acknowledgement gap (once the load stopped:
+    a partition may acknowledge its first new write after the cycle ended)."""
     injected = float(record["injected_at"])  # type: ignore[arg-type]
+    injected_wall = float(record["injected_wall"])  # type: ignore[arg-type]
     end = float(record["cycle_end_at"])  # type: ignore[arg-type]
-    acks = f.load.acks.ack_times
     affected = record.get("affected") or list(range(PARTITIONS))
     assert isinstance(affected, list)
-    failover = first_ack_s(acks, affected, injected)
+    times, created = acks.ack_times, acks.ack_created_ms
+    failover = first_ack_s(times, created, affected, injected, injected_wall)
     record["failover_s"] = None if failover is None else round(failover, 2)
-    record["longest_ack_gap_s"] = round(longest_gap_s(acks, range(PARTITIONS), injected, end), 2)
+    record["longest_ack_gap_s"] = round(longest_gap_s(times, range(PARTITIONS), injected, end), 2)
 
 
 def measure_groups(records: Sequence[dict[str, object]], logs: Mapping[str, MemberLog]) -> None:
@@ -567,6 +587,7 @@ class Options:
     kinds: list[str]
     group_protocols: list[str]
     group_members: int
+    order: str = "random"
 
 
 def run(options: Options, base: Path) -> dict[str, object]:
@@ -577,8 +598,9 @@ def run(options: Options, base: Path) -> dict[str, object]:
         if set(options.kinds) & set(DISK_KINDS):
             disk = stack.enter_context(SmallDisk(base / "disk.img", base / "disk", DISK_SIZE_MB))
         lab = stack.enter_context(NetworkLab(BROKERS + options.etcd_members))
-        broker_at = lambda n: (lab.addresses[n - 1], lab.prefix(n - 1))  # noqa: E731
-        etcd_at = lambda i: (lab.addresses[BROKERS + i], lab.prefix(BROKERS + i))  # noqa: E731
+        # nsenter, not `ip netns exec`: no mount namespace copy keeps the disk mounted.
+        broker_at = lambda n: (lab.addresses[n - 1], lab.enter_prefix(n - 1))  # noqa: E731
+        etcd_at = lambda i: (lab.addresses[BROKERS + i], lab.enter_prefix(BROKERS + i))  # noqa: E731
         return run_in_lab(options, base, rng, lab, broker_at, etcd_at, disk, clock)
     raise AssertionError("unreachable")
 
@@ -667,11 +689,15 @@ def drive(
             )
         with ProduceLoad(cluster.bootstrap, TOPIC) as load:
             load.acked_since(200, timeout_s=30)
+            if groups is not None:
+                groups.wait_committed(GROUP_START_S)  # every group consuming first
             faults = Faults(cluster, lab, load, rng, disk, clock)
             for index in _fault_indexes(options, started):
-                kind = rng.choice(options.kinds)
+                if options.order == "cycle":
+                    kind = options.kinds[index % len(options.kinds)]
+                else:
+                    kind = rng.choice(options.kinds)
                 record = run_fault(kind, faults)
-                measure(record, faults)
                 shown = {k: v for k, v in record.items() if not k.endswith("_at")}
                 print(f"fault {index + 1}: {json.dumps(shown)}", flush=True)
                 records.append(record)
@@ -682,6 +708,8 @@ def drive(
         bootstrap = ",".join(b.bootstrap for b in cluster.running())
         final = read_everything(bootstrap, TOPIC, PARTITIONS)
         anomalies = check(load.acks, load.sent, final, reader.reads)
+        for record in records:
+            measure(record, load.acks)
         group_summary = None
         if groups is not None:
             ends = {p: items[-1][0] + 1 if items else 0 for p, items in final.items()}
@@ -790,6 +818,11 @@ def main() -> int:
         help="consumer groups to run, one per protocol: classic, consumer; 'none' for none",
     )  # fmt: skip
     parser.add_argument("--group-members", type=int, default=2)
+    parser.add_argument(
+        "--order", choices=("random", "cycle"), default="random",
+        help="draw each fault's kind at random, or take the kinds in turn (a short "
+        "run that tries every kind)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
         "--work-dir", type=Path, default=None,
@@ -808,7 +841,10 @@ def main() -> int:
         kinds=kinds_for(args.kinds.split(",") if args.kinds else None, args.etcd_members),
         group_protocols=protocols,
         group_members=args.group_members,
+        order=args.order,
     )
+    if set(options.kinds) & set(DISK_KINDS):
+        enter_private_mount_namespace()  # before any thread: the disk is ours alone
     if args.work_dir is not None:
         args.work_dir.mkdir(parents=True, exist_ok=True)
         summary = run(options, args.work_dir.resolve())

@@ -390,6 +390,16 @@ class GroupLoad:
             into.commit_errors += log.commit_errors
         return merged
 
+    def wait_committed(self, timeout_s: float) -> None:
+        """Until every group has committed some offset (its members joined and
+        consume), at most `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            latest = self.committed_all()
+            if all(any(o >= 0 for o in offsets.values()) for offsets in latest.values()):
+                return
+            time.sleep(SAMPLE_INTERVAL_S)  # the sampler's progress
+
     def wait_caught_up(self, ends: Mapping[int, int], timeout_s: float) -> dict[str, float | None]:
         """Per group, seconds until its committed offsets reached `ends` (partition:
         high watermark); None for a group that did not within `timeout_s`."""

@@ -16,15 +16,32 @@ the image removed on exit.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import subprocess
+import time
 from pathlib import Path
 from types import TracebackType
 
 COMMAND_TIMEOUT_S = 60
 FILL_FILE_NAME = "fault-run-fill"
 FILL_CHUNK_BYTES = 4 << 20
+
+
+CLONE_NEWNS = 0x00020000
+
+
+def enter_private_mount_namespace() -> None:
+    """Give this process (and what it starts) a mount namespace of its own, a slave of
+    the host's: the disk is mounted only there. Otherwise any other process that
+    copies the mounts meanwhile (`ip netns exec` does, for every program it runs)
+    keeps the filesystem alive after it is unmounted here, and it cannot be checked
+    and mounted afresh. Call it before any thread starts."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
+    _run("mount", "--make-rslave", "/")
 
 
 def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -110,6 +127,14 @@ class SmallDisk:
         Returns e2fsck's last line."""
         _run("umount", str(self.mount_point))
         self._mounted = False
+        attached = self._loop_devices()
+        for _ in range(20):  # the loop device is released just after the unmount
+            if not attached:
+                break
+            time.sleep(0.1)
+            attached = self._loop_devices()
+        if attached:  # still mounted somewhere (another mount namespace): never fsck that
+            raise RuntimeError(f"{self.image} is still in use after unmounting: {attached}")
         checked = _run("e2fsck", "-fy", str(self.image), check=False)
         if checked.returncode >= 4:  # 1 and 2: errors corrected
             raise RuntimeError(f"e2fsck could not repair {self.image}: {checked.stdout!r}")
@@ -117,6 +142,9 @@ class SmallDisk:
         self.free()
         lines = checked.stdout.decode(errors="replace").strip().splitlines()
         return lines[-1] if lines else ""
+
+    def _loop_devices(self) -> str:
+        return _run("losetup", "-j", str(self.image)).stdout.decode().strip()
 
     def close(self) -> None:
         if self._mounted:

@@ -15,15 +15,18 @@ from compat_tests.group_load import (
 )
 
 ACKS = {0: [1.0, 2.0, 9.0, 9.5], 1: [1.5, 3.0, 4.0], 2: [2.5]}
+# Produced (wall-clock ms) 1000 s after the monotonic times above; partition 0's
+# acknowledgement at 9.0 is of a write produced before the fault at 2.5.
+CREATED_MS = {0: [1_001_000, 1_001_900, 1_002_000, 1_009_400], 1: [1_001_400, 1_002_900, 1_003_900]}
 
 
-def test_failover_is_the_slowest_affected_partition_to_acknowledge_again() -> None:
-    assert first_ack_s(ACKS, [0, 1], since_s=2.5) == 6.5
-    assert first_ack_s(ACKS, [1], since_s=2.5) == 0.5
+def test_failover_is_the_slowest_affected_partition_to_acknowledge_a_new_write() -> None:
+    assert first_ack_s(ACKS, CREATED_MS, [0, 1], since_s=2.5, since_wall_s=1002.5) == 7.0
+    assert first_ack_s(ACKS, CREATED_MS, [1], since_s=2.5, since_wall_s=1002.5) == 0.5
 
 
-def test_failover_is_none_when_an_affected_partition_never_acknowledged_again() -> None:
-    assert first_ack_s(ACKS, [0, 2], since_s=3.0) is None
+def test_failover_is_none_when_an_affected_partition_acknowledged_no_new_write() -> None:
+    assert first_ack_s(ACKS, CREATED_MS, [0, 2], since_s=3.0, since_wall_s=1003.0) is None
 
 
 def test_longest_gap_counts_from_the_last_acknowledgement_before_the_fault() -> None:
