@@ -30,10 +30,14 @@ class WeirCluster:
         brokers_count: int = 3,
         placement: Callable[[int], tuple[str, tuple[str, ...]]] | None = None,
         settings: str = TEST_CLUSTER_SETTINGS,
+        broker_env: Callable[[int], dict[str, str]] | None = None,
+        data_dir_of: Callable[[int], Path | None] | None = None,
     ) -> None:
         """`placement(node_id)`: (the address a broker listens on, a command prefix
         such as `ip netns exec NS`); default loopback, no prefix. `settings`: every
-        broker's settings file (TOML)."""
+        broker's settings file (TOML). `broker_env(node_id)`: environment variables
+        added to that broker's (LD_PRELOAD...); `data_dir_of(node_id)`: a data dir
+        elsewhere (a filesystem of its own), None for the usual."""
         self.base = base
         self.etcd = etcd
         self.brokers: dict[int, WeirProcess] = {}
@@ -46,8 +50,9 @@ class WeirCluster:
             broker_dir.mkdir(parents=True, exist_ok=True)
             settings_file = broker_dir / SETTINGS_FILE_NAME
             settings_file.write_text(settings)
+            data_dir = data_dir_of(node_id) if data_dir_of else None
             self.brokers[node_id] = WeirProcess(
-                broker_dir / "data",
+                data_dir or broker_dir / "data",
                 broker_dir / "logs",
                 extra_args=(
                     "--node-id",
@@ -59,6 +64,7 @@ class WeirCluster:
                 ),
                 host=host,
                 command_prefix=prefix,
+                extra_env=broker_env(node_id) if broker_env else None,
                 **ports,
             )
 
@@ -77,13 +83,18 @@ class WeirCluster:
             if broker.is_running():
                 broker.stop()
             broker.close()
-        crashed = [
-            f"{path}:\n{path.read_text(errors='replace')[-3000:]}"
-            for broker in self.brokers.values()
-            for path in sorted(broker.log_dir.glob("*.stderr"))
-            if "Traceback" in path.read_text(errors="replace")
-        ]
+        crashed = [f"{path}:\n{text[-3000:]}" for path, text in self.tracebacks()]
         assert not crashed, "a broker logged a traceback:\n" + "\n".join(crashed)
+
+    def tracebacks(self) -> list[tuple[Path, str]]:
+        """(stderr file, its text) of every broker run that logged a traceback."""
+        found = []
+        for broker in self.brokers.values():
+            for path in sorted(broker.log_dir.glob("*.stderr")):
+                text = path.read_text(errors="replace")
+                if "Traceback" in text:
+                    found.append((path, text))
+        return found
 
     def running(self) -> Iterator[WeirProcess]:
         return (b for b in self.brokers.values() if b.is_running())
@@ -153,13 +164,19 @@ def running_cluster(
     etcd_host: str = "127.0.0.1",
     placement: Placement | None = None,
     settings: str = TEST_CLUSTER_SETTINGS,
+    etcd_placement: Callable[[int], tuple[str, tuple[str, ...]]] | None = None,
+    broker_env: Callable[[int], dict[str, str]] | None = None,
+    data_dir_of: Callable[[int], Path | None] | None = None,
 ) -> Iterator[WeirCluster]:
     """etcd (`etcd_members`) and `brokers_count` started brokers under `base`, each
     with `settings` as its settings file; everything stopped on exit (a broker that
-    logged a traceback fails it)."""
-    etcd = EtcdCluster.start(base / "etcd", etcd_members, host=etcd_host)
+    logged a traceback fails it). `etcd_placement`, `broker_env`, `data_dir_of`: see
+    EtcdCluster.start and WeirCluster."""
+    etcd = EtcdCluster.start(base / "etcd", etcd_members, host=etcd_host, placement=etcd_placement)
     try:
-        cluster = WeirCluster(base / "weir", etcd, brokers_count, placement, settings)
+        cluster = WeirCluster(
+            base / "weir", etcd, brokers_count, placement, settings, broker_env, data_dir_of
+        )
         try:
             cluster.start()
             yield cluster

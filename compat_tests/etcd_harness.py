@@ -1,18 +1,23 @@
 """Real etcd processes for tests (Debian's etcd-server): one member or a
-three-member cluster on free loopback ports, with short election timeouts."""
+three-member cluster on free loopback ports, with short election timeouts; or,
+with a `placement`, each member at an address of its own behind a command prefix
+(a network namespace of `netns.NetworkLab`, so the fault run can isolate one).
+A member can be killed, stopped (`stop`), paused (`pause`: SIGSTOP) and resumed."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat_tests.harness import free_ports
+from compat_tests.harness import _die_with_parent, free_ports
 
 HEALTHY_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
@@ -35,9 +40,11 @@ class EtcdMember:
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
     starts: int = field(default=0)
+    command_prefix: tuple[str, ...] = ()
 
     def command(self) -> list[str]:
         return [
+            *self.command_prefix,
             etcd_executable(),
             "--name", self.name,
             "--data-dir", str(self.data_dir),
@@ -57,7 +64,11 @@ class EtcdMember:
         self.starts += 1
         with open(self.log_path, "ab") as log_file:
             self.process = subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=log_file,
+                preexec_fn=_die_with_parent,  # no etcd outlives a killed test run
             )
 
     def is_running(self) -> bool:
@@ -76,6 +87,15 @@ class EtcdMember:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def pause(self) -> None:
+        """SIGSTOP: the member neither answers nor votes until `resume`."""
+        assert self.process is not None and self.process.poll() is None
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGCONT)
 
     def status(self) -> dict[str, object]:
         request = urllib.request.Request(
@@ -99,21 +119,40 @@ class EtcdCluster:
         self.members = members
 
     @classmethod
-    def start(cls, base_dir: Path, members_count: int = 1, host: str = "127.0.0.1") -> EtcdCluster:
-        """`host`: the address the members listen on (the ports are free on loopback)."""
+    def start(
+        cls,
+        base_dir: Path,
+        members_count: int = 1,
+        host: str = "127.0.0.1",
+        placement: Callable[[int], tuple[str, tuple[str, ...]]] | None = None,
+    ) -> EtcdCluster:
+        """`host`: the address the members listen on (the ports are free on loopback).
+        `placement(index)`: (member index's own address, its command prefix such as
+        `ip netns exec NS`) instead; each member then uses etcd's usual ports there."""
         base_dir.mkdir(parents=True, exist_ok=True)
-        ports = free_ports(2 * members_count)
         names = [f"etcd{i}" for i in range(members_count)]
-        peer_urls = [f"http://{host}:{ports[2 * i + 1]}" for i in range(members_count)]
+        if placement is None:
+            ports = free_ports(2 * members_count)
+            hosts = [host] * members_count
+            prefixes: list[tuple[str, ...]] = [()] * members_count
+        else:
+            ports = [2379, 2380] * members_count
+            hosts, prefixes = [], []
+            for index in range(members_count):
+                member_host, prefix = placement(index)
+                hosts.append(member_host)
+                prefixes.append(prefix)
+        peer_urls = [f"http://{hosts[i]}:{ports[2 * i + 1]}" for i in range(members_count)]
         initial = ",".join(f"{n}={u}" for n, u in zip(names, peer_urls, strict=True))
         members = [
             EtcdMember(
                 name=names[i],
-                client_url=f"http://{host}:{ports[2 * i]}",
+                client_url=f"http://{hosts[i]}:{ports[2 * i]}",
                 peer_url=peer_urls[i],
                 data_dir=base_dir / names[i],
                 initial_cluster=initial,
                 log_path=base_dir / f"{names[i]}.log",
+                command_prefix=prefixes[i],
             )
             for i in range(members_count)
         ]
@@ -153,4 +192,5 @@ class EtcdCluster:
 
     def stop(self) -> None:
         for member in self.members:
+            member.resume()  # a paused member would ignore SIGTERM until killed
             member.stop()

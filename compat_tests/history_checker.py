@@ -40,11 +40,16 @@ READ_TIMEOUT_S = 60.0
 
 
 class AckLog:
-    """Delivery reports of one producer: acknowledged values with their offsets."""
+    """Delivery reports of one producer: acknowledged values with their offsets, and
+    per partition, in order, when each acknowledgement arrived (`time.monotonic()`)
+    and when its write was produced (its CreateTime, wall-clock ms), from which the
+    fault run measures unavailability."""
 
     def __init__(self) -> None:
         self.acked: dict[str, tuple[int, int]] = {}
         self.failed: dict[str, str] = {}
+        self.ack_times: dict[int, list[float]] = {}
+        self.ack_created_ms: dict[int, list[int]] = {}
         self._lock = threading.Lock()
 
     def report(self, error: KafkaError | None, message: Message) -> None:
@@ -52,6 +57,9 @@ class AckLog:
         with self._lock:
             if error is None:
                 self.acked[value] = (message.partition(), message.offset())
+                self.ack_times.setdefault(message.partition(), []).append(time.monotonic())
+                created_ms = message.timestamp()[1]
+                self.ack_created_ms.setdefault(message.partition(), []).append(created_ms)
             else:
                 self.failed[value] = error.str()
 

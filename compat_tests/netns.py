@@ -117,6 +117,13 @@ class NetworkLab:
         """The command prefix that runs a program inside namespace `index`."""
         return ("ip", "netns", "exec", self.namespaces[index])
 
+    def enter_prefix(self, index: int) -> tuple[str, ...]:
+        """As `prefix`, but only the network namespace is entered: `ip netns exec`
+        also gives the program a mount namespace of its own, a copy of the mounts
+        at that moment, which keeps a filesystem mounted there alive after it is
+        unmounted outside (the fault run's small disk must really unmount)."""
+        return ("nsenter", f"--net=/run/netns/{self.namespaces[index]}")
+
     def isolate(self, index: int) -> None:
         _ip("link", "set", self._root_links[index], "down")
 
