@@ -90,6 +90,14 @@ def _die_with_parent() -> None:
         pass
 
 
+def interruptible_child() -> None:
+    """In the child before exec (`preexec_fn`): take Ctrl-C's SIGINT as a terminal
+    user's program does. A suite started in the background by a non-interactive
+    shell (`scripts/test &`, CI) runs with SIGINT ignored, which children inherit:
+    a test that sends SIGINT would otherwise find it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _prepare_child(open_files_limit: int | None) -> None:
     """In the child before exec: die with the parent; with `open_files_limit`, set
     RLIMIT_NOFILE's soft and hard limits to it (as `ulimit -n` would)."""

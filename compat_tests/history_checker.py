@@ -63,6 +63,12 @@ class AckLog:
             else:
                 self.failed[value] = error.str()
 
+    def acked_snapshot(self) -> dict[str, tuple[int, int]]:
+        """A copy of `acked` taken while no report is being added (the producer's
+        thread adds them while the test reads)."""
+        with self._lock:
+            return dict(self.acked)
+
 
 class ProduceLoad:
     """acks=all idempotent writes of unique values at a steady pace, on a thread,

@@ -68,7 +68,7 @@ def seconds_to_ack_after(
     """Seconds from `since_s` until a write numbered `first_seq` or later is
     acknowledged on `partition`; None past `timeout_s`."""
     while time.monotonic() < since_s + timeout_s:
-        for value, (acked_partition, _) in list(load.acks.acked.items()):
+        for value, (acked_partition, _) in load.acks.acked_snapshot().items():
             if acked_partition == partition and int(value.removeprefix("w-")) >= first_seq:
                 return time.monotonic() - since_s
         time.sleep(POLL_S)

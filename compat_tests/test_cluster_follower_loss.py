@@ -69,7 +69,7 @@ def first_ack_of_writes_sent_after(
     deadline = since_s + timeout_s
     while set(seen) != partitions and time.monotonic() < deadline:
         now = time.monotonic()
-        for value, (partition, _) in list(load.acks.acked.items()):
+        for value, (partition, _) in load.acks.acked_snapshot().items():
             fresh = int(value.removeprefix("w-")) >= first_seq
             if fresh and partition in partitions and partition not in seen:
                 seen[partition] = round(now - since_s, 2)

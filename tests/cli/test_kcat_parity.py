@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from compat_tests.harness import WeirProcess, clean_environment, run_cli, weir_executable
+from compat_tests.harness import (
+    WeirProcess,
+    clean_environment,
+    interruptible_child,
+    run_cli,
+    weir_executable,
+)
 from tests.cli.test_cli_end_to_end import assert_one_error_line, cli, ok
 
 # Recent: records stamped older than the default retention (7 days) would be deleted.
@@ -297,7 +303,7 @@ def test_ctrl_c_during_produce_prints_what_was_acknowledged(
         [weir_executable(), "--bootstrap", broker.bootstrap, "produce", topic_name,
          "--format", "json"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=clean_environment(),
+        env=clean_environment(), preexec_fn=interruptible_child,
     )  # fmt: skip
     try:
         assert producer.stdin is not None
@@ -347,6 +353,7 @@ def test_ctrl_c_in_a_group_commits_what_was_printed_and_leaves(
         [weir_executable(), "-b", broker.bootstrap, "consume", ten_records, "-g", group,
          "-o", "beginning"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_environment(),
+        preexec_fn=interruptible_child,
     )  # fmt: skip
     try:
         assert member.stdout is not None
