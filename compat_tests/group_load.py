@@ -46,10 +46,9 @@ PROTOCOLS = ("classic", "consumer")
 # -- the member process -----------------------------------------------------------------
 
 
-def member_main(argv: Sequence[str]) -> None:
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    bootstrap, topic, group_id, protocol, out_path = argv
+def group_consumer_config(bootstrap: str, group_id: str, protocol: str) -> dict[str, object]:
+    """A group member committing by hand from the earliest offset: KIP-848 with
+    `protocol` "consumer", else classic with a 6 s session (failover tests)."""
     config: dict[str, object] = {
         "bootstrap.servers": bootstrap,
         "group.id": group_id,
@@ -59,9 +58,15 @@ def member_main(argv: Sequence[str]) -> None:
     if protocol == "consumer":
         config["group.protocol"] = "consumer"
     else:
-        config["session.timeout.ms"] = 6000
-        config["heartbeat.interval.ms"] = 500
-    consumer = Consumer(config)
+        config |= {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+    return config
+
+
+def member_main(argv: Sequence[str]) -> None:
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    bootstrap, topic, group_id, protocol, out_path = argv
+    consumer = Consumer(group_consumer_config(bootstrap, group_id, protocol))
     consumer.subscribe([topic])
     with open(out_path, "a") as out:
         while True:

@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from compat_tests.cluster_harness import WeirCluster, running_cluster
+from compat_tests.group_load import group_consumer_config
 from compat_tests.harness import unique_topic_name
 
 pytestmark = pytest.mark.timeout(240)
@@ -39,17 +40,7 @@ def _produce(bootstrap: str, topic: str, first: int, count: int) -> None:
 
 
 def _consumer(bootstrap: str, group_id: str, protocol: str) -> Consumer:
-    config: dict[str, object] = {
-        "bootstrap.servers": bootstrap,
-        "group.id": group_id,
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-    }
-    if protocol == "consumer":
-        config["group.protocol"] = "consumer"
-    else:
-        config |= {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
-    return Consumer(config)
+    return Consumer(group_consumer_config(bootstrap, group_id, protocol))
 
 
 def _consume_and_commit(consumer: Consumer, topic: str, want: set[int], timeout_s: float) -> None:

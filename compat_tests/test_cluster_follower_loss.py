@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
-from compat_tests.cluster_harness import WeirCluster
-from compat_tests.etcd_harness import EtcdCluster
-from compat_tests.harness import SETTINGS_FILE_NAME, unique_topic_name
+from compat_tests.cluster_harness import WeirCluster, running_cluster
+from compat_tests.harness import unique_topic_name
 from compat_tests.history_checker import ProduceLoad, check_history
 
 pytestmark = pytest.mark.timeout(180)
@@ -36,27 +33,10 @@ ISR_SHRINK_BOUND_S = 3.0
 POLL_S = 0.01
 
 
-@contextmanager
-def default_settings_cluster(base: Path) -> Iterator[WeirCluster]:
-    etcd = EtcdCluster.start(base / "etcd", 1)
-    try:
-        cluster = WeirCluster(base / "weir", etcd, 3)
-        for node_id in cluster.brokers:
-            (base / "weir" / f"broker-{node_id}" / SETTINGS_FILE_NAME).write_text(
-                DEFAULT_LAG_SETTINGS
-            )
-        try:
-            cluster.start()
-            yield cluster
-        finally:
-            cluster.stop()
-    finally:
-        etcd.stop()
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirCluster]:
-    with default_settings_cluster(tmp_path_factory.mktemp("follower-loss")) as weir:
+    base = tmp_path_factory.mktemp("follower-loss")
+    with running_cluster(base, settings=DEFAULT_LAG_SETTINGS) as weir:
         yield weir
 
 
