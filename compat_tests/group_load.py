@@ -7,7 +7,9 @@ each batch it first appends every record to OUT as `r PARTITION OFFSET VALUE` (l
 flushed to the kernel, so a SIGKILL loses none), then commits the next offsets
 synchronously and appends `c START END P:O,P:O` (wall-clock seconds when the commit
 was sent and when it was acknowledged); a failed commit appends `e TIME ERROR`.
-At-least-once: nothing is committed before it is recorded.
+At-least-once: nothing is committed before it is recorded. With WEIR_GROUP_MEMBER_DEBUG set
+(librdkafka debug contexts, e.g. `cgrp`), members log their group protocol to their
+stderr files.
 
 `GroupLoad` runs the members of one or more groups, kills one with SIGKILL at random
 intervals and starts it again, and samples every group's committed offsets twice a
@@ -25,6 +27,7 @@ The checker then reports, per group:
 from __future__ import annotations
 
 import functools
+import os
 import random
 import signal
 import subprocess
@@ -41,6 +44,8 @@ SAMPLE_INTERVAL_S = 0.5
 ADMIN_TIMEOUT_S = 5.0
 BATCH_MAX = 500
 PROTOCOLS = ("classic", "consumer")
+# Set to librdkafka debug contexts (e.g. "cgrp") to log the members' group protocol.
+MEMBER_DEBUG_ENV = "WEIR_GROUP_MEMBER_DEBUG"
 
 
 # -- the member process -----------------------------------------------------------------
@@ -66,7 +71,10 @@ def member_main(argv: Sequence[str]) -> None:
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     bootstrap, topic, group_id, protocol, out_path = argv
-    consumer = Consumer(group_consumer_config(bootstrap, group_id, protocol))
+    config = group_consumer_config(bootstrap, group_id, protocol)
+    if os.environ.get(MEMBER_DEBUG_ENV):  # librdkafka's debug contexts, to the stderr file
+        config["debug"] = os.environ[MEMBER_DEBUG_ENV]
+    consumer = Consumer(config)
     consumer.subscribe([topic])
     with open(out_path, "a") as out:
         while True:

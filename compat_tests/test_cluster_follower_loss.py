@@ -10,14 +10,18 @@ acknowledgement of a write sent after it, per partition, and to the ISR shrink.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from compat_tests.cluster_harness import WeirCluster, running_cluster
 from compat_tests.harness import unique_topic_name
 from compat_tests.history_checker import ProduceLoad, check_history
+from weir.groupcoord.placement import group_partition
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -90,3 +94,69 @@ def test_a_killed_follower_leaves_the_isr_of_healthy_leaders_within_seconds(
         cluster.wait_full_isr(topic, timeout_s=60)
         load.acked_since(200, timeout_s=30)
     check_history(cluster, load, 3)
+
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def _offsets_client(bootstrap: str, group_id: str) -> Consumer:
+    return Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group_id, "enable.auto.commit": False}
+    )
+
+
+def _committed_offset(consumer: Consumer, partition: TopicPartition) -> int:
+    return int(consumer.committed([partition], timeout=10)[0].offset)
+
+
+def test_an_offset_fetch_never_answers_a_commit_its_followers_have_not_replicated(
+    cluster: WeirCluster,
+) -> None:
+    """A commit appended by the coordinator but not yet on the offsets partition's
+    ISR (its followers are stopped) is not what OffsetFetch answers: a failover
+    then could take it back (issue 19's sampler saw a committed offset go back by
+    38). Once the commit is acknowledged, it is answered."""
+    topic = unique_topic_name("offsets-committed")
+    cluster.create_topic(topic, 1, 3)
+    group_id = unique_topic_name("fetch-committed")
+    partition = TopicPartition(topic, 0, 5)
+    first = _offsets_client(cluster.bootstrap, group_id)
+    first.commit(offsets=[partition], asynchronous=False)
+    first.close()
+    offsets_partition = group_partition(group_id, len(cluster.partitions(OFFSETS_TOPIC)))
+    cluster.wait_full_isr(OFFSETS_TOPIC, timeout_s=30)
+    coordinator = cluster.leader_of(OFFSETS_TOPIC, offsets_partition)
+    followers = [cluster.brokers[n] for n in cluster.brokers if n != coordinator]
+    # Both clients talk to the coordinator only: the stopped brokers answer nothing.
+    reader = _offsets_client(cluster.brokers[coordinator].bootstrap, group_id)
+    assert _committed_offset(reader, partition) == 5
+    acknowledged: list[KafkaError | None] = []
+    committer = Consumer(
+        {
+            "bootstrap.servers": cluster.brokers[coordinator].bootstrap,
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "on_commit": lambda error, _: acknowledged.append(error),
+        }
+    )
+    committer.committed([partition], timeout=10)  # its coordinator is known now
+    for follower in followers:
+        os.kill(follower.pid, signal.SIGSTOP)
+    try:
+        committer.commit(offsets=[TopicPartition(topic, 0, 10)], asynchronous=True)
+        time.sleep(1.0)
+        committer.poll(0)
+        while_replicating = _committed_offset(reader, partition)
+        committer.poll(0)
+        assert acknowledged == [], "the commit was acknowledged without its followers"
+    finally:
+        for follower in followers:
+            os.kill(follower.pid, signal.SIGCONT)
+    assert while_replicating == 5, "OffsetFetch answered a commit not on the ISR"
+    deadline = time.monotonic() + 30
+    while not acknowledged and time.monotonic() < deadline:
+        committer.poll(0.2)
+    assert acknowledged == [None]
+    assert _committed_offset(reader, partition) == 10
+    committer.close()
+    reader.close()

@@ -79,3 +79,84 @@ def test_group_placement_matches_java_hash_code() -> None:
     assert java_string_hash("gr\u00fc\u00dfe-\U0001f44d") == 347391142
     assert java_string_hash("group-0-consumers") == -1911774318  # wraps like Java's int
     assert group_partition("group-0-consumers", 50) == (-1911774318 & 0x7FFFFFFF) % 50
+
+
+# -- the committed view: what readers are answered ----------------------------------
+
+
+def _one_partition(_group_id: str) -> int:
+    return 0
+
+
+def test_a_commit_is_answered_to_readers_only_once_its_record_is_committed() -> None:
+    store = OffsetStore()
+    store.commit("g", [("t", 0, CommittedOffset(5))])
+    store.place(_one_partition, {0: 10})
+    store.commit("g", [("t", 0, CommittedOffset(8))])
+    store.place(_one_partition, {0: 11})
+    assert store.group_offsets("g") == {("t", 0): CommittedOffset(8)}  # decisions
+    assert store.committed_group_offsets("g") == {}
+    store.promote(0, 10)
+    assert store.committed_group_offsets("g") == {("t", 0): CommittedOffset(5)}
+    store.promote(0, 11)
+    assert store.committed_group_offsets("g") == {("t", 0): CommittedOffset(8)}
+    assert store.uncommitted_count() == 0
+
+
+def test_a_deletion_hides_an_offset_from_readers_only_once_committed() -> None:
+    store = OffsetStore()
+    store.commit("g", [("t", 0, CommittedOffset(5))])
+    store.place(_one_partition, {0: 1})
+    store.promote(0, 1)
+    store.delete("g", [("t", 0)])
+    store.place(_one_partition, {0: 2})
+    assert not store.has_offsets("g")
+    assert store.committed_group_offsets("g") == {("t", 0): CommittedOffset(5)}
+    store.promote(0, 2)
+    assert store.committed_group_offsets("g") == {}
+    assert store.committed_groups() == []
+
+
+def test_changes_whose_append_failed_never_reach_readers() -> None:
+    store = OffsetStore()
+    store.commit("a", [("t", 0, CommittedOffset(1))])
+    store.commit("b", [("t", 0, CommittedOffset(2))])
+    store.place(lambda group_id: 0 if group_id == "a" else 1, {0: 4})  # partition 1 refused
+    store.promote(0, 100)
+    store.promote(1, 100)
+    assert store.committed_groups() == ["a"]
+    assert store.uncommitted_count() == 0
+
+
+def test_each_log_partition_commits_its_own_changes() -> None:
+    store = OffsetStore()
+    store.commit("a", [("t", 0, CommittedOffset(1))])
+    store.commit("b", [("t", 0, CommittedOffset(2))])
+    store.place(lambda group_id: 0 if group_id == "a" else 1, {0: 4, 1: 7})
+    store.promote(1, 7)
+    assert store.committed_groups() == ["b"]
+
+
+def test_forgotten_groups_leave_nothing_waiting_to_be_committed() -> None:
+    store = OffsetStore()
+    store.commit("a", [("t", 0, CommittedOffset(1))])
+    store.place(_one_partition, {0: 1})
+    store.commit("b", [("t", 0, CommittedOffset(2))])
+    store.forget(["a", "b"])
+    assert store.uncommitted_count() == 0
+    store.promote(0, 1)
+    assert store.committed_groups() == []
+
+
+def test_records_loaded_past_the_high_watermark_are_answered_once_committed() -> None:
+    writer = OffsetStore()
+    records = writer.commit("g", [("t", 0, CommittedOffset(5))])
+    records += writer.commit("g", [("t", 0, CommittedOffset(9))])
+    loaded = OffsetStore()
+    (first_key, first_value), (second_key, second_value) = records
+    loaded.replay(first_key, first_value)  # below the high watermark: committed
+    loaded.replay(second_key, second_value, uncommitted=(3, 42))
+    assert loaded.group_offsets("g") == {("t", 0): CommittedOffset(9)}
+    assert loaded.committed_group_offsets("g") == {("t", 0): CommittedOffset(5)}
+    loaded.promote(3, 42)
+    assert loaded.committed_group_offsets("g") == {("t", 0): CommittedOffset(9)}

@@ -601,6 +601,36 @@ def test_replaying_the_records_rebuilds_the_groups(compact: bool) -> None:
     assert c.heartbeat().error_code == ErrorCode.NONE
 
 
+def test_loading_another_partitions_groups_keeps_the_loaded_members_timers() -> None:
+    """A coordinator that gains offsets partitions one by one (failovers) must not
+    restart the session timers of the groups it already serves: a member killed
+    without leaving is fenced one session timeout after its group was loaded."""
+    world = World()
+    Client(world, "dead", ["t1"]).heartbeat()
+    session_timeout_ms = GroupSettings().consumer_session_timeout_ms
+    loaded = ConsumerGroupCoordinator()
+    for key, value in world.records:
+        loaded.replay(key, value)
+    loaded_at_ms = world.now_ms
+    loaded.finish_loading(loaded_at_ms)
+    elsewhere = World()  # a group of another offsets partition, loaded later
+    joined = elsewhere.coordinator.heartbeat(
+        "other-group",
+        "m",
+        0,
+        now_ms=elsewhere.now_ms,
+        topics=elsewhere.topics,
+        rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
+        subscribed_topic_names=["t1"],
+        topic_partitions=[],
+    )
+    for key, value in joined.records:
+        loaded.replay(key, value)
+    loaded.finish_loading(loaded_at_ms + session_timeout_ms // 2)  # a later partition
+    loaded.advance(loaded_at_ms + session_timeout_ms)
+    assert "dead" not in loaded.groups[GROUP].members
+
+
 def test_replay_ignores_other_record_types() -> None:
     # An OffsetCommitKey (version 1) is not a consumer-group record.
     assert not ConsumerGroupCoordinator().replay(b"\x00\x01\x00\x01g", b"")

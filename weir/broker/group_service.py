@@ -36,6 +36,7 @@ from weir.broker.offsets_topic import (
     adopt_offsets_topic,
     append_group_records_now,
     create_offsets_topic,
+    offsets_replica,
     read_group_records,
     wait_group_records,
 )
@@ -43,7 +44,7 @@ from weir.controller.controller import ControllerError, is_internal_topic
 from weir.format.errors import ErrorCode
 from weir.format.versioned_records import RecordFormatError
 from weir.groupcoord.classic_coordinator import ClassicGroupCoordinator
-from weir.groupcoord.committed_offsets import OffsetStore
+from weir.groupcoord.committed_offsets import CommittedOffset, OffsetStore
 from weir.groupcoord.consumer_group import (
     ConsumerGroupCoordinator,
     TopicInfo,
@@ -82,6 +83,7 @@ class PendingWrite:
                     return exc.error_code
                 self.service.mark_failed(partition, exc)
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            self.service.offsets.promote(partition, end_offset)
         return ErrorCode.NONE
 
 
@@ -264,9 +266,15 @@ class GroupService:
     def _load_partition(self, partition: int, now_ms: int) -> None:
         self._failed_partitions.pop(partition, None)
         count = 0
+        # A new leader loads its whole log; what is past the high watermark is not
+        # committed yet and joins the committed offsets once it is.
+        high_watermark = offsets_replica(self.broker, partition).high_watermark
         for record in read_group_records(self.broker, partition):
             if record.key is not None:
-                self._replay(record.key, record.value)
+                uncommitted = (
+                    (partition, record.offset + 1) if record.offset >= high_watermark else None
+                )
+                self._replay(record.key, record.value, uncommitted)
                 count += 1
         self.sync_topic_names()
         self.consumer_groups.finish_loading(now_ms)
@@ -314,11 +322,14 @@ class GroupService:
         log.info("loaded group state from %s: %s", OFFSETS_TOPIC_NAME, counts)
         self.poke()  # the timer task now has deadlines and expiry to watch
 
-    def _replay(self, key: bytes, value: bytes | None) -> str:
+    def _replay(
+        self, key: bytes, value: bytes | None, uncommitted: tuple[int, int] | None = None
+    ) -> str:
         """Hand one record to its owner; an unreadable one (malformed, or a non-UTF-8
-        id a client wrote before the offsets topic was the broker's) is skipped."""
+        id a client wrote before the offsets topic was the broker's) is skipped.
+        `uncommitted`: see `OffsetStore.replay`."""
         try:
-            if self.offsets.replay(key, value):
+            if self.offsets.replay(key, value, uncommitted):
                 return "offsets"
             if self.classic.replay(key, value):
                 return "classic groups"
@@ -337,15 +348,27 @@ class GroupService:
         for record in records:
             assert group_id is None or record.group_id == group_id, (record, group_id)
             by_partition.setdefault(self.partition_for(record.group_id), []).append(record)
-        ends = {}
-        for partition, chunk in by_partition.items():
-            try:
-                ends[partition] = append_group_records_now(self.broker, partition, chunk)
-            except LogError as exc:
-                self._append_failed(partition, exc)
-                raise
+        ends: dict[int, int] = {}
+        try:
+            for partition, chunk in by_partition.items():
+                try:
+                    ends[partition] = append_group_records_now(self.broker, partition, chunk)
+                except LogError as exc:
+                    self._append_failed(partition, exc)
+                    raise
+        finally:
+            self.offsets.place(self.partition_for, ends)
         self.poke()
         return PendingWrite(self, ends)
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
+        """The group's offsets whose records are committed in its offsets partition
+        (what OffsetFetch answers: never an offset a failover could take back)."""
+        partition = self.partition_for(group_id)
+        replica = self.broker.partition(OFFSETS_TOPIC_NAME, partition)
+        if replica is not None:
+            self.offsets.promote(partition, replica.high_watermark)
+        return self.offsets.committed_group_offsets(group_id)
 
     def _append_failed(self, partition: int, error: LogError) -> None:
         """The coordinator's state already holds records the log refused: in a

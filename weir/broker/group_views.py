@@ -68,7 +68,7 @@ def group_detail(broker: Broker, service: GroupService, group_id: str) -> dict[s
 
 def group_offsets(broker: Broker, service: GroupService, group_id: str) -> list[dict[str, Any]]:
     rows = []
-    for (topic, partition), committed in sorted(service.offsets.group_offsets(group_id).items()):
+    for (topic, partition), committed in sorted(service.committed_offsets(group_id).items()):
         replica = broker.partition(topic, partition)
         end_offset = replica.high_watermark if replica is not None else None
         lag = max(0, end_offset - committed.offset) if end_offset is not None else 0
@@ -168,7 +168,7 @@ def register_group_metrics(broker: Broker, service: GroupService) -> None:
             yield {"group": str(summary["group_id"])}, float(summary["generation"])
 
     def lags() -> Iterable[GaugeSample]:
-        for group_id in service.offsets.groups():
+        for group_id in service.offsets.committed_groups():
             lag = sum(row["lag"] for row in group_offsets(broker, service, group_id))
             yield {"group": group_id}, float(lag)
 

@@ -392,7 +392,7 @@ def _fetch_offsets(
         )
     if error != ErrorCode.NONE:
         return error, []
-    stored = service.offsets.group_offsets(group_id)
+    stored = service.committed_offsets(group_id)
     if group.topics is None:  # every committed offset of the group
         return ErrorCode.NONE, [
             (name, [(p, c) for p, c in partitions]) for name, partitions in offsets_by_topic(stored)

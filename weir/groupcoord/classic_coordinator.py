@@ -661,7 +661,9 @@ class ClassicGroupCoordinator:
     def fetch_offsets(
         self, group_id: str, partitions: Sequence[tuple[str, int]] | None
     ) -> OffsetFetchResult:
-        """OffsetFetch for one group; `partitions=None` asks for every committed offset."""
+        """The group's latest offsets, as OffsetFetch shapes them; `partitions=None`
+        asks for every one. (The broker answers OffsetFetch from the offsets
+        committed to the log instead: `OffsetStore.committed_group_offsets`.)"""
         if partitions is None:
             stored = sorted(self.offsets.group_offsets(group_id).items())
             return OffsetFetchResult(

@@ -16,10 +16,21 @@ Records (Kafka's group-coordinator message specs):
 Expiry (`offsets.retention.minutes`, default 7 days): the offsets of a group that
 has no members expire once it has been empty, and the offset unchanged, for the
 retention time. The caller says which groups are empty and since when.
+
+Two views (Kafka's coordinator reads at the log's last committed offset too):
+
+- the latest: every change as soon as it is made; the coordinator's decisions
+  (what to delete, what expired, whether a group still has offsets) use it;
+- the committed one: what OffsetFetch and the group views answer. A change joins
+  it once its record is committed (durable on a single node, below the high
+  watermark in a cluster), so a reader never sees an offset that a failover can
+  take back. The broker says where each change's records ended (`place`) and how
+  far a partition is committed (`promote`).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -39,11 +50,20 @@ class CommittedOffset:
 
 
 TopicPartition = tuple[str, int]
+# A change of one group's offset: (group, (topic, partition), the new value or None
+# for a deletion).
+OffsetChange = tuple[str, TopicPartition, CommittedOffset | None]
 
 
 class OffsetStore:
     def __init__(self) -> None:
-        self._groups: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        self._groups: dict[str, dict[TopicPartition, CommittedOffset]] = {}  # latest
+        self._committed: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        # Changes made but not yet appended (`place` gives them their log position).
+        self._unplaced: list[OffsetChange] = []
+        # Per log partition: changes appended, with the offset that ends their
+        # records, in log order, waiting to be committed (`promote`).
+        self._uncommitted: dict[int, deque[tuple[int, OffsetChange]]] = {}
 
     # -- queries -----------------------------------------------------------
 
@@ -53,8 +73,17 @@ class OffsetStore:
     def forget(self, group_ids: Iterable[str]) -> None:
         """Drop these groups' offsets from memory (their partition moved to another
         coordinator; the records stay in the log)."""
-        for group_id in group_ids:
+        doomed = set(group_ids)
+        for group_id in doomed:
             self._groups.pop(group_id, None)
+            self._committed.pop(group_id, None)
+        self._unplaced = [c for c in self._unplaced if c[0] not in doomed]
+        for partition, changes in list(self._uncommitted.items()):
+            kept = deque((end, c) for end, c in changes if c[0] not in doomed)
+            if kept:
+                self._uncommitted[partition] = kept
+            else:
+                del self._uncommitted[partition]
 
     def has_offsets(self, group_id: str) -> bool:
         return bool(self._groups.get(group_id))
@@ -63,7 +92,53 @@ class OffsetStore:
         return self._groups.get(group_id, {}).get((topic, partition))
 
     def group_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        """The latest offsets, committed to the log or not (for decisions)."""
         return dict(self._groups.get(group_id, {}))
+
+    def committed_group_offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        """The offsets whose records are committed (what readers are answered)."""
+        return dict(self._committed.get(group_id, {}))
+
+    def committed_groups(self) -> list[str]:
+        return sorted(self._committed)
+
+    def uncommitted_count(self) -> int:
+        return len(self._unplaced) + sum(len(c) for c in self._uncommitted.values())
+
+    # -- the committed view -------------------------------------------------
+
+    def place(self, partition_of: Callable[[str], int], end_offsets: dict[int, int]) -> None:
+        """The changes made since the last call were appended: those of a group
+        whose log partition is in `end_offsets` end before that offset there.
+        The others were not written (the append failed) and never join the
+        committed view."""
+        for change in self._unplaced:
+            partition = partition_of(change[0])
+            end_offset = end_offsets.get(partition)
+            if end_offset is not None:
+                self._uncommitted.setdefault(partition, deque()).append((end_offset, change))
+        self._unplaced.clear()
+
+    def promote(self, partition: int, committed_end_offset: int) -> None:
+        """Everything before `committed_end_offset` in log `partition` is committed:
+        its changes join the committed view, in log order."""
+        changes = self._uncommitted.get(partition)
+        while changes and changes[0][0] <= committed_end_offset:
+            _, change = changes.popleft()
+            self._apply_committed(change)
+        if changes is not None and not changes:
+            del self._uncommitted[partition]
+
+    def _apply_committed(self, change: OffsetChange) -> None:
+        group_id, topic_partition, committed = change
+        if committed is not None:
+            self._committed.setdefault(group_id, {})[topic_partition] = committed
+            return
+        stored = self._committed.get(group_id)
+        if stored is not None:
+            stored.pop(topic_partition, None)
+            if not stored:
+                del self._committed[group_id]
 
     # -- changes -------------------------------------------------------------
 
@@ -75,6 +150,7 @@ class OffsetStore:
         stored = self._groups.setdefault(group_id, {})
         for topic, partition, committed in offsets:
             stored[(topic, partition)] = committed
+            self._unplaced.append((group_id, (topic, partition), committed))
             records.append(offset_record(group_id, topic, partition, committed))
         return records
 
@@ -84,6 +160,7 @@ class OffsetStore:
         records: list[GroupRecord] = []
         for topic, partition in partitions:
             if stored.pop((topic, partition), None) is not None:
+                self._unplaced.append((group_id, (topic, partition), None))
                 records.append(offset_record(group_id, topic, partition, None))
         if not stored:
             self._groups.pop(group_id, None)
@@ -117,18 +194,33 @@ class OffsetStore:
 
     # -- loading -----------------------------------------------------------
 
-    def replay(self, key: bytes, value: bytes | None) -> bool:
+    def replay(
+        self, key: bytes, value: bytes | None, uncommitted: tuple[int, int] | None = None
+    ) -> bool:
         """Apply one `__consumer_offsets` record; False when it is not an offset
-        record (the caller hands it to the group coordinators). Raises
-        RecordFormatError on an offset record that does not parse."""
+        record (the caller hands it to the group coordinators). `uncommitted`:
+        (log partition, the record's offset + 1) when the record is not committed
+        yet (a new leader loads its whole log), so it joins the committed view
+        only at `promote`. Raises RecordFormatError on an offset record that does
+        not parse."""
         decoded = decode_offset_key(key)
         if decoded is None:
             return False
         group_id, topic, partition = decoded
-        if value is None:
-            self.delete(group_id, [(topic, partition)])
+        committed = None if value is None else decode_offset_value(value)
+        if committed is None:
+            stored = self._groups.get(group_id, {})
+            stored.pop((topic, partition), None)
+            if not stored:
+                self._groups.pop(group_id, None)
         else:
-            self._groups.setdefault(group_id, {})[(topic, partition)] = decode_offset_value(value)
+            self._groups.setdefault(group_id, {})[(topic, partition)] = committed
+        change = (group_id, (topic, partition), committed)
+        if uncommitted is None:
+            self._apply_committed(change)
+        else:
+            log_partition, end_offset = uncommitted
+            self._uncommitted.setdefault(log_partition, deque()).append((end_offset, change))
         return True
 
 

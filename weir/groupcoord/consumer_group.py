@@ -270,6 +270,8 @@ class ConsumerGroupCoordinator:
         # Every topic name a regular expression may match (`set_topic_names`).
         self._topic_names: frozenset[str] = frozenset()
         self._topic_names_version = 0
+        # Groups replayed since the last `finish_loading` (one offsets partition's).
+        self._loading: set[str] = set()
 
     def set_topic_names(self, names: Iterable[str]) -> None:
         """The topics subscribed regular expressions are matched against: the broker
@@ -974,6 +976,7 @@ class ConsumerGroupCoordinator:
         if decoded is None:
             return False
         record_type, (group_id, *rest) = decoded
+        self._loading.add(group_id)
         group = self.groups.get(group_id)
         if value is None:
             if group is None:
@@ -1045,8 +1048,14 @@ class ConsumerGroupCoordinator:
             self.groups.pop(group_id, None)
 
     def finish_loading(self, now_ms: int) -> None:
-        """After replay: rebuild ownership and start every member's timers from now."""
-        for group_id, group in self.groups.items():
+        """After replay: rebuild the replayed groups' ownership and start their
+        members' timers from now. Groups loaded before (from other offsets
+        partitions) keep theirs: restarting every group's session timers on each
+        load would keep a dead member from ever being fenced while leadership of
+        offsets partitions keeps moving."""
+        loaded = [(g, self.groups[g]) for g in sorted(self._loading) if g in self.groups]
+        self._loading = set()
+        for group_id, group in loaded:
             group.owners = {}
             group.assignor_name = self._choose_assignor(group)
             # Resolutions are not stored: resolve from today's topics (a group whose
