@@ -74,8 +74,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compat_tests.clock_shift import ClockShift
-from compat_tests.cluster_harness import WeirCluster, running_cluster
+from compat_tests.cluster_harness import TEST_CLUSTER_SETTINGS, WeirCluster, running_cluster
 from compat_tests.group_load import (
+    CONSUMER_GROUP_BROKER_SETTINGS,
     PROTOCOLS,
     GroupLoad,
     MemberLog,
@@ -619,6 +620,7 @@ def run_in_lab(
     try:
         with running_cluster(
             base,
+            settings=TEST_CLUSTER_SETTINGS + CONSUMER_GROUP_BROKER_SETTINGS,
             etcd_members=options.etcd_members,
             placement=broker_at,
             etcd_placement=etcd_at,

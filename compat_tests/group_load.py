@@ -51,6 +51,20 @@ MEMBER_DEBUG_ENV = "WEIR_GROUP_MEMBER_DEBUG"
 # -- the member process -----------------------------------------------------------------
 
 
+# The brokers' KIP-848 session settings for the fault run: the same 6 s session and
+# 0.5 s heartbeat as the classic members ask for themselves (below). With Kafka's
+# default 45 s session, a SIGKILLed member keeps its partitions until a coordinator
+# has not moved for 45 s: every coordinator that loads the group starts its members'
+# sessions afresh (as Kafka's does), and under the run's faults the offsets
+# partition's leader moves every 10-40 s, so a dead member was never fenced.
+CONSUMER_GROUP_BROKER_SETTINGS = """\
+group_consumer_session_timeout_ms = 6000
+group_consumer_min_session_timeout_ms = 6000
+group_consumer_heartbeat_interval_ms = 500
+group_consumer_min_heartbeat_interval_ms = 500
+"""
+
+
 def group_consumer_config(bootstrap: str, group_id: str, protocol: str) -> dict[str, object]:
     """A group member committing by hand from the earliest offset: KIP-848 with
     `protocol` "consumer", else classic with a 6 s session (failover tests)."""
@@ -301,6 +315,7 @@ class GroupLoad:
         self._rng = random.Random(seed)
         self._stop = threading.Event()
         self._chaos_stop = threading.Event()
+        self._chaos_done = threading.Event()  # the last killed member is back
         self._threads = [
             threading.Thread(target=self._supervise_sampler, daemon=True),
             threading.Thread(target=self._chaos, daemon=True),
@@ -367,7 +382,7 @@ class GroupLoad:
     def stop_chaos(self) -> None:
         """No more kills; a member killed last is started again before this returns."""
         self._chaos_stop.set()
-        self._threads[1].join(15)
+        self._chaos_done.wait(15)
 
     def _chaos(self) -> None:
         while not self._chaos_stop.wait(self._rng.uniform(*self._kill_interval_s)):
@@ -379,6 +394,10 @@ class GroupLoad:
             self.kills.append((time.time(), member.out_path.name))
             time.sleep(self._rng.uniform(1.0, 3.0))  # down for a moment, then back
             self._start(member)
+        self._chaos_done.set()
+        # Members this thread started die with it (PR_SET_PDEATHSIG follows the
+        # parent *thread*): it lives until the load ends, so they consume until then.
+        self._stop.wait()
 
     def committed(self, group: str) -> dict[int, int]:
         """The latest sampled committed offsets of `group`."""

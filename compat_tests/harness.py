@@ -100,7 +100,9 @@ def interruptible_child() -> None:
 
 def _prepare_child(open_files_limit: int | None) -> None:
     """In the child before exec: die with the parent; with `open_files_limit`, set
-    RLIMIT_NOFILE's soft and hard limits to it (as `ulimit -n` would)."""
+    RLIMIT_NOFILE's soft and hard limits to it (as `ulimit -n` would). "The parent"
+    is the thread that started the child (PR_SET_PDEATHSIG): start children from a
+    thread that outlives them."""
     _die_with_parent()
     if open_files_limit is not None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (open_files_limit, open_files_limit))
