@@ -54,13 +54,13 @@ log = logging.getLogger(__name__)
 
 class ConnectionEnd(Protocol):
     """A client connection's end, as a handler may watch for it (`ClientConnection`
-    in weir/broker/context.py)."""
+    in weir/broker/handlers/context.py)."""
 
     def on_close(self, callback: Callable[[], None]) -> None: ...
 
 
 class ClusterRole(Protocol):
-    """What the broker needs of its cluster member (weir/broker/cluster_member.py)
+    """What the broker needs of its cluster member (weir/broker/cluster/cluster_member.py)
     when it is one broker of a cluster over etcd."""
 
     @property
@@ -139,7 +139,7 @@ def wall_clock_ms() -> int:
 
 
 class ReplicationRole(Protocol):
-    """A partition's replication on a cluster broker (weir/broker/replication.py)."""
+    """A partition's replication on a cluster broker (weir/broker/cluster/replication.py)."""
 
     @property
     def leader_epoch(self) -> int: ...
@@ -294,14 +294,14 @@ class Broker:
         self.partitions: dict[tuple[str, int], PartitionReplica] = {}
         # Partitions the metadata names whose logs are damaged: why, for each.
         self.offline_partitions: dict[tuple[str, int], str] = {}
-        # Consumer groups: set by weir.broker.group_service.attach_group_service
+        # Consumer groups: set by weir.broker.coordinators.group_service.attach_group_service
         # (named by what the broker itself needs of it, so broker.py does not
         # import the service that imports it).
         self.groups: OffsetsTopicPlanner | None = None
         # Services serving state from internal topics: health and metrics report the
         # partitions each cannot serve (see InternalStateOwner).
         self.internal_state_owners: list[InternalStateOwner] = []
-        # Set when this broker is one of a cluster over etcd (weir.broker.cluster_member).
+        # Set when this broker is one of a cluster over etcd (weir.broker.cluster.cluster_member).
         self.cluster: ClusterRole | None = None
         # Called after the local replicas changed (the cluster member gives them roles).
         self.on_partitions_changed: Callable[[], None] | None = None
