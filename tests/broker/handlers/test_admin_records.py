@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from weir.broker.broker import Broker, PartitionReplica
+from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.coordinators.offsets_topic import OFFSETS_TOPIC_NAME, ensure_offsets_topic
 from weir.broker.handlers.admin_records import handle_delete_records
+from weir.broker.partition_replica import PartitionReplica
 from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode

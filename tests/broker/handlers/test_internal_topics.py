@@ -13,11 +13,12 @@ from typing import Any
 import crc32c
 import pytest
 
-from weir.broker.broker import Broker, PartitionReplica, wall_clock_ms
+from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.config import BrokerConfig
 from weir.broker.coordinators.group_service import GroupService, attach_group_service
 from weir.broker.coordinators.offsets_topic import OFFSETS_TOPIC_CONFIGS, OFFSETS_TOPIC_NAME
 from weir.broker.handlers.metadata import handle_metadata
+from weir.broker.partition_replica import PartitionReplica
 from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from weir.broker.broker import Broker, PartitionReplica
+from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.handlers.list_offsets import handle_list_offsets
+from weir.broker.partition_replica import PartitionReplica
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import build_batch
 from weir.wire.protocol import ApiKey

@@ -34,13 +34,7 @@ from dataclasses import dataclass, replace
 
 import trio
 
-from weir.broker.broker import (
-    Broker,
-    ConnectionEnd,
-    MetadataConflictError,
-    PartitionReplica,
-    wall_clock_ms,
-)
+from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.cluster.etcd_client import (
     Compare,
     EtcdClient,
@@ -58,6 +52,8 @@ from weir.broker.cluster.replication import (
     Replication,
 )
 from weir.broker.config import BrokerConfig
+from weir.broker.partition_replica import PartitionReplica
+from weir.broker.roles import ConnectionEnd, MetadataConflictError
 from weir.controller.controller import ControllerError, MetadataChange
 from weir.controller.metadata import (
     ClusterMetadata,

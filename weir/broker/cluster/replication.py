@@ -34,8 +34,8 @@ from dataclasses import dataclass, field, replace
 
 import trio
 
-from weir.broker.broker import PartitionReplica
 from weir.broker.cluster.peer_client import PeerConnection, PeerError
+from weir.broker.partition_replica import PartitionReplica
 from weir.controller.partition_state import NO_LEADER, PartitionState
 from weir.format.errors import ErrorCode
 from weir.log.errors import LogClosed, LogError

@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 
-from weir.broker.broker import Broker, PartitionReplica, wall_clock_ms
+from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.partition_replica import PartitionReplica
 from weir.controller.controller import OFFSETS_TOPIC_NAME, ControllerError
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode

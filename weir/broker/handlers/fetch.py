@@ -29,9 +29,10 @@ from functools import partial
 
 import trio
 
-from weir.broker.broker import Broker, PartitionReplica
+from weir.broker.broker import Broker
 from weir.broker.handlers.context import Deferred, RequestContext
 from weir.broker.in_flight_budget import CONNECTION_BUDGET, ConnectionBudget
+from weir.broker.partition_replica import PartitionReplica
 from weir.format.errors import ErrorCode
 from weir.log.disk_executor import DiskJob
 from weir.log.errors import LogError, OffsetOutOfRange

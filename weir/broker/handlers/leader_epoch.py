@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from weir.broker.broker import PartitionReplica
 from weir.broker.handlers.context import RequestContext
+from weir.broker.partition_replica import PartitionReplica
 from weir.format.errors import ErrorCode
 from weir.wire.messages.leader_epoch import (
     OffsetForLeaderEpochRequest,

@@ -9,13 +9,14 @@ from __future__ import annotations
 import uuid
 from functools import partial
 
-from weir.broker.broker import Broker, ClusterRole
+from weir.broker.broker import Broker
 from weir.broker.handlers.acl_operations import (
     OPERATIONS_NOT_REQUESTED,
     cluster_operations,
     topic_operations,
 )
 from weir.broker.handlers.context import Deferred, ItemAnswer, RequestContext, answer_in_order
+from weir.broker.roles import ClusterRole
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.controller.partition_state import NO_LEADER

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 
 import trio
 
-from weir.broker.broker import Broker, PartitionReplica
+from weir.broker.broker import Broker
 from weir.broker.handlers.context import Deferred, EncodedResponse, RequestContext
+from weir.broker.partition_replica import PartitionReplica
 from weir.controller.controller import is_internal_topic
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import (
