@@ -1,4 +1,4 @@
-"""Weir's etcd client (weir/broker/etcd_client.py) against a real etcd: CAS, leases,
+"""Weir's etcd client (weir/broker/cluster/etcd_client.py) against a real etcd: CAS, leases,
 watches across a member's loss, and its answers when etcd is gone or misbehaves."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from compat_tests.etcd_harness import EtcdCluster
-from weir.broker.etcd_client import (
+from weir.broker.cluster.etcd_client import (
     Compare,
     DeleteRange,
     EtcdClient,

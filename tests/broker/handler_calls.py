@@ -6,7 +6,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from weir.broker.broker import Broker
-from weir.broker.context import Body, Deferred, EncodedResponse, Handler, RequestContext, resolve
+from weir.broker.handlers.context import (
+    Body,
+    Deferred,
+    EncodedResponse,
+    Handler,
+    RequestContext,
+    resolve,
+)
 from weir.wire.protocol import (
     decode_request,
     decode_response,

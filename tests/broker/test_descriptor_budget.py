@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from weir.broker import broker as broker_module
-from weir.broker.admin_topics import handle_create_partitions, handle_create_topics
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig, Limits
+from weir.broker.coordinators.group_service import attach_group_service
 from weir.broker.descriptor_budget import BROKER_WORK_DESCRIPTORS, DescriptorBudget
-from weir.broker.group_service import attach_group_service
+from weir.broker.handlers.admin_topics import handle_create_partitions, handle_create_topics
 from weir.controller.controller import ControllerError
 from weir.format.errors import ErrorCode
 from weir.log.descriptors import DESCRIPTORS_PER_PARTITION, shared_log_files

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
-from typing import IO
 
 import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
-from weir.broker.cluster_member import (
+from weir.broker.cluster.cluster_member import (
     ClusterMember,
     EtcdMetadataStore,
     etcd_request_timeout_s,
     load_cluster_metadata,
     register_cluster_metrics,
 )
+from weir.broker.cluster.etcd_client import EtcdClient, EtcdError
 from weir.broker.config import (
     BrokerConfig,
     ConfigError,
@@ -32,19 +30,17 @@ from weir.broker.config import (
     log_level,
     remove_new_data_dir,
 )
+from weir.broker.coordinators.group_service import attach_group_service
+from weir.broker.data_dir_lock import lock_data_dir
 from weir.broker.descriptor_budget import raise_open_files_limit
-from weir.broker.etcd_client import EtcdClient, EtcdError
-from weir.broker.group_service import attach_group_service
 from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
 from weir.broker.listen import ListenError
-from weir.broker.server import KafkaServer
+from weir.broker.server.kafka_listener import KafkaServer
 from weir.controller.metadata import MetadataCorruptError, MetadataMissingError
 from weir.wire.protocol import precompile_all
 
 log = logging.getLogger("weir")
-
-LOCK_FILE_NAME = ".lock"
 
 
 EXIT_FAILURE = 1
@@ -138,17 +134,6 @@ def _warn_if_over_budget(broker: Broker) -> None:
         log.warning("%d partitions exceed the %d this open files limit admits: they are "
                     "served, but creating more is refused until `ulimit -n` is raised",
                     len(broker.partitions), partitions_max)  # fmt: skip
-
-
-def lock_data_dir(data_dir: Path, setting: str = "--data-dir") -> IO[bytes]:
-    """Lock `data_dir` for this process; errors name `setting`, where it was given."""
-    lock = open(data_dir / LOCK_FILE_NAME, "wb")  # noqa: SIM115 - held for the process lifetime
-    try:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        lock.close()
-        raise ConfigError(f"{setting}: {data_dir} is in use by another weir process") from None
-    return lock
 
 
 def ready_line(config: BrokerConfig, kafka_port: int, http_port: int, fsync_method: str) -> str:

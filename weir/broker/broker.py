@@ -8,10 +8,9 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Protocol
 
 import trio
 
@@ -19,6 +18,13 @@ from weir.broker.config import BrokerConfig
 from weir.broker.descriptor_budget import DescriptorBudget, open_files_limit
 from weir.broker.loop_lag import LAG_SECONDS_BUCKETS, EventLoopLag
 from weir.broker.metrics import GaugeSample, HistogramSample, Metrics
+from weir.broker.partition_replica import PartitionReplica
+from weir.broker.roles import (
+    ClusterRole,
+    InternalStateOwner,
+    MetadataConflictError,
+    OffsetsTopicPlanner,
+)
 from weir.controller.controller import (
     Controller,
     ControllerError,
@@ -31,7 +37,7 @@ from weir.controller.metadata import (
     MetadataStore,
     TopicRecord,
 )
-from weir.controller.partition_state import NO_LEADER, BrokerInfo, PartitionState
+from weir.controller.partition_state import NO_LEADER
 from weir.format.errors import ErrorCode
 from weir.log.config import LogConfig
 from weir.log.descriptors import shared_log_files
@@ -52,168 +58,12 @@ from weir.txn.producer_ids import ProducerIdAllocator
 log = logging.getLogger(__name__)
 
 
-class ConnectionEnd(Protocol):
-    """A client connection's end, as a handler may watch for it (`ClientConnection`
-    in weir/broker/context.py)."""
-
-    def on_close(self, callback: Callable[[], None]) -> None: ...
-
-
-class ClusterRole(Protocol):
-    """What the broker needs of its cluster member (weir/broker/cluster_member.py)
-    when it is one broker of a cluster over etcd."""
-
-    @property
-    def controller_id(self) -> int: ...
-
-    @property
-    def node_id(self) -> int: ...
-
-    def fenced(self) -> bool:
-        """True once this broker's etcd lease may have ended: it must not act as leader."""
-        ...
-
-    async def save_metadata(self, change: MetadataChange) -> None:
-        """Persist the change by compare-and-swap; raises MetadataConflictError after
-        bringing the controller's metadata up to date when another broker won."""
-        ...
-
-    def live_brokers(self) -> list[BrokerInfo]: ...
-
-    def replicas_catching_up(self) -> int:
-        """Local follower replicas outside their ISR whose leader is alive."""
-        ...
-
-    def partition_state(self, topic: TopicRecord, index: int) -> PartitionState: ...
-
-    def replica_fetch_allowed(self, replica_id: int, client_id: str | None) -> bool: ...
-
-    def follower_connected(self, replica_id: int, connection: ConnectionEnd | None) -> None:
-        """A follower's replica fetch came on `connection` (None: not a socket)."""
-        ...
-
-    async def elect(self, topic: TopicRecord, index: int, *, unclean: bool) -> ErrorCode: ...
-
-    def record_follower_fetch(
-        self, replica: PartitionReplica, replica_id: int, fetch_offset: int
-    ) -> None: ...
-
-    def replica_failed(self, key: tuple[str, int], reason: str) -> None:
-        """A local replica's log went offline (a failed write or fsync): take it
-        offline and have its leadership and ISR place moved (soon, not in this call:
-        the log's failure may surface in the middle of any of its operations)."""
-        ...
-
-
-class MetadataConflictError(Exception):
-    """Another broker changed the cluster metadata first: stage the change again."""
-
-
 # Attempts of one metadata change that keeps losing its compare-and-swap.
 METADATA_SAVE_ATTEMPTS_MAX = 8
 
 
-class OffsetsTopicPlanner(Protocol):
-    """What the broker needs of its group service: the offsets topic's partitions
-    not created yet, which the descriptor budget keeps room for."""
-
-    @property
-    def partitions_not_created(self) -> int: ...
-
-
-class InternalStateOwner(Protocol):
-    """A service whose state lives in an internal topic and is served from memory
-    (the group coordinators over `__consumer_offsets`; the transaction and share-group
-    coordinators to come): the broker reports the partitions it cannot serve."""
-
-    @property
-    def internal_topic_name(self) -> str: ...
-
-    def unavailable_partitions(self) -> dict[int, str]:
-        """Partitions this broker should serve but cannot, and why."""
-        ...
-
-
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-class ReplicationRole(Protocol):
-    """A partition's replication on a cluster broker (weir/broker/replication.py)."""
-
-    @property
-    def leader_epoch(self) -> int: ...
-
-    @property
-    def high_watermark(self) -> int: ...
-
-    @property
-    def is_leader(self) -> bool: ...
-
-    @property
-    def leader_id(self) -> int:
-        """The leader in the partition's state (this broker's id even while fenced)."""
-        ...
-
-    @property
-    def in_sync_replicas(self) -> tuple[int, ...]: ...
-
-    def durable_end_moved(self) -> None:
-        """The leader's own log became durable further: the HW may move."""
-        ...
-
-    async def wait_committed(self, offset: int) -> ErrorCode:
-        """Wait until the high watermark reaches `offset` (acks=all)."""
-        ...
-
-
-@dataclass(eq=False)
-class PartitionReplica:
-    """One partition replica this broker holds: its log, the fetches parked on it,
-    and (in a cluster) its replication role."""
-
-    topic: TopicRecord
-    index: int
-    log: PartitionLog
-    waiters: set[trio.Event] = field(default_factory=set)
-    # Followers' fetches parked for new records (woken on append, not on fsync).
-    follower_waiters: set[trio.Event] = field(default_factory=set)
-    replication: ReplicationRole | None = None
-
-    @property
-    def leader_epoch(self) -> int:
-        if self.replication is not None:
-            return self.replication.leader_epoch
-        return self.topic.leader_epochs[self.index]
-
-    @property
-    def high_watermark(self) -> int:
-        if self.replication is not None:
-            return self.replication.high_watermark
-        # Single node: a record is committed once it is durable on the leader.
-        return self.log.durable_end_offset
-
-    @property
-    def is_leader(self) -> bool:
-        return self.replication is None or self.replication.is_leader
-
-    def check_leader_epoch(self, current_leader_epoch: int) -> ErrorCode:
-        """KIP-320 fencing of a client's view of the leader epoch (-1: not checked)."""
-        if current_leader_epoch == -1 or current_leader_epoch == self.leader_epoch:
-            return ErrorCode.NONE
-        if current_leader_epoch < self.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH
-        return ErrorCode.UNKNOWN_LEADER_EPOCH
-
-    def wake_fetchers(self) -> None:
-        for event in self.waiters:
-            event.set()
-        self.waiters.clear()
-
-    def wake_followers(self) -> None:
-        for event in self.follower_waiters:
-            event.set()
-        self.follower_waiters.clear()
 
 
 def _identity(topic: TopicRecord) -> PartitionIdentity:
@@ -294,14 +144,14 @@ class Broker:
         self.partitions: dict[tuple[str, int], PartitionReplica] = {}
         # Partitions the metadata names whose logs are damaged: why, for each.
         self.offline_partitions: dict[tuple[str, int], str] = {}
-        # Consumer groups: set by weir.broker.group_service.attach_group_service
+        # Consumer groups: set by weir.broker.coordinators.group_service.attach_group_service
         # (named by what the broker itself needs of it, so broker.py does not
         # import the service that imports it).
         self.groups: OffsetsTopicPlanner | None = None
         # Services serving state from internal topics: health and metrics report the
         # partitions each cannot serve (see InternalStateOwner).
         self.internal_state_owners: list[InternalStateOwner] = []
-        # Set when this broker is one of a cluster over etcd (weir.broker.cluster_member).
+        # Set when this broker is one of a cluster over etcd (weir.broker.cluster.cluster_member).
         self.cluster: ClusterRole | None = None
         # Called after the local replicas changed (the cluster member gives them roles).
         self.on_partitions_changed: Callable[[], None] | None = None

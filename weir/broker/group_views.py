@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from weir.broker.broker import Broker
-from weir.broker.group_service import GroupService
+from weir.broker.coordinators.group_service import GroupService
 from weir.broker.metrics import GaugeSample
 
 CLASSIC = "classic"

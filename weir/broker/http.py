@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import trio
 
 from weir.broker.broker import Broker
-from weir.broker.group_service import GroupService
+from weir.broker.coordinators.group_service import GroupService
 from weir.broker.group_views import group_detail, group_summaries
 from weir.broker.listen import open_listeners
 from weir.broker.metrics import Metrics

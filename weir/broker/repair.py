@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from weir.broker.app import lock_data_dir
 from weir.broker.config import ConfigError
+from weir.broker.data_dir_lock import lock_data_dir
 from weir.controller.metadata import (
     ClusterMetadata,
     EmbeddedMetadataStore,

@@ -1,0 +1,212 @@
+"""`__consumer_offsets`: the internal, compacted topic that holds group state.
+
+The group coordinator decides what to write (Kafka's key/value record formats);
+this module creates the topic, appends the coordinator's records to one of its
+partitions and waits until they are durable, and reads a partition back from
+the start when the broker loads group state.
+
+Clients cannot create, configure, delete, truncate or produce to the topic
+(`weir.controller.controller.INTERNAL_TOPIC_NAMES`); only these functions
+append to it. A data dir from before that rule may hold an offsets topic a
+client created: `adopt_offsets_topic` makes it the broker's at start.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+
+from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.partition_replica import PartitionReplica
+from weir.controller.controller import OFFSETS_TOPIC_NAME, ControllerError
+from weir.controller.metadata import TopicRecord
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import (
+    InvalidBatch,
+    Record,
+    build_batch,
+    decode_records,
+    iter_batch_headers,
+)
+from weir.log.errors import LogError
+from weir.log.settings import BATCH_INFLATE_BYTES_MAX
+
+log = logging.getLogger(__name__)
+
+# Kafka's offsets.topic.segment.bytes and the compaction policy the topic needs.
+OFFSETS_TOPIC_CONFIGS = {
+    "cleanup.policy": "compact",
+    "segment.bytes": str(100 * 1024 * 1024),
+    "compression.type": "producer",
+}
+# What one read of the topic may return at a time.
+LOAD_READ_BYTES_MAX = 4 * 1024 * 1024
+# Records appended in one batch at most (a big group's offset commit is split).
+RECORDS_PER_BATCH_MAX = 10_000
+
+KeyValue = tuple[bytes, bytes | None]  # a record's key and value; a None value is a tombstone
+
+
+def ensure_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord:
+    """The offsets topic, created (internal, compacted) if it does not exist."""
+    existing = broker.controller.topic(OFFSETS_TOPIC_NAME)
+    if existing is not None:
+        return existing
+    record = broker.controller.plan_topic(
+        OFFSETS_TOPIC_NAME, partition_count, 1, configs=OFFSETS_TOPIC_CONFIGS, internal=True
+    )
+    broker.create_topic(record)
+    log.info("created %s with %d partitions", OFFSETS_TOPIC_NAME, partition_count)
+    return record
+
+
+async def create_offsets_topic(
+    broker: Broker, partition_count: int, replication_factor: int = 1
+) -> TopicRecord:
+    """`ensure_offsets_topic` with its file work on the disk executor (in a cluster,
+    replicated; another broker may create it first, and that one is used)."""
+
+    def plan() -> TopicRecord:
+        return broker.controller.plan_topic(
+            OFFSETS_TOPIC_NAME,
+            partition_count,
+            replication_factor,
+            configs=OFFSETS_TOPIC_CONFIGS,
+            internal=True,
+        )
+
+    existing = broker.controller.topic(OFFSETS_TOPIC_NAME)
+    if existing is not None:
+        return existing
+    try:
+        record = await broker.create_topic_async(plan)
+    except ControllerError as exc:
+        existing = broker.controller.topic(OFFSETS_TOPIC_NAME)
+        if exc.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and existing is not None:
+            return existing
+        raise
+    log.info("created %s with %d partitions", OFFSETS_TOPIC_NAME, partition_count)
+    return record
+
+
+def adopt_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord | None:
+    """At start, before group state is loaded and before retention runs: make an
+    existing offsets topic the broker's own. A topic a client created (or
+    reconfigured) before Weir refused that is marked internal and its configs
+    are replaced by OFFSETS_TOPIC_CONFIGS (persisted; WARNING naming each
+    change). Its records are kept as they are, and so is its partition count:
+    groups are placed by the count of the topic that holds their records."""
+    record = broker.controller.topic(OFFSETS_TOPIC_NAME)
+    if record is None:
+        return None
+    changes = _config_changes(record.configs, OFFSETS_TOPIC_CONFIGS)
+    if not record.is_internal:
+        changes.insert(0, "is_internal: false -> true")
+    if changes:
+        record.is_internal = True
+        broker.set_topic_configs(OFFSETS_TOPIC_NAME, OFFSETS_TOPIC_CONFIGS)
+        log.warning("%s was not the broker's own (created or reconfigured by a client); "
+                    "changed %s", OFFSETS_TOPIC_NAME, "; ".join(changes))  # fmt: skip
+    if record.partition_count != partition_count:
+        log.warning("%s has %d partitions, not offsets_topic_partition_count %d: keeping %d "
+                    "(groups are placed by the existing topic's partition count)",
+                    OFFSETS_TOPIC_NAME, record.partition_count, partition_count,
+                    record.partition_count)  # fmt: skip
+    return record
+
+
+def _config_changes(current: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
+    """'name: old -> new' for every override that differs ('(default)': none)."""
+    return [
+        f"{name}: {current.get(name, '(default)')} -> {wanted.get(name, '(default)')}"
+        for name in sorted(set(current) | set(wanted))
+        if current.get(name) != wanted.get(name)
+    ]
+
+
+def offsets_replica(broker: Broker, partition: int) -> PartitionReplica:
+    replica = broker.partition(OFFSETS_TOPIC_NAME, partition)
+    if replica is None:
+        raise LookupError(f"{OFFSETS_TOPIC_NAME}-{partition} is not open")
+    return replica
+
+
+def append_group_records_now(broker: Broker, partition: int, records: Sequence[KeyValue]) -> int:
+    """Append `records` to the partition (not yet durable) and return the offset
+    to wait for with `wait_group_records`. Raises weir.log.errors.LogError."""
+    replica = offsets_replica(broker, partition)
+    if not replica.is_leader:
+        raise LogError(ErrorCode.NOT_COORDINATOR, _not_leading_reason(broker, replica))
+    now_ms = wall_clock_ms()
+    next_offset = replica.log.log_end_offset
+    for start in range(0, len(records), RECORDS_PER_BATCH_MAX):
+        chunk = records[start : start + RECORDS_PER_BATCH_MAX]
+        batch = build_batch([(key, value, []) for key, value in chunk], timestamp_ms=now_ms)
+        result = replica.log.append(batch, leader_epoch=replica.leader_epoch, now_ms=now_ms)
+        next_offset = result.last_offset + 1
+    return next_offset
+
+
+def _not_leading_reason(broker: Broker, replica: PartitionReplica) -> str:
+    """Why this broker cannot append to an offsets partition, truthfully: fenced
+    (its etcd lease may have ended, leadership unchanged) or led elsewhere."""
+    cluster = broker.cluster
+    replication = replica.replication
+    if cluster is not None and replication is not None:
+        if replication.leader_id == cluster.node_id and cluster.fenced():
+            return "this broker is fenced: it cannot renew its etcd lease"
+        return f"the offsets partition is led by broker {replication.leader_id}"
+    return "this broker does not lead the offsets partition"
+
+
+async def wait_group_records(broker: Broker, partition: int, end_offset: int) -> None:
+    """Return once everything before `end_offset` in the partition is durable (in
+    a cluster: committed, below the high watermark over the ISR). Raises LogError,
+    with NOT_COORDINATOR when this broker stopped leading the partition."""
+    replica = offsets_replica(broker, partition)
+    await replica.log.wait_durable(end_offset)
+    replication = replica.replication
+    if replication is None:
+        replica.wake_fetchers()
+        return
+    replication.durable_end_moved()
+    error = await replication.wait_committed(end_offset)
+    if error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        raise LogError(ErrorCode.NOT_COORDINATOR, "the offsets partition moved to another broker")
+    if error != ErrorCode.NONE:
+        raise LogError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"not committed: {error.name}")
+
+
+def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
+    """Every record of the partition from its log start to its durable end,
+    in log order (tombstones included: their value is None)."""
+    replica = offsets_replica(broker, partition)
+    offset = replica.log.log_start_offset
+    # A cluster's new leader loads all it has: it never truncates its own log.
+    end_offset = (
+        replica.high_watermark if replica.replication is None else replica.log.log_end_offset
+    )
+    while offset < end_offset:
+        result = replica.log.read(offset, bytes_max=LOAD_READ_BYTES_MAX, end_offset=end_offset)
+        if not result.records:
+            break
+        for record in _decode_batches(result.records, partition):
+            if record.offset >= offset:
+                yield record
+        offset = result.next_offset
+
+
+def _decode_batches(records: bytes | bytearray, partition: int) -> Iterator[Record]:
+    """The records of each batch; a batch that cannot be decoded (a client wrote
+    it before clients were refused: bad compressed data, inflating past
+    BATCH_INFLATE_BYTES_MAX) is skipped with a warning instead of failing the load.
+    The broker's own batches are uncompressed and were checked when appended."""
+    view = memoryview(records)
+    for position, header in iter_batch_headers(view):
+        batch = view[position : position + header.size]
+        try:
+            yield from decode_records(batch, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX)
+        except InvalidBatch as exc:
+            log.warning("%s-%d: skipping the unreadable rest of the batch at offsets %d..%d: %s",
+                        OFFSETS_TOPIC_NAME, partition, header.base_offset,
+                        header.last_offset, exc)  # fmt: skip

@@ -1,0 +1,72 @@
+"""The registry of implemented APIs: the only place that says what is served.
+
+ApiVersions advertises exactly the keys listed here, with the version ranges the
+wire layer implements for them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import weir.broker.handlers.admin_configs as admin_configs
+import weir.broker.handlers.admin_records as admin_records
+import weir.broker.handlers.admin_topics as admin_topics
+import weir.broker.handlers.api_versions as api_versions
+import weir.broker.handlers.describe_cluster as cluster
+import weir.broker.handlers.fetch as fetch
+import weir.broker.handlers.groups as groups
+import weir.broker.handlers.leader_epoch as leader_epoch
+import weir.broker.handlers.list_offsets as list_offsets
+import weir.broker.handlers.metadata as metadata
+import weir.broker.handlers.partition_admin as partition_admin
+import weir.broker.handlers.produce as produce
+import weir.broker.handlers.producer_ids as producer_ids
+from weir.broker.handlers.context import Handler
+from weir.wire.protocol import SUPPORTED_VERSIONS, ApiKey
+
+# The one place the handler types are erased: each entry is a Handler[XRequest,
+# XResponse] for its key's generated classes; dispatch decodes the request as that
+# key's class and encodes whatever the handler returns as that key's response.
+HANDLERS: dict[int, Handler[Any, Any]] = {
+    ApiKey.API_VERSIONS: api_versions.handle_api_versions,
+    ApiKey.METADATA: metadata.handle_metadata,
+    ApiKey.PRODUCE: produce.handle_produce,
+    ApiKey.FETCH: fetch.handle_fetch,
+    ApiKey.LIST_OFFSETS: list_offsets.handle_list_offsets,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epoch.handle_offset_for_leader_epoch,
+    ApiKey.CREATE_TOPICS: admin_topics.handle_create_topics,
+    ApiKey.DELETE_TOPICS: admin_topics.handle_delete_topics,
+    ApiKey.CREATE_PARTITIONS: admin_topics.handle_create_partitions,
+    ApiKey.DESCRIBE_CONFIGS: admin_configs.handle_describe_configs,
+    ApiKey.ALTER_CONFIGS: admin_configs.handle_alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: admin_configs.handle_incremental_alter_configs,
+    ApiKey.DELETE_RECORDS: admin_records.handle_delete_records,
+    ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
+    ApiKey.INIT_PRODUCER_ID: producer_ids.handle_init_producer_id,
+    ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
+    ApiKey.OFFSET_COMMIT: groups.handle_offset_commit,
+    ApiKey.OFFSET_FETCH: groups.handle_offset_fetch,
+    ApiKey.JOIN_GROUP: groups.handle_join_group,
+    ApiKey.SYNC_GROUP: groups.handle_sync_group,
+    ApiKey.HEARTBEAT: groups.handle_heartbeat,
+    ApiKey.LEAVE_GROUP: groups.handle_leave_group,
+    ApiKey.LIST_GROUPS: groups.handle_list_groups,
+    ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
+    ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+    ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.handle_consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: groups.handle_consumer_group_describe,
+    ApiKey.ELECT_LEADERS: partition_admin.handle_elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_admin.handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,
+}
+
+
+# ApiVersions advertises the wire layer's implemented APIs (`SUPPORTED_VERSIONS`):
+# the registry must serve exactly those, or a client would be told of an API that
+# closes its connection (or never learn of one served).
+if set(HANDLERS) != set(SUPPORTED_VERSIONS):
+    raise RuntimeError(
+        "the handler registry and the wire layer's implemented APIs differ: "
+        f"{sorted(set(HANDLERS) ^ set(SUPPORTED_VERSIONS))}"
+    )

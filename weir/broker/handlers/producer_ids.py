@@ -1,0 +1,57 @@
+"""InitProducerId v0–v4: producer ids for idempotent producers.
+
+A producer without a transactional id gets a fresh producer id with epoch 0,
+also when it names its previous id and epoch (v3+, KIP-360): that is what
+Kafka does for non-transactional producers, which then restart their
+sequences. Transactions are not implemented yet, so a transactional id is
+refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error for every
+client (a retriable one would make them retry forever).
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+
+from weir.broker.broker import Broker
+from weir.broker.handlers.context import Deferred, RequestContext
+from weir.controller.controller import ControllerError
+from weir.format.errors import ErrorCode
+from weir.wire.messages.transactions import InitProducerIdRequest, InitProducerIdResponse
+
+log = logging.getLogger(__name__)
+
+
+def handle_init_producer_id(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse | Deferred[InitProducerIdResponse]:
+    transactional_id = request.transactional_id
+    if transactional_id is not None:
+        log.warning("refused InitProducerId for transactional id %r: transactions are "
+                    "not supported yet", transactional_id)  # fmt: skip
+        return _response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    producer_id = ctx.broker.producer_ids.take()
+    if producer_id is None:  # the block is used up: reserve one on the disk executor
+        return Deferred(partial(_reserve_then_take, ctx.broker))
+    ctx.broker.metrics.producer_ids_allocated_total += 1
+    return _response(ErrorCode.NONE, producer_id, 0)
+
+
+async def _reserve_then_take(broker: Broker) -> InitProducerIdResponse:
+    # Another request may have reserved a block meanwhile, or used one up.
+    while (producer_id := broker.producer_ids.take()) is None:
+        try:
+            await broker.reserve_producer_ids()
+        except (ControllerError, OSError) as exc:
+            log.error("InitProducerId: no producer id: %s", exc)
+            return _response(ErrorCode.UNKNOWN_SERVER_ERROR)
+    broker.metrics.producer_ids_allocated_total += 1
+    return _response(ErrorCode.NONE, producer_id, 0)
+
+
+def _response(
+    error: ErrorCode, producer_id: int = -1, producer_epoch: int = -1
+) -> InitProducerIdResponse:
+    return InitProducerIdResponse(
+        throttle_time_ms=0, error_code=error, producer_id=producer_id, producer_epoch=producer_epoch
+    )

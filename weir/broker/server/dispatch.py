@@ -1,0 +1,137 @@
+"""Turns one request frame into one response frame (or a decision to close)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from weir.broker.broker import Broker
+from weir.broker.handlers.api_versions import supported_api_versions
+from weir.broker.handlers.apis import HANDLERS
+from weir.broker.handlers.context import (
+    Body,
+    ClientConnection,
+    Deferred,
+    EncodedResponse,
+    RequestContext,
+)
+from weir.format.errors import ErrorCode
+from weir.wire.messages.api_versions import ApiVersionsResponse
+from weir.wire.protocol import (
+    ApiKey,
+    DecodeError,
+    RequestHeader,
+    decode_request,
+    encode_response,
+    is_supported,
+    parse_request_header,
+)
+
+log = logging.getLogger(__name__)
+
+
+# Not frozen: a frozen dataclass costs about 7x more to construct (1.4 µs against
+# 0.2 µs for a 13-field one), and this is built on the produce path. Never mutated.
+@dataclass
+class RequestOutcome:
+    """A request's encoded response, or a decision to close, or `pending`: the
+    rest of the work, awaited by the connection's writer in request order."""
+
+    response: bytes | None
+    close_connection: bool = False
+    pending: Callable[[], Awaitable[RequestOutcome]] | None = None
+
+
+CLOSE = RequestOutcome(response=None, close_connection=True)
+NO_RESPONSE = RequestOutcome(response=None)
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return "UNKNOWN"
+
+
+async def handle_frame(
+    broker: Broker,
+    frame: memoryview,
+    client_host: str = "",
+    connection: ClientConnection | None = None,
+) -> RequestOutcome:
+    try:
+        header = parse_request_header(frame)
+    except DecodeError as exc:
+        log.debug("closing connection: bad request header: %s", exc)
+        broker.metrics.request_errors_total["UNKNOWN"] += 1
+        return CLOSE
+    name = _api_name(header.api_key)
+    broker.metrics.requests_total[name] += 1
+    outcome = await _handle(broker, header, frame, client_host, connection)
+    if outcome.close_connection:
+        broker.metrics.request_errors_total[name] += 1
+    return outcome
+
+
+async def _handle(
+    broker: Broker,
+    header: RequestHeader,
+    frame: memoryview,
+    client_host: str,
+    connection: ClientConnection | None,
+) -> RequestOutcome:
+    handler = HANDLERS.get(header.api_key)
+    if header.api_key == ApiKey.API_VERSIONS and not is_supported(
+        header.api_key, header.api_version
+    ):
+        return _unsupported_api_versions(header)
+    if handler is None or not is_supported(header.api_key, header.api_version):
+        log.debug("closing connection: unsupported api %d v%d", header.api_key, header.api_version)
+        return CLOSE
+    try:
+        request = decode_request(header, frame)
+    except DecodeError as exc:
+        log.debug("closing connection: malformed %s request: %s", _api_name(header.api_key), exc)
+        return CLOSE
+    try:
+        answer = handler(RequestContext(header, broker, client_host, connection), request)
+    except Exception:
+        log.exception("handler for %s failed", _api_name(header.api_key))
+        return CLOSE
+    if isinstance(answer, Deferred):
+        return RequestOutcome(None, pending=lambda: _finish(broker, header, answer))
+    return _encode(header, answer)
+
+
+async def _finish(
+    broker: Broker, header: RequestHeader, deferred: Deferred[object]
+) -> RequestOutcome:
+    try:
+        body = await deferred.finish()
+    except Exception:
+        log.exception("handler for %s failed", _api_name(header.api_key))
+        broker.metrics.request_errors_total[_api_name(header.api_key)] += 1
+        return CLOSE
+    return _encode(header, body)
+
+
+def _encode(header: RequestHeader, body: Body[object]) -> RequestOutcome:
+    if body is None:
+        return NO_RESPONSE
+    if isinstance(body, EncodedResponse):
+        return RequestOutcome(body.frame)
+    try:
+        frame = encode_response(header.api_key, header.api_version, header.correlation_id, body)
+    except Exception:  # a handler built a body its version cannot carry: a bug
+        log.exception("cannot encode the %s response", _api_name(header.api_key))
+        return CLOSE
+    return RequestOutcome(frame)
+
+
+def _unsupported_api_versions(header: RequestHeader) -> RequestOutcome:
+    """KIP-511: answer an unknown ApiVersions version with a v0 response."""
+    body = ApiVersionsResponse(
+        error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=supported_api_versions()
+    )
+    return RequestOutcome(encode_response(ApiKey.API_VERSIONS, 0, header.correlation_id, body))
