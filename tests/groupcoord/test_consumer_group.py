@@ -10,13 +10,9 @@ import pytest
 
 from weir.format.errors import ErrorCode
 from weir.groupcoord import consumer_group_records as rec
-from weir.groupcoord.consumer_group import (
-    ConsumerGroupCoordinator,
-    GroupState,
-    HeartbeatResult,
-    MemberState,
-    TopicInfo,
-)
+from weir.groupcoord.consumer_coordinator import ConsumerGroupCoordinator
+from weir.groupcoord.consumer_group import GroupState, MemberState, TopicInfo
+from weir.groupcoord.consumer_messages import HeartbeatResult
 from weir.groupcoord.settings import GroupSettings
 
 T1 = uuid.UUID(int=1)
