@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from tests.groupcoord.test_consumer_group import GROUP, Client, World, all_partitions, converge
+from tests.groupcoord.consumer_harness import GROUP, Client, World, all_partitions, converge
 from weir.format.errors import ErrorCode
 from weir.groupcoord import consumer_group_records as rec
 from weir.groupcoord.consumer_coordinator import REGEX_REFRESH_INTERVAL_MS
