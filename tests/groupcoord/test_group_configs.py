@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.groupcoord.consumer_harness import GROUP, Client, World
 from weir.format.errors import ErrorCode
 from weir.groupcoord.group_configs import (
     GroupConfig,
@@ -12,8 +13,6 @@ from weir.groupcoord.group_configs import (
     validate_group_configs,
 )
 from weir.groupcoord.settings import GroupSettings
-
-from .test_consumer_group import GROUP, Client, World
 
 SETTINGS = GroupSettings()
 

@@ -9,10 +9,11 @@ import uuid
 
 import pytest
 
-from tests.groupcoord.test_consumer_group import GROUP, Client, World, all_partitions, converge
+from tests.groupcoord.consumer_harness import GROUP, Client, World, all_partitions, converge
 from weir.format.errors import ErrorCode
 from weir.groupcoord import consumer_group_records as rec
-from weir.groupcoord.consumer_group import REGEX_REFRESH_INTERVAL_MS, TopicInfo
+from weir.groupcoord.consumer_coordinator import REGEX_REFRESH_INTERVAL_MS
+from weir.groupcoord.consumer_group import TopicInfo
 from weir.groupcoord.topic_regex import REGEX_LENGTH_MAX
 
 ORDERS_1 = uuid.UUID(int=11)

@@ -2,7 +2,9 @@
 
 Plain data with the small rules that need nothing but the group itself: protocol
 support and selection by vote, leader choice, the consumer protocol's subscribed
-topics. The transitions and timers are driven by `classic_coordinator`.
+topics, its timers' deadlines, its GroupMetadata record (both ways) and its
+ListGroups/DescribeGroups views. The transitions are driven by `classic_rebalance`
+and `classic_coordinator`.
 """
 
 from __future__ import annotations
@@ -14,8 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from weir.format.errors import ErrorCode
-from weir.groupcoord.classic_messages import JoinGroupResult, SyncGroupResult
+from weir.groupcoord import classic_records as rec
+from weir.groupcoord.classic_messages import (
+    DescribedMember,
+    GroupDescription,
+    GroupListing,
+    JoinGroupResult,
+    SyncGroupResult,
+)
 from weir.groupcoord.pending import Pending
+from weir.groupcoord.record_schemas import GroupRecord
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -64,6 +74,12 @@ class Member:
 
     def vote(self, candidates: set[str]) -> str:
         return next(name for name in self.protocol_names() if name in candidates)
+
+    def can_expire(self) -> bool:
+        """Members parked in a JoinGroup or SyncGroup are kept alive, as in Kafka."""
+        if self.is_awaiting_join:
+            return self.is_new
+        return self.sync_pending is None
 
 
 @dataclass
@@ -186,6 +202,100 @@ class ClassicGroup:
                 return None
             topics |= parsed
         return frozenset(topics)
+
+    def deadlines_ms(self) -> list[int]:
+        """Every time at which one of the group's timers falls due."""
+        out = list(self.pending_members.values())
+        if self.join_deadline_ms is not None:
+            out.append(self.join_deadline_ms)
+        if self.pending_sync_deadline_ms is not None:
+            out.append(self.pending_sync_deadline_ms)
+        out.extend(m.heartbeat_deadline_ms for m in self.members.values() if m.can_expire())
+        return out
+
+    # -- views: ListGroups and DescribeGroups --
+
+    def listing(self) -> GroupListing:
+        return GroupListing(self.group_id, self.protocol_type or "", self.state.value)
+
+    def description(self) -> GroupDescription:
+        """DescribeGroups: members' metadata and assignments only once Stable."""
+        stable = self.state is GroupState.STABLE
+        members = [
+            DescribedMember(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.metadata(self.protocol_name) if stable else b"",
+                m.assignment if stable else b"",
+            )
+            for m in self.members.values()
+        ]
+        return GroupDescription(
+            ErrorCode.NONE,
+            self.group_id,
+            self.state.value,
+            self.protocol_type or "",
+            (self.protocol_name or "") if stable else "",
+            members,
+        )
+
+    # -- its GroupMetadata record, written and loaded --
+
+    def metadata_record(self) -> GroupRecord:
+        value = rec.GroupMetadataValue(
+            protocol_type=self.protocol_type or "",
+            generation=self.generation_id,
+            protocol=self.protocol_name,
+            leader=self.leader_id,
+            current_state_timestamp_ms=self.state_timestamp_ms,
+            members=[
+                rec.MemberRecord(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata(self.protocol_name),
+                    m.assignment,
+                )
+                for m in self.members.values()
+            ],
+        )
+        return rec.group_metadata_record(self.group_id, value)
+
+    @classmethod
+    def from_record(cls, group_id: str, value: rec.GroupMetadataValue, now_ms: int) -> ClassicGroup:
+        """The group a GroupMetadata value describes; members' sessions start at now_ms."""
+        group = cls(
+            group_id,
+            state_timestamp_ms=value.current_state_timestamp_ms,
+            state=GroupState.STABLE if value.members else GroupState.EMPTY,
+            generation_id=value.generation,
+            protocol_type=value.protocol_type or None,
+            protocol_name=value.protocol,
+            leader_id=value.leader,
+        )
+        for m in value.members:
+            member = Member(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                session_timeout_ms=m.session_timeout_ms,
+                protocol_type=value.protocol_type,
+                protocols=[(value.protocol or "", m.subscription)],
+                assignment=m.assignment,
+                heartbeat_deadline_ms=now_ms + m.session_timeout_ms,
+            )
+            group.members[m.member_id] = member
+            if m.group_instance_id is not None:
+                group.static_members[m.group_instance_id] = m.member_id
+        group.subscribed_topics = group.compute_subscribed_topics()
+        return group
 
 
 _INT16 = struct.Struct(">h")

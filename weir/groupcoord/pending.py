@@ -7,7 +7,7 @@ in by a later call (another member's JoinGroup/SyncGroup/LeaveGroup) or by
 `advance(now_ms)` (timeouts).
 
 Every mutating call returns its `Reply` (or, for `advance` and loading, an `Effects`)
-carrying:
+carrying (a coordinator collects them in its `Outbox` until the call returns):
 
 - `records`: `(key, value)` pairs to append to the group's `__consumer_offsets`
   partition;
@@ -80,3 +80,32 @@ class Reply(Generic[T]):
     pending: Pending[T]
     records: list[GroupRecord] = field(default_factory=list)
     completed: list[Pending[Any]] = field(default_factory=list)
+
+
+class Outbox:
+    """A coordinator's effects of the call under way: records to append and handles
+    completed, handed out (and emptied) with the call's `Reply` or `Effects`."""
+
+    def __init__(self) -> None:
+        self.records: list[GroupRecord] = []
+        self.completed: list[Pending[Any]] = []
+
+    def complete(self, pending: Pending[T] | None, result: T) -> None:
+        if pending is not None and pending.complete(result):
+            self.completed.append(pending)
+
+    def reply(self, pending: Pending[T]) -> Reply[T]:
+        reply = Reply(pending, self.records, self.completed)
+        self.records, self.completed = [], []
+        return reply
+
+    def answer(self, result: T) -> Reply[T]:
+        """A reply answered at once."""
+        pending: Pending[T] = Pending()
+        self.complete(pending, result)
+        return self.reply(pending)
+
+    def effects(self) -> Effects:
+        effects = Effects(self.records, self.completed)
+        self.records, self.completed = [], []
+        return effects

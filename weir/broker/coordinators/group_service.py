@@ -45,10 +45,8 @@ from weir.format.errors import ErrorCode
 from weir.format.versioned_records import RecordFormatError
 from weir.groupcoord.classic_coordinator import ClassicGroupCoordinator
 from weir.groupcoord.committed_offsets import CommittedOffset, OffsetStore
-from weir.groupcoord.consumer_group import (
-    ConsumerGroupCoordinator,
-    TopicInfo,
-)
+from weir.groupcoord.consumer_coordinator import ConsumerGroupCoordinator
+from weir.groupcoord.consumer_group import TopicInfo
 from weir.groupcoord.group_configs import GroupConfig, InvalidGroupConfig
 from weir.groupcoord.pending import Effects, Pending
 from weir.groupcoord.placement import group_partition
