@@ -121,6 +121,8 @@ def _connection_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     parent.add_argument(
         "-b",
         "--bootstrap",
+        # Kafka's own tools and rpk spell it --bootstrap-server: accepted as the same flag.
+        "--bootstrap-server",
         metavar="HOST:PORT[,...]",
         default=default,
         help=f"brokers to connect to, comma-separated (env {BOOTSTRAP_ENV}; "
