@@ -253,7 +253,9 @@ def _stop_all(children: list[Child], data_dir: Path) -> None:
     fate is said on stderr, as is where the data stays."""
     if not children:
         return
-    print(f"stopping {_names(children)}...", file=sys.stderr, flush=True)
+    running = [c for c in children if c.process.poll() is None]
+    if running:
+        print(f"stopping {_names(running)}...", file=sys.stderr, flush=True)
     for group in ([c for c in children if c.node_id], [c for c in children if not c.node_id]):
         already_exited = {c.name for c in group if c.process.poll() is not None}
         for child in group:
