@@ -47,6 +47,15 @@ def test_global_options_work_before_and_after_the_subcommand() -> None:
     assert plain.request_timeout_ms == 10_000
 
 
+def test_bootstrap_server_is_kafka_tools_spelling_of_bootstrap_before_and_after_the_command() -> (
+    None
+):
+    before = parse_args(["--bootstrap-server", "h:1", "topic", "list"])
+    after = parse_args(["topic", "list", "--bootstrap-server", "h:2"])
+    joined = parse_args(["produce", "t", "--bootstrap-server=h:3"])
+    assert (before.bootstrap, after.bootstrap, joined.bootstrap) == ("h:1", "h:2", "h:3")
+
+
 def test_produce_options() -> None:
     args = parse_args(
         ["produce", "t", "--key-separator", ":", "--partition", "2", "--acks", "1",

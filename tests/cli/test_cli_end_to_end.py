@@ -170,6 +170,19 @@ def test_bootstrap_comes_from_the_environment(broker: WeirProcess, topic_name: s
     assert topic_name in result.stdout
 
 
+def test_kafka_tools_bootstrap_server_flag_reaches_the_broker(
+    broker: WeirProcess, topic_name: str
+) -> None:
+    ok(broker, "topic", "create", topic_name)
+    for argv in (
+        ("--bootstrap-server", broker.bootstrap, "topic", "list"),
+        ("topic", "list", "--bootstrap-server", broker.bootstrap),
+    ):
+        result = run_cli(*argv, env=clean_environment())
+        assert result.returncode == 0, result.stderr
+        assert topic_name in result.stdout.split()
+
+
 def test_unknown_topic_is_one_error_line(broker: WeirProcess) -> None:
     expected = "topic 'no-such-topic' does not exist (UNKNOWN_TOPIC_OR_PARTITION)"
     for args in (

@@ -18,6 +18,7 @@ from compat_tests.harness import (
     WeirProcess,
     clean_environment,
     free_ports,
+    interruptible_child,
     run_cli,
     unique_topic_name,
     weir_executable,
@@ -114,14 +115,18 @@ def test_under_replicated_filter_shows_a_dead_brokers_partitions(tmp_path: Path)
         assert status["brokers_count"] == 2
 
 
-def test_cluster_up_starts_etcd_and_brokers_and_stops_them(tmp_path: Path) -> None:
+def test_cluster_up_starts_etcd_and_brokers_and_ctrl_c_says_what_it_stopped(
+    tmp_path: Path,
+) -> None:
     kafka_port, http_port, etcd_port = _port_block()
     process = subprocess.Popen(
         [weir_executable(), "cluster", "up", "--brokers", "2", "--data-dir", str(tmp_path),
          "--base-port", str(kafka_port), "--http-base-port", str(http_port),
          "--etcd-port", str(etcd_port), "--format", "json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_environment(),
+        preexec_fn=interruptible_child,
     )  # fmt: skip
+    stderr = b""
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
@@ -131,12 +136,21 @@ def test_cluster_up_starts_etcd_and_brokers_and_stops_them(tmp_path: Path) -> No
         status = cli_json(document["brokers"][0]["kafka"], "cluster", "status")
         assert status["brokers_count"] == 2
         pids = [b["pid"] for b in document["brokers"]]
+        etcd_pid = document["etcd_pid"]
     finally:
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=40)
-    assert code == 0
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+        _, stderr = process.communicate(timeout=40)
+    assert process.returncode == 0, stderr.decode()
     for pid in pids:
         assert not _alive(pid), f"broker {pid} outlived `weir cluster up`"
+    said = stderr.decode().splitlines()
+    assert said[0] == "stopping broker 1, broker 2 and etcd..."
+    assert said[1:] == [
+        f"stopped broker 1 (pid {pids[0]}, exit code 0)",
+        f"stopped broker 2 (pid {pids[1]}, exit code 0)",
+        f"stopped etcd (pid {etcd_pid}, ended by SIGTERM)",
+        f"data and logs kept in {tmp_path}",
+    ]
 
 
 def test_cluster_up_without_etcd_installed_says_how_to_get_it(tmp_path: Path) -> None:

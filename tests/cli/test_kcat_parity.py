@@ -204,9 +204,21 @@ def test_two_group_members_split_the_partitions_between_them(
 def test_produce_creates_a_missing_topic_when_the_broker_creates_topics_on_use(
     broker: WeirProcess, topic_name: str
 ) -> None:
-    out = ok(broker, "produce", topic_name, stdin=b"first\n")
-    assert out == f"wrote 1 record to topic '{topic_name}'\n"
+    code, out, err = cli(broker, "produce", topic_name, stdin=b"first\n")
+    assert (code, out) == (0, f"wrote 1 record to topic '{topic_name}'\n"), err
+    described = json.loads(ok(broker, "topic", "describe", topic_name, "--format", "json"))
+    partitions = len(described["partitions"])
+    replicas = len(described["partitions"][0]["replicas"])
+    assert err == (
+        f"created topic '{topic_name}' ({partitions} partition{'s' * (partitions != 1)}, "
+        f"replication factor {replicas}): it did not exist and the broker creates topics "
+        "on use (broker setting auto_create_topics)\n"
+    )
     assert consume(broker, topic_name, "-o", "beginning", "-e") == "first\n"
+    # The topic exists now: producing to it again says nothing on stderr.
+    assert ok(broker, "produce", topic_name, stdin=b"second\n") == (
+        f"wrote 1 record to topic '{topic_name}'\n"
+    )
 
 
 @pytest.fixture(scope="module")

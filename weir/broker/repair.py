@@ -62,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check a stopped broker's data directory and repair damaged partitions "
         "(keeps every intact record, never reuses an offset). Reports only, unless --execute.",
     )
-    parser.add_argument("--data-dir", metavar="DIR", default="./weir-data", type=Path)
+    parser.add_argument("--data-dir", metavar="DIR", default="./weir-data", type=Path,
+                        help="the stopped broker's data dir (default ./weir-data)")  # fmt: skip
     parser.add_argument("--topic", help="only this topic")
     parser.add_argument("--partition", type=int, help="only this partition (with --topic)")
     parser.add_argument(

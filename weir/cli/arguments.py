@@ -112,6 +112,18 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
+def add_format_option(parser: argparse.ArgumentParser, *, default: str = TABLE) -> None:
+    """`--format text|json` (`table` accepted for text), in the same words everywhere."""
+    parser.add_argument(
+        "--format",
+        dest="output_format",
+        type=output_format,
+        choices=FORMATS,
+        default=default,
+        help="text for people (tables; the default), json for scripts",
+    )
+
+
 def _connection_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     """Options accepted both before and after the subcommand (`weir --format json topic list`
     and `weir topic list --format json`). On subcommands their defaults are suppressed so a
@@ -121,19 +133,14 @@ def _connection_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     parent.add_argument(
         "-b",
         "--bootstrap",
+        # Kafka's own tools and rpk spell it --bootstrap-server: accepted as the same flag.
+        "--bootstrap-server",
         metavar="HOST:PORT[,...]",
         default=default,
         help=f"brokers to connect to, comma-separated (env {BOOTSTRAP_ENV}; "
         f"default {BOOTSTRAP_DEFAULT})",
     )
-    parent.add_argument(
-        "--format",
-        dest="output_format",
-        type=output_format,
-        choices=FORMATS,
-        default=argparse.SUPPRESS if suppress_defaults else TABLE,
-        help="text for people (tables; the default), json for scripts",
-    )
+    add_format_option(parent, default=argparse.SUPPRESS if suppress_defaults else TABLE)
     parent.add_argument(
         "--request-timeout-ms",
         type=positive_int,
@@ -182,15 +189,18 @@ def _add_topic_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     topic_commands = topic.add_subparsers(dest="topic_command", metavar="ACTION", required=True)
 
     create = topic_commands.add_parser("create", parents=[common], help="create a topic")
-    create.add_argument("name")
+    create.add_argument("name", help="the topic's name")
     create.add_argument(
-        "--partitions", type=positive_int, default=-1, help="number of partitions (broker default)"
+        "--partitions",
+        type=positive_int,
+        default=-1,
+        help="number of partitions (default: the broker's default_partition_count, 1 unless set)",
     )
     create.add_argument(
         "--replication-factor",
         type=positive_int,
         default=-1,
-        help="replicas per partition (broker default)",
+        help="replicas per partition (default: the broker's, 1)",
     )
     create.add_argument(
         "--config",
@@ -200,26 +210,26 @@ def _add_topic_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a topic config override, e.g. retention.ms=60000 (repeat for more)",
     )
-    create.add_argument("--timeout-ms", type=positive_int, default=ADMIN_TIMEOUT_MS_DEFAULT)
+    _add_admin_timeout(create, "the topic to be created")
 
     topic_commands.add_parser("list", parents=[common], help="list topics")
 
     describe = topic_commands.add_parser(
         "describe", parents=[common], help="partitions, leaders, offsets and configs of a topic"
     )
-    describe.add_argument("name")
+    describe.add_argument("name", help="the topic")
     describe.add_argument(
         "--all-configs", action="store_true", help="show every config, not only overrides"
     )
 
     delete = topic_commands.add_parser("delete", parents=[common], help="delete a topic")
-    delete.add_argument("name")
-    delete.add_argument("--timeout-ms", type=positive_int, default=ADMIN_TIMEOUT_MS_DEFAULT)
+    delete.add_argument("name", help="the topic")
+    _add_admin_timeout(delete, "the topic to be deleted")
 
     alter = topic_commands.add_parser(
         "alter-config", parents=[common], help="set or remove topic config overrides"
     )
-    alter.add_argument("name")
+    alter.add_argument("name", help="the topic")
     alter.add_argument(
         "--set",
         dest="set_configs",
@@ -242,7 +252,7 @@ def _add_topic_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     add = topic_commands.add_parser(
         "add-partitions", parents=[common], help="add partitions to a topic (never removes any)"
     )
-    add.add_argument("name")
+    add.add_argument("name", help="the topic")
     count = add.add_mutually_exclusive_group(required=True)
     count.add_argument(
         "-n", "--num", dest="add_count", type=positive_int, metavar="N", help="add N partitions"
@@ -254,14 +264,14 @@ def _add_topic_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="N",
         help="grow the topic to N partitions in all",
     )
-    add.add_argument("--timeout-ms", type=positive_int, default=ADMIN_TIMEOUT_MS_DEFAULT)
+    _add_admin_timeout(add, "the partitions to be created")
 
     trim = topic_commands.add_parser(
         "trim",
         parents=[common],
         help="delete a topic's oldest records: move each partition's log start forward",
     )
-    trim.add_argument("name")
+    trim.add_argument("name", help="the topic")
     before = trim.add_mutually_exclusive_group(required=True)
     before.add_argument(
         "--before-offset",
@@ -277,7 +287,17 @@ def _add_topic_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         help="delete the records older than this time (ms since the epoch or ISO-8601)",
     )
     trim.add_argument("--partition", type=non_negative_int, metavar="P", help="only this partition")
-    trim.add_argument("--timeout-ms", type=positive_int, default=ADMIN_TIMEOUT_MS_DEFAULT)
+    _add_admin_timeout(trim, "every partition to be trimmed")
+
+
+def _add_admin_timeout(parser: argparse.ArgumentParser, awaited: str) -> None:
+    parser.add_argument(
+        "--timeout-ms",
+        type=positive_int,
+        default=ADMIN_TIMEOUT_MS_DEFAULT,
+        metavar="MS",
+        help=f"how long the broker may wait for {awaited} (default {ADMIN_TIMEOUT_MS_DEFAULT})",
+    )
 
 
 def _add_produce_command(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -333,10 +353,28 @@ def _add_produce_command(commands: Any, common: argparse.ArgumentParser) -> None
         metavar="N",
         help="stop after N records",
     )
-    produce.add_argument("--acks", choices=ACKS_NAMES, default="all")
-    produce.add_argument("-z", "--compression", choices=COMPRESSION_NAMES, default="none")
-    produce.add_argument("--timeout-ms", type=positive_int, default=PRODUCE_TIMEOUT_MS_DEFAULT,
-                         help="how long the broker may take to make a write durable")  # fmt: skip
+    produce.add_argument(
+        "--acks",
+        choices=ACKS_NAMES,
+        default="all",
+        help="all (the default; also -1): every in-sync replica has each record, and the "
+        "producer is idempotent; 1: the leader has it; 0: no answer awaited",
+    )
+    produce.add_argument(
+        "-z",
+        "--compression",
+        choices=COMPRESSION_NAMES,
+        default="none",
+        help="compress each batch with this codec (default none)",
+    )
+    produce.add_argument(
+        "--timeout-ms",
+        type=positive_int,
+        default=PRODUCE_TIMEOUT_MS_DEFAULT,
+        metavar="MS",
+        help="how long the broker may take to make a write durable "
+        f"(default {PRODUCE_TIMEOUT_MS_DEFAULT})",
+    )
 
 
 def _add_consume_command(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -520,15 +558,18 @@ def _add_cluster_commands(commands: Any, common: argparse.ArgumentParser) -> Non
     elect.add_argument("--partition", type=non_negative_int, help="only this partition")
     elect.add_argument("--type", dest="election_type", choices=("preferred", "unclean"),
                        default="preferred",
-                       help="unclean: let an out-of-sync replica lead an offline partition "
+                       help="preferred (the default): the first replica of each partition; "
+                            "unclean: let an out-of-sync replica lead an offline partition "
                             "(loses what it lacks)")  # fmt: skip
     move = actions.add_parser(
         "reassign",
         parents=[common],
         help="move a partition's replicas to other brokers, while it serves",
     )
-    move.add_argument("--topic", required=True)
-    move.add_argument("--partition", type=non_negative_int, required=True)
+    move.add_argument("--topic", required=True, help="the partition's topic")
+    move.add_argument(
+        "--partition", type=non_negative_int, required=True, help="the partition's index"
+    )
     target = move.add_mutually_exclusive_group(required=True)
     target.add_argument("--replicas", type=broker_list, metavar="N,N,...",
                         help="the new replicas, preferred leader first")  # fmt: skip
@@ -550,7 +591,7 @@ def _add_broker_commands(commands: Any, common: argparse.ArgumentParser) -> None
         parents=[common],
         help="move every replica off a broker (to the others), so it can be stopped",
     )
-    decommission.add_argument("node_id", type=non_negative_int)
+    decommission.add_argument("node_id", type=non_negative_int, help="the broker's node id")
     decommission.add_argument("--dry-run", action="store_true", help="print the plan only")
 
 
@@ -573,15 +614,15 @@ def _add_group_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     describe = actions.add_parser(
         "describe", parents=[common], help="members, committed offsets and lag of a group"
     )
-    describe.add_argument("group")
+    describe.add_argument("group", help="the group id")
     delete = actions.add_parser("delete", parents=[common], help="delete an empty group")
-    delete.add_argument("group")
+    delete.add_argument("group", help="the group id")
     reset = actions.add_parser(
         "reset-offsets",
         parents=[common],
         help="move a group's committed offsets (a dry run without --execute)",
     )
-    reset.add_argument("group")
+    reset.add_argument("group", help="the group id")
     scope = reset.add_mutually_exclusive_group(required=True)
     scope.add_argument("--topic", help="every partition of this topic")
     scope.add_argument(

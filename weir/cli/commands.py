@@ -210,7 +210,7 @@ def _run_produce(
         timeout_ms=args.timeout_ms,
         max_records=args.max_records,
     )
-    summary = produce_lines(cluster, args.topic, LineReader(stdin), options)
+    summary = produce_lines(cluster, args.topic, LineReader(stdin), options, _print_notice)
     document = summary.to_document()
     stdout.write(render_json(document) if args.output_format == JSON else render_summary(document))
     stdout.flush()
@@ -219,6 +219,10 @@ def _run_produce(
     if summary.interrupted:
         return EXIT_INTERRUPTED
     return EXIT_FAILURE if summary.errors else EXIT_OK
+
+
+def _print_notice(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def _run_consume(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:

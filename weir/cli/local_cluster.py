@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from weir.cli.arguments import add_format_option
+from weir.cli.formatting import JSON
+
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 12.0
 POLL_INTERVAL_S = 0.2
@@ -44,7 +47,7 @@ class ClusterUpError(Exception):
     pass
 
 
-def parse_up_args(argv: Sequence[str]) -> argparse.Namespace:
+def build_up_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="weir cluster up",
         description="Start etcd and a local Weir cluster in the foreground; Ctrl-C stops it.",
@@ -60,9 +63,14 @@ def parse_up_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--etcd", metavar="URLS",
                         help="use this etcd (client URLs) instead of starting one")  # fmt: skip
     parser.add_argument("--etcd-port", type=int, default=2379,
-                        help="client port of the etcd started here (peer port: +1)")  # fmt: skip
-    parser.add_argument("--format", dest="output_format", choices=("table", "json"),
-                        default="table")  # fmt: skip
+                        help="client port of the etcd started here, its peer port the next "
+                             "(default 2379)")  # fmt: skip
+    add_format_option(parser)
+    return parser
+
+
+def parse_up_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = build_up_parser()
     args = parser.parse_args(list(argv))
     if not 1 <= args.brokers <= 9:
         parser.error("--brokers: from 1 to 9")
@@ -106,7 +114,7 @@ def main_cluster_up(argv: Sequence[str]) -> int:
         print(f"weir cluster up: error: {exc}", file=sys.stderr)
         return 1
     finally:
-        _stop_all(children)
+        _stop_all(children, args.data_dir)
 
 
 def _start_etcd(data_dir: Path, client_port: int) -> Child:
@@ -193,10 +201,12 @@ def _wait_ready(child: Child, stopping: object) -> None:
 def _report_ready(args: argparse.Namespace, children: list[Child], etcd_urls: str) -> None:
     brokers = [c for c in children if c.node_id]
     bootstrap = ",".join(c.kafka for c in brokers)
-    if args.output_format == "json":
+    if args.output_format == JSON:
         document = {
             "bootstrap": bootstrap,
             "etcd": etcd_urls,
+            # None when --etcd named one this command did not start.
+            "etcd_pid": next((c.process.pid for c in children if not c.node_id), None),
             "brokers": [
                 {
                     "node_id": c.node_id,
@@ -238,18 +248,55 @@ def _check_alive(children: list[Child], reported: set[str]) -> None:
               file=sys.stderr, flush=True)  # fmt: skip
 
 
-def _stop_all(children: list[Child]) -> None:
-    """Brokers first (SIGTERM, then SIGKILL after the grace), etcd last."""
+def _stop_all(children: list[Child], data_dir: Path) -> None:
+    """Brokers first (SIGTERM, then SIGKILL after the grace), etcd last; each one's
+    fate is said on stderr, as is where the data stays."""
+    if not children:
+        return
+    running = [c for c in children if c.process.poll() is None]
+    if running:
+        print(f"stopping {_names(running)}...", file=sys.stderr, flush=True)
     for group in ([c for c in children if c.node_id], [c for c in children if not c.node_id]):
+        already_exited = {c.name for c in group if c.process.poll() is not None}
         for child in group:
-            if child.process.poll() is None:
+            if child.name not in already_exited:
                 child.process.send_signal(signal.SIGTERM)
         for child in group:
+            killed = False
             try:
                 child.process.wait(timeout=STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 child.process.kill()
                 child.process.wait()
+                killed = True
+            print(_stop_note(child, child.name in already_exited, killed), file=sys.stderr,
+                  flush=True)  # fmt: skip
+    print(f"data and logs kept in {data_dir}", file=sys.stderr, flush=True)
+
+
+def _names(children: list[Child]) -> str:
+    names = [c.name for c in children if c.node_id] + [c.name for c in children if not c.node_id]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _stop_note(child: Child, already_exited: bool, killed: bool) -> str:
+    pid = child.process.pid
+    ending = _ending(child.process.returncode)
+    if already_exited:
+        return f"{child.name} (pid {pid}) had already exited ({ending})"
+    if killed:
+        return f"killed {child.name} (pid {pid}): not stopped within {STOP_TIMEOUT_S:.0f} s"
+    return f"stopped {child.name} (pid {pid}, {ending})"
+
+
+def _ending(returncode: int) -> str:
+    """`exit code 0`, or `ended by SIGTERM` (Popen's negative code: the signal)."""
+    if returncode >= 0:
+        return f"exit code {returncode}"
+    try:
+        return f"ended by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"ended by signal {-returncode}"
 
 
 def _tail(path: Path) -> str:

@@ -684,9 +684,32 @@ def _nothing_sent_note(summary: ProduceSummary) -> str:
 
 
 def produce_lines(
-    cluster: Cluster, topic_name: str, reader: LineReader, options: ProduceOptions
+    cluster: Cluster,
+    topic_name: str,
+    reader: LineReader,
+    options: ProduceOptions,
+    notice: Callable[[str], None] = lambda text: None,
 ) -> ProduceSummary:
-    """Send every line as a record; stops at the first bad line, refusal or lost broker."""
+    """Send every line as a record; stops at the first bad line, refusal or lost broker.
+    `notice` is told (before any line is read) when the topic was created on use."""
+    topic = topic_for_produce(cluster, topic_name, notice)
+    count = len(topic.partitions)
+    if options.partition is not None and not 0 <= options.partition < count:
+        raise no_such_partition(topic_name, options.partition, count)
+    return Producer(cluster, topic, options).run(reader)
+
+
+def topic_for_produce(
+    cluster: Cluster, topic_name: str, notice: Callable[[str], None]
+) -> TopicMetadata:
+    """The topic to produce to. A missing one is asked for again with auto-creation
+    allowed (as a Kafka producer's Metadata request does): if the broker then names
+    it, it was created just now, and `notice` says so with what it got."""
+    try:
+        return cluster.topic(topic_name, action="produce to")
+    except KafkaCodeError as exc:
+        if exc.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            raise
     try:
         topic = cluster.topic(topic_name, action="produce to", auto_create=True)
     except KafkaCodeError as exc:
@@ -696,10 +719,16 @@ def produce_lines(
             f"topic '{topic_name}' does not exist and the broker does not create topics on "
             f"use: create it with `weir topic create {topic_name}` (UNKNOWN_TOPIC_OR_PARTITION)"
         ) from None
-    count = len(topic.partitions)
-    if options.partition is not None and not 0 <= options.partition < count:
-        raise no_such_partition(topic_name, options.partition, count)
-    return Producer(cluster, topic, options).run(reader)
+    notice(created_on_use_notice(topic))
+    return topic
+
+
+def created_on_use_notice(topic: TopicMetadata) -> str:
+    return (
+        f"created topic '{topic.name}' ({counted(len(topic.partitions), 'partition')}, "
+        f"replication factor {topic.replication_factor}): it did not exist and the broker "
+        "creates topics on use (broker setting auto_create_topics)"
+    )
 
 
 def _error_message(part: Any) -> str | None:
