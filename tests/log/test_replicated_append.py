@@ -13,7 +13,8 @@ from weir.format.errors import ErrorCode
 from weir.log.config import LogConfig
 from weir.log.errors import LogError
 from weir.log.flusher import GroupFlusher
-from weir.log.partition import PartitionLog, TruncationPoint
+from weir.log.partition import PartitionLog
+from weir.log.partition_truncation import TruncationPoint
 
 MakeBatch = Callable[..., bytes]
 PID = 41

@@ -9,7 +9,8 @@ import pytest
 
 from weir.format.record_batch import iter_batch_headers, parse_batch_header
 from weir.log.errors import OffsetOutOfRange
-from weir.log.partition import LOG_START_CHECKPOINT_FILE_NAME, PartitionLog
+from weir.log.partition import PartitionLog
+from weir.log.partition_base import LOG_START_CHECKPOINT_FILE_NAME
 from weir.log.segment import segment_file_name
 
 MakeBatch = Callable[..., bytes]
