@@ -24,8 +24,8 @@ start script (``-Xmx1G -Xms1G``, G1). It prints the bootstrap address on stdout
 once the broker is serving and stays up until it gets SIGTERM or SIGINT (it then
 stops Kafka cleanly) or its parent dies. The broker's log is ``--dir``/kafka.log.
 
-``benchmarks/run.py`` imports :func:`ensure_jars`, :func:`start_kafka` and the
-perf-tool helpers from here.
+``benchmarks/run.py`` and its ``side_by_side`` package import :func:`ensure_jars`,
+:func:`start_kafka` and the perf-tool helpers from here.
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ from weir.log.disk_executor import DiskExecutor, DiskJob
 from weir.log.errors import LogClosed
 from weir.log.flusher import GroupFlusher
 from weir.log.manager import LogManager, parse_partition_directory_name
-from weir.log.partition import DURABLE_OFFSET_CHECKPOINT_FILE_NAME, read_single_checkpoint
+from weir.log.partition_base import DURABLE_OFFSET_CHECKPOINT_FILE_NAME
 from weir.log.partition_metadata import read_partition_metadata
+from weir.log.partition_recovery import read_single_checkpoint
 from weir.log.settings import LogSettings
 
 from .conftest import new_partition

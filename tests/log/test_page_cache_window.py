@@ -14,7 +14,8 @@ from weir.broker.config import BrokerConfig, ConfigError, load_config
 from weir.format.record_batch import iter_batch_headers
 from weir.log.config import LogConfig
 from weir.log.flusher import GroupFlusher
-from weir.log.partition import PAGE_CACHE_EVICT_BYTES_MIN, PartitionLog
+from weir.log.partition import PartitionLog
+from weir.log.partition_durability import PAGE_CACHE_EVICT_BYTES_MIN
 
 MakeBatch = Callable[..., bytes]
 WINDOW_BYTES = 256 * 1024

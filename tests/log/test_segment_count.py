@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from weir.log import partition as partition_module
+from weir.log import partition_base
 from weir.log.config import LogConfig
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import PartitionLog
@@ -83,7 +83,7 @@ def test_append_work_does_not_grow_with_segment_count(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The disk is not what is measured: no fsync (of rounds or of the recovery point).
-    monkeypatch.setattr(partition_module, "write_checkpoint", lambda path, entries, **options: None)
+    monkeypatch.setattr(partition_base, "write_checkpoint", lambda path, entries, **options: None)
     flusher = GroupFlusher(
         sync_file=lambda fd: None,
         sync_directory=lambda path: None,

@@ -117,7 +117,8 @@ log = logging.getLogger(__name__)
 
 class CleanablePartition(Protocol):
     """What the cleaner needs of a partition log (`PartitionLog` is one): compaction
-    depends on this, not on partition.py, which imports compaction for recovery."""
+    depends on this, not on partition.py and partition_recovery.py, which import
+    compaction for recovery."""
 
     directory: Path
     config: LogConfig

@@ -22,9 +22,9 @@ from weir.log.config import LogConfig
 from weir.log.disk_executor import DiskExecutor, DiskJob
 from weir.log.errors import LogDamaged, LogError
 from weir.log.flusher import GroupFlusher
-from weir.log.partition import (
+from weir.log.partition import PartitionLog
+from weir.log.partition_durability import (
     DURABLE_CHECKPOINT_INTERVAL_MS,
-    PartitionLog,
     write_durable_checkpoints,
 )
 from weir.log.partition_metadata import (

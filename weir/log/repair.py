@@ -1,7 +1,7 @@
 """`weir repair`: make a damaged partition servable again without losing an
 intact record and without ever handing out an offset twice.
 
-Recovery (partition.py) refuses to cut records that were made durable; it
+Recovery (partition_recovery.py) refuses to cut records that were made durable; it
 takes such a partition offline and leaves its files untouched. A repair, run
 by an operator with the broker stopped, does what recovery may not:
 
@@ -34,17 +34,15 @@ from pathlib import Path
 
 from weir.log.checkpoint import fsync_directory, write_checkpoint
 from weir.log.errors import LogCorrupt
-from weir.log.partition import (
+from weir.log.partition_base import (
     CLEAN_SHUTDOWN_FILE_NAME,
     DURABLE_OFFSET_CHECKPOINT_FILE_NAME,
     LOG_START_CHECKPOINT_FILE_NAME,
     RECOVERY_POINT_CHECKPOINT_FILE_NAME,
     REPAIRED_OFFSET_CHECKPOINT_FILE_NAME,
-    gaps_allowed_below,
-    read_single_checkpoint,
-    segment_bases,
 )
 from weir.log.partition_metadata import PartitionIdentity, write_partition_metadata
+from weir.log.partition_recovery import gaps_allowed_below, read_single_checkpoint, segment_bases
 from weir.log.producer_snapshots import snapshot_offsets
 from weir.log.segment import (
     INDEX_SUFFIX,

@@ -1,4 +1,6 @@
-"""Appending validates and stamps batches; reading returns them byte-for-byte."""
+"""A leader's append (partition_append.py): every batch validated, offsets,
+leader epoch and LogAppendTime stamped, in the caller's buffer when it is a
+writable view (a request frame of its own) and into a copy otherwise."""
 
 from __future__ import annotations
 
@@ -15,12 +17,19 @@ from weir.format.record_batch import (
     parse_batch_header,
     verify_crc,
 )
-from weir.log.errors import LogError, OffsetOutOfRange
+from weir.log.errors import LogError
 from weir.log.flusher import GroupFlusher
 from weir.log.partition import PartitionLog
 
 MakeBatch = Callable[..., bytes]
 OpenLog = Callable[..., PartitionLog]
+
+
+def stored_headers(log: PartitionLog) -> list[tuple[int, int]]:
+    result = log.read(0, bytes_max=1 << 20, end_offset=log.log_end_offset)
+    return [
+        (h.base_offset, h.partition_leader_epoch) for _, h in iter_batch_headers(result.records)
+    ]
 
 
 def test_assigns_dense_offsets_and_patches_base_offset(
@@ -178,90 +187,6 @@ def test_rejects_timestamps_outside_configured_difference(
     assert raised.value.error_code == ErrorCode.INVALID_TIMESTAMP
 
 
-def test_read_returns_the_batch_containing_the_offset(
-    open_log: OpenLog, batch: MakeBatch, now_ms: int
-) -> None:
-    log = open_log()
-    log.append(batch(5), leader_epoch=0, now_ms=now_ms)
-    log.append(batch(5), leader_epoch=0, now_ms=now_ms)
-    result = log.read(7, bytes_max=1 << 20, end_offset=10)
-    assert parse_batch_header(result.records).base_offset == 5
-    assert result.next_offset == 10
-
-
-def test_read_returns_at_least_one_batch_beyond_bytes_max(
-    open_log: OpenLog, batch: MakeBatch, now_ms: int
-) -> None:
-    log = open_log()
-    big = batch(1, value_bytes=5000)
-    log.append(big, leader_epoch=0, now_ms=now_ms)
-    log.append(batch(1), leader_epoch=0, now_ms=now_ms)
-    result = log.read(0, bytes_max=10, end_offset=2)
-    assert len(result.records) == len(big)
-    assert result.next_offset == 1
-
-
-def test_read_stops_at_whole_batches_within_bytes_max(
-    open_log: OpenLog, batch: MakeBatch, now_ms: int
-) -> None:
-    log = open_log(index_interval_bytes=100)
-    sizes = []
-    for _ in range(50):
-        one = batch(1, value_bytes=50)
-        sizes.append(len(one))
-        log.append(one, leader_epoch=0, now_ms=now_ms)
-    for bytes_max in (sizes[0], sizes[0] + 1, 3 * sizes[0] + 10, 1000, 10_000):
-        result = log.read(0, bytes_max=bytes_max, end_offset=50)
-        expected_batches = max(1, min(50, bytes_max // sizes[0]))
-        assert len(result.records) == expected_batches * sizes[0], bytes_max
-        assert result.next_offset == expected_batches
-    result = log.read(13, bytes_max=5 * sizes[0], end_offset=50)
-    assert [h.base_offset for _, h in iter_batch_headers(result.records)] == [13, 14, 15, 16, 17]
-
-
-def test_read_never_passes_end_offset(open_log: OpenLog, batch: MakeBatch, now_ms: int) -> None:
-    log = open_log(index_interval_bytes=0)
-    for _ in range(10):
-        log.append(batch(2), leader_epoch=0, now_ms=now_ms)
-    result = log.read(0, bytes_max=1 << 20, end_offset=6)
-    assert [h.last_offset for _, h in iter_batch_headers(result.records)] == [1, 3, 5]
-    assert result.next_offset == 6
-    assert log.read(6, bytes_max=1 << 20, end_offset=6).records == b""
-    # A batch straddling the end offset is not returned.
-    assert log.read(6, bytes_max=1 << 20, end_offset=7).records == b""
-
-
-def test_read_out_of_range_raises(open_log: OpenLog, batch: MakeBatch, now_ms: int) -> None:
-    log = open_log()
-    log.append(batch(2), leader_epoch=0, now_ms=now_ms)
-    assert log.read(2, bytes_max=100, end_offset=2).records == b""
-    with pytest.raises(OffsetOutOfRange):
-        log.read(3, bytes_max=100, end_offset=2)
-    with pytest.raises(OffsetOutOfRange):
-        log.read(-1, bytes_max=100, end_offset=2)
-
-
-def test_read_of_empty_log_is_empty(open_log: OpenLog) -> None:
-    log = open_log()
-    assert log.read(0, bytes_max=100, end_offset=0).records == b""
-    assert log.max_timestamp() is None
-    assert log.offset_for_timestamp(0) is None
-
-
-def test_reads_across_rolled_segments(open_log: OpenLog, batch: MakeBatch, now_ms: int) -> None:
-    log = open_log(segment_bytes=1024, index_interval_bytes=0)
-    for _ in range(40):
-        log.append(batch(2, value_bytes=40), leader_epoch=0, now_ms=now_ms)
-    assert len(log.segments) > 3
-    offset = 0
-    seen = []
-    while offset < log.log_end_offset:
-        result = log.read(offset, bytes_max=300, end_offset=log.log_end_offset)
-        seen.extend(h.base_offset for _, h in iter_batch_headers(result.records))
-        offset = result.next_offset
-    assert seen == list(range(0, 80, 2))
-
-
 def test_relaxed_mode_counts_writes_as_durable(tmp_path, batch: MakeBatch, now_ms: int) -> None:  # type: ignore[no-untyped-def]
     from weir.log.config import LogConfig
 
@@ -270,19 +195,38 @@ def test_relaxed_mode_counts_writes_as_durable(tmp_path, batch: MakeBatch, now_m
     assert log.durable_end_offset == 3
 
 
-def test_read_refuses_a_batch_corrupted_on_disk(
+def test_a_writable_view_is_patched_in_place(
     open_log: OpenLog, batch: MakeBatch, now_ms: int
 ) -> None:
-    """Bit rot after recovery: the stored batch no longer matches its CRC32C."""
     log = open_log()
-    log.append(batch(3), leader_epoch=0, now_ms=now_ms)
-    log.append(batch(3), leader_epoch=0, now_ms=now_ms)
-    log.flush()
-    path = log.segments[-1].log_path
-    data = bytearray(path.read_bytes())
-    data[-1] ^= 0xFF  # the last record of the second batch
-    path.write_bytes(bytes(data))
-    assert len(log.read(0, bytes_max=1, end_offset=6).records) > 0  # the first is intact
-    with pytest.raises(LogError) as raised:
-        log.read(3, bytes_max=1 << 20, end_offset=6)
-    assert raised.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    log.append(batch(3), leader_epoch=4, now_ms=now_ms)
+    frame = bytearray(b"header" + batch(2) + batch(1))
+    records = memoryview(frame)[6:]
+    log.append(records, leader_epoch=5, now_ms=now_ms)
+    assert [(h.base_offset, h.partition_leader_epoch) for _, h in iter_batch_headers(records)] == [
+        (3, 5),
+        (5, 5),
+    ]
+    assert frame[:6] == b"header"
+    assert stored_headers(log) == [(0, 4), (3, 5), (5, 5)]
+
+
+def test_read_only_input_is_never_modified(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log()
+    log.append(batch(3), leader_epoch=4, now_ms=now_ms)
+    original = batch(2)
+    for records in (original, memoryview(original)):
+        log.append(records, leader_epoch=6, now_ms=now_ms)
+    assert original == batch(2)
+    assert stored_headers(log) == [(0, 4), (3, 6), (5, 6)]
+
+
+def test_stale_epoch_append_does_not_rewrite_the_cache(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log()
+    log.append(batch(1), leader_epoch=3, now_ms=now_ms)
+    log.append(batch(1), leader_epoch=2, now_ms=now_ms)
+    assert log.epoch_cache.entries == [(3, 0)]

@@ -14,12 +14,9 @@ from weir.format.record_batch import iter_batch_headers
 from weir.log.config import LogConfig
 from weir.log.errors import LogDamaged
 from weir.log.flusher import GroupFlusher
-from weir.log.partition import (
-    CLEAN_SHUTDOWN_FILE_NAME,
-    DURABLE_OFFSET_CHECKPOINT_FILE_NAME,
-    PartitionLog,
-    write_durable_checkpoints,
-)
+from weir.log.partition import PartitionLog
+from weir.log.partition_base import CLEAN_SHUTDOWN_FILE_NAME, DURABLE_OFFSET_CHECKPOINT_FILE_NAME
+from weir.log.partition_durability import write_durable_checkpoints
 from weir.log.segment import Segment
 
 MakeBatch = Callable[..., bytes]
