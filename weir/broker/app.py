@@ -34,6 +34,7 @@ from weir.broker.config import (
 )
 from weir.broker.descriptor_budget import raise_open_files_limit
 from weir.broker.etcd_client import EtcdClient, EtcdError
+from weir.broker.exporter_metrics import register_exporter_metrics
 from weir.broker.group_service import attach_group_service
 from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
@@ -204,6 +205,7 @@ async def serve(
                 broker.open_logs()
                 groups = attach_group_service(broker)
                 register_group_metrics(broker, groups)
+                register_exporter_metrics(broker)
                 await nursery.start(broker.flusher.run)
                 if member is not None:
                     register_cluster_metrics(broker, member)
