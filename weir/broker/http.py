@@ -9,8 +9,10 @@ Hypercorn parses, keeps connections alive and bounds a request's head
   oldest one that is not inside a request (idle between requests, or still
   sending its head), so idle or slow peers cannot keep health checks out;
 - a deadline per exchange: from the moment a connection opens, or finishes
-  a response, it has `http_request_timeout_ms` to send a whole request and get
-  its answer; a slow or idle peer is closed when it runs out;
+  a response, it has `http_request_timeout_ms` to send a whole request and
+  read its answer; a slow, idle or not-reading peer is closed when it runs
+  out (Hypercorn's own `keep_alive_timeout` only covers the wait for a head,
+  and its writes are shielded from cancellation: the socket is closed);
 - requests with a body (every endpoint is GET) larger than
   `http_request_bytes_max` are answered 413 without being read.
 
@@ -56,8 +58,22 @@ APP_QUEUE_MESSAGES_MAX = 2
 @dataclass(eq=False)
 class HttpConnection:
     peer: PeerAddress
+    stream: trio.SocketStream
+    deadline_s: float
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     in_request: bool = False
+
+    def close(self) -> None:
+        """End it now. Cancelling is not enough: Hypercorn shields its writes, so a
+        write to a peer that reads nothing is woken by closing the socket."""
+        self.scope.cancel()
+        self.stream.socket.close()
+
+    async def expire(self) -> None:
+        """Close the connection at its deadline (which moves after each answer)."""
+        while trio.current_time() < self.deadline_s:
+            await trio.sleep_until(self.deadline_s)
+        self.close()
 
 
 class HttpConnections:
@@ -80,7 +96,7 @@ class HttpConnections:
     def _evict_oldest_idle(self) -> bool:
         for connection in self._open:
             if not connection.in_request:
-                connection.scope.cancel()
+                connection.close()
                 self.leave(connection)
                 self.metrics.http_connections_evicted_total += 1
                 return True
@@ -97,17 +113,20 @@ class HttpConnections:
 
 class ExchangeLimits:
     """ASGI middleware: marks a connection as inside a request (not evictable) while
-    the app answers it, restarts its deadline after each answer, and answers 413
-    to a request whose body is over the limit (Hypercorn then closes the
-    connection: the unread body leaves it unusable)."""
+    the app answers it, restarts its deadline after each answer, and answers 431
+    to a request whose head is over `bytes_max` (h11 bounds only a head that
+    arrives in pieces: one that comes in a single read of up to 64 KiB passes
+    it) and 413 to one whose body is (Hypercorn then closes the connection: the
+    unread body leaves it unusable)."""
 
     def __init__(
-        self, app: AsgiApp, connections: HttpConnections, timeout_s: float, body_bytes_max: int
+        self, app: AsgiApp, connections: HttpConnections, timeout_s: float, bytes_max: int
     ) -> None:
         self.app = app
         self.connections = connections
         self.timeout_s = timeout_s
-        self.body_bytes_max = body_bytes_max
+        self.head_bytes_max = bytes_max
+        self.body_bytes_max = bytes_max
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -117,14 +136,22 @@ class ExchangeLimits:
         if connection is not None:
             connection.in_request = True
         try:
-            if _body_too_large(scope, self.body_bytes_max):
+            if _head_bytes(scope) > self.head_bytes_max:
+                await _answer(send, 431, b"request head too large\n")
+            elif _body_too_large(scope, self.body_bytes_max):
                 await _answer(send, 413, b"request body too large\n")
             else:
                 await self.app(scope, receive, send)
         finally:
             if connection is not None:
                 connection.in_request = False
-                connection.scope.deadline = trio.current_time() + self.timeout_s
+                connection.deadline_s = trio.current_time() + self.timeout_s
+
+
+def _head_bytes(scope: Scope) -> int:
+    """About the size of the request line and headers as sent."""
+    size = len(scope["raw_path"]) + len(scope["query_string"]) + len(scope["method"]) + 12
+    return size + sum(len(name) + len(value) + 4 for name, value in scope["headers"])
 
 
 def _body_too_large(scope: Scope, bytes_max: int) -> bool:
@@ -194,14 +221,16 @@ async def _serve_connection(
     except OSError:
         await trio.aclose_forcefully(stream)
         return
-    connection = HttpConnection((str(host), int(port)))
+    connection = HttpConnection((str(host), int(port)), stream, trio.current_time() + timeout_s)
     if not connections.admit(connection):
         await trio.aclose_forcefully(stream)
         return
-    connection.scope.deadline = trio.current_time() + timeout_s
     try:
         with connection.scope:
-            await TCPServer(app, config, context, {}, stream).run()  # type: ignore[arg-type]
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(connection.expire)
+                await TCPServer(app, config, context, {}, stream).run()  # type: ignore[arg-type]
+                nursery.cancel_scope.cancel()
     finally:
         connections.leave(connection)
         await trio.aclose_forcefully(stream)
