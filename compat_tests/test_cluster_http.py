@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition

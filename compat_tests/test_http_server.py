@@ -11,7 +11,6 @@ import http.client
 import socket
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
@@ -233,7 +232,7 @@ def test_metrics_answer_openmetrics_when_the_scraper_asks(http_broker: WeirProce
         connection.close()
 
 
-def test_a_method_other_than_get_is_405(http_broker: WeirProcess, tmp_path: Path) -> None:
+def test_a_method_other_than_get_is_405(http_broker: WeirProcess) -> None:
     with connect(http_broker) as sock:
         sock.sendall(b"DELETE /health/live HTTP/1.1\r\nHost: weir\r\n\r\n")
         assert status_of(sock.recv(4096)) == 405

@@ -61,7 +61,8 @@ class HttpConnection:
     stream: trio.SocketStream
     deadline_s: float
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    in_request: bool = False
+    # Requests the app is answering (more than one only for HTTP/2's streams).
+    requests_in_app: int = 0
 
     def close(self) -> None:
         """End it now. Cancelling is not enough: Hypercorn shields its writes, so a
@@ -95,7 +96,7 @@ class HttpConnections:
 
     def _evict_oldest_idle(self) -> bool:
         for connection in self._open:
-            if not connection.in_request:
+            if connection.requests_in_app == 0:
                 connection.close()
                 self.leave(connection)
                 self.metrics.http_connections_evicted_total += 1
@@ -134,7 +135,7 @@ class ExchangeLimits:
         client = scope.get("client")
         connection = self.connections.find(tuple(client) if client else None)  # type: ignore[arg-type]
         if connection is not None:
-            connection.in_request = True
+            connection.requests_in_app += 1
         try:
             if _head_bytes(scope) > self.head_bytes_max:
                 await _answer(send, 431, b"request head too large\n")
@@ -144,7 +145,7 @@ class ExchangeLimits:
                 await self.app(scope, receive, send)
         finally:
             if connection is not None:
-                connection.in_request = False
+                connection.requests_in_app -= 1
                 connection.deadline_s = trio.current_time() + self.timeout_s
 
 
