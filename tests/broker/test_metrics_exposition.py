@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from weir.broker.metrics import Metrics
+from weir.broker.metrics import SAMPLES_ON_LOOP_MAX, Metrics
 
 
 def test_request_latency_is_a_cumulative_histogram_per_api() -> None:
@@ -46,3 +46,13 @@ def test_registered_gauges_keep_their_sorted_labels() -> None:
     metrics = Metrics()
     metrics.register_gauge("weir_x", "X.", lambda: [({"type": "a", "state": "b"}, 1.0)])
     assert 'weir_x{state="b",type="a"} 1.0' in metrics.render()
+
+
+async def test_a_large_page_is_encoded_off_the_loop_to_the_same_text() -> None:
+    metrics = Metrics()
+    samples = [({"partition": str(i)}, float(i)) for i in range(SAMPLES_ON_LOOP_MAX + 1)]
+    metrics.register_gauge("weir_many", "Many.", lambda: samples)
+    on_loop, _ = metrics.exposition("")
+    off_loop, content_type = await metrics.exposition_off_loop("")
+    assert off_loop == on_loop
+    assert content_type.startswith("text/plain")

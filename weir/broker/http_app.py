@@ -37,7 +37,8 @@ def build_app(broker: Broker) -> Starlette:
         return _ready_response(broker)
 
     async def metrics(request: Request) -> Response:
-        body, content_type = broker.metrics.exposition(request.headers.get("accept", ""))
+        accept = request.headers.get("accept", "")
+        body, content_type = await broker.metrics.exposition_off_loop(accept)
         return Response(body, media_type=content_type)
 
     async def groups(request: Request) -> Response:
