@@ -22,9 +22,9 @@ def test_a_histogram_renders_cumulative_buckets_sum_and_count() -> None:
     assert "# TYPE weir_x_seconds histogram" in text
     assert 'weir_x_seconds_bucket{le="0.001"} 2' in text
     assert 'weir_x_seconds_bucket{le="0.01"} 5' in text
-    assert 'weir_x_seconds_bucket{le="+Inf"} 6' in text
+    assert 'weir_x_seconds_bucket{le="+Inf"} 6.0' in text
     assert "weir_x_seconds_sum 0.0123" in text
-    assert "weir_x_seconds_count 6" in text
+    assert "weir_x_seconds_count 6.0" in text
 
 
 async def test_produced_records_show_up_as_fsync_rounds(
@@ -41,10 +41,10 @@ async def test_produced_records_show_up_as_fsync_rounds(
         with trio.fail_after(10):
             await replica.log.wait_durable(result.last_offset + 1)
     text = broker.metrics.render()
-    count = re.search(r"^weir_fsync_round_seconds_count (\d+)$", text, re.MULTILINE)
+    count = re.search(r"^weir_fsync_round_seconds_count (\d+)\.0$", text, re.MULTILINE)
     assert count is not None and int(count[1]) >= 3
-    infinite = re.search(r'^weir_fsync_round_seconds_bucket\{le="\+Inf"\} (\d+)$', text, re.M)
+    infinite = re.search(r'^weir_fsync_round_seconds_bucket\{le="\+Inf"\} (\d+)\.0$', text, re.M)
     assert infinite is not None and infinite[1] == count[1]
-    assert re.search(r"^weir_page_cache_evicted_bytes_total 0$", text, re.MULTILINE)
-    assert re.search(r"^weir_syncfs_helper_starts_total [01]$", text, re.MULTILINE)
+    assert re.search(r"^weir_page_cache_evicted_bytes_total 0\.0$", text, re.MULTILINE)
+    assert re.search(r"^weir_syncfs_helper_starts_total [01]\.0$", text, re.MULTILINE)
     broker.close()

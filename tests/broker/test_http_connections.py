@@ -1,32 +1,53 @@
 """The HTTP pool: when full, a new connection takes the slot of the oldest one
-still waiting for its request; connections busy answering are never evicted."""
+outside the app (idle, or still sending its request); connections the app is
+answering are never evicted."""
 
 from __future__ import annotations
 
-from weir.broker.http import HttpConnections, _HttpConnection
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import trio
+
+from weir.broker.http import HttpConnection, HttpConnections
 from weir.broker.metrics import Metrics
 
 
-async def test_a_full_pool_evicts_the_oldest_connection_still_reading_its_request() -> None:
+@contextmanager
+def connections(count: int) -> Iterator[list[HttpConnection]]:
+    """`count` connections over real socket pairs (closed on exit)."""
+    sockets = [s for _ in range(count) for s in trio.socket.socketpair()]
+    try:
+        yield [
+            HttpConnection(("127.0.0.1", port), trio.SocketStream(sockets[2 * port]), 0.0)
+            for port in range(count)
+        ]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+async def test_a_full_pool_evicts_the_oldest_connection_outside_the_app() -> None:
     metrics = Metrics()
     pool = HttpConnections(3, metrics)
-    oldest, answering, idle = _HttpConnection(), _HttpConnection(), _HttpConnection()
-    for connection in (answering, oldest, idle):
-        assert pool.admit(connection)
-    answering.reading_request = False
-    newcomer = _HttpConnection()
-    assert pool.admit(newcomer)
-    assert oldest.scope.cancel_called
-    assert not answering.scope.cancel_called and not idle.scope.cancel_called
-    assert metrics.http_connections_evicted_total == 1
+    with connections(4) as (answering, oldest, idle, newcomer):
+        for connection in (answering, oldest, idle):
+            assert pool.admit(connection)
+        answering.requests_in_app = 1
+        assert pool.admit(newcomer)
+        assert oldest.scope.cancel_called
+        assert oldest.stream.socket.fileno() == -1, "its socket was not closed"
+        assert not answering.scope.cancel_called and not idle.scope.cancel_called
+        assert metrics.http_connections_evicted_total == 1
+        assert pool.find(oldest.peer) is None and pool.find(newcomer.peer) is newcomer
 
 
 async def test_a_pool_full_of_connections_being_answered_refuses_newcomers() -> None:
     pool = HttpConnections(2, Metrics())
-    busy = [_HttpConnection(), _HttpConnection()]
-    for connection in busy:
-        assert pool.admit(connection)
-        connection.reading_request = False
-    assert not pool.admit(_HttpConnection())
-    pool.leave(busy[0])
-    assert pool.admit(_HttpConnection())
+    with connections(4) as (first, second, refused, later):
+        for connection in (first, second):
+            assert pool.admit(connection)
+            connection.requests_in_app = 1
+        assert not pool.admit(refused)
+        pool.leave(first)
+        assert pool.admit(later)

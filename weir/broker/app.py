@@ -33,6 +33,7 @@ from weir.broker.config import (
 from weir.broker.coordinators.group_service import attach_group_service
 from weir.broker.data_dir_lock import lock_data_dir
 from weir.broker.descriptor_budget import raise_open_files_limit
+from weir.broker.exporter_metrics import register_exporter_metrics
 from weir.broker.group_views import register_group_metrics
 from weir.broker.http import serve_http
 from weir.broker.listen import ListenError
@@ -189,6 +190,7 @@ async def serve(
                 broker.open_logs()
                 groups = attach_group_service(broker)
                 register_group_metrics(broker, groups)
+                register_exporter_metrics(broker)
                 await nursery.start(broker.flusher.run)
                 if member is not None:
                     register_cluster_metrics(broker, member)

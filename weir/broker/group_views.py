@@ -1,6 +1,15 @@
 """What operators see of consumer groups: `GET /v1/groups`, `GET /v1/groups/{id}`
 and the group metrics. Read-only views over the group service.
 
+`GET /v1/groups` lists every group of the cluster: each broker coordinates some,
+so the other live brokers are asked with ListGroups (as `weir group list` and
+Kafka's admin client do). A group another broker coordinates shows its type
+and state; its generation and members are null there (its coordinator's
+`GET /v1/groups/{id}` has them).
+
+The group metrics (`weir_group_*`, and kafka_exporter's `kafka_consumergroup_*`)
+cover the groups this broker coordinates: each group is reported by one broker.
+
 Lag of a partition = the partition's high watermark (what a consumer can read)
 minus the group's committed offset, and 0 when the committed offset is at or past
 it; a partition with no committed offset counts its whole readable log.
@@ -8,18 +17,31 @@ it; a partition with no committed offset counts its whole readable log.
 
 from __future__ import annotations
 
+import logging
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+import trio
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+
 from weir.broker.broker import Broker
+from weir.broker.cluster.peer_client import PeerConnection, PeerError
 from weir.broker.coordinators.group_service import GroupService
 from weir.broker.metrics import GaugeSample
+from weir.controller.partition_state import BrokerInfo
+from weir.wire.messages.groups import ListGroupsRequest, ListGroupsResponse
+from weir.wire.protocol import ApiKey
+
+log = logging.getLogger(__name__)
 
 CLASSIC = "classic"
 CONSUMER = "consumer"
 # A member's assignment decoded for display: at most this many topics (bounded).
 ASSIGNMENT_TOPICS_MAX = 10_000
+LIST_GROUPS_VERSION = 5  # the first with the group type
+# How long `GET /v1/groups` waits for each other broker's ListGroups.
+PEER_LIST_TIMEOUT_S = 2.0
 
 
 def group_summaries(service: GroupService) -> list[dict[str, Any]]:
@@ -44,6 +66,67 @@ def group_summaries(service: GroupService) -> list[dict[str, Any]]:
         for group_id, group in service.consumer_groups.groups.items()
     ]
     return sorted(summaries, key=lambda s: str(s["group_id"]))
+
+
+async def cluster_group_summaries(broker: Broker, service: GroupService) -> dict[str, Any]:
+    """`GET /v1/groups`: this broker's groups and every other live broker's, each
+    with its coordinator; `brokers_not_answering` lists the brokers that were
+    asked and did not answer (their groups are missing)."""
+    own_id = broker.config.node_id
+    summaries = {s["group_id"]: {**s, "coordinator": own_id} for s in group_summaries(service)}
+    peers = [] if broker.cluster is None else broker.cluster.live_brokers()
+    listed: dict[int, ListGroupsResponse | None] = {}
+    async with trio.open_nursery() as nursery:
+        for peer in peers:
+            if peer.node_id != own_id:
+                nursery.start_soon(_list_peer_groups, broker, peer, listed)
+    for node_id, response in sorted(listed.items()):
+        for group in response.groups if response is not None else []:
+            summaries.setdefault(
+                group.group_id,
+                {
+                    "group_id": group.group_id,
+                    "type": group.group_type or CLASSIC,
+                    "state": group.group_state,
+                    "generation": None,
+                    "members": None,
+                    "coordinator": node_id,
+                },
+            )
+    return {
+        "groups": [summaries[group_id] for group_id in sorted(summaries)],
+        "brokers_not_answering": sorted(n for n, r in listed.items() if r is None),
+    }
+
+
+async def _list_peer_groups(
+    broker: Broker, peer: BrokerInfo, listed: dict[int, ListGroupsResponse | None]
+) -> None:
+    listed[peer.node_id] = None
+    client_id = f"weir-http-{broker.config.node_id}"
+    try:
+        with trio.fail_after(PEER_LIST_TIMEOUT_S):
+            connection = await PeerConnection.open(
+                peer.host,
+                peer.port,
+                client_id,
+                frame_bytes_max=broker.config.limits.frame_bytes_max,
+                timeout_s=PEER_LIST_TIMEOUT_S,
+            )
+            try:
+                response = await connection.request(
+                    ApiKey.LIST_GROUPS,
+                    LIST_GROUPS_VERSION,
+                    ListGroupsRequest(),
+                    PEER_LIST_TIMEOUT_S,
+                )
+            finally:
+                await connection.aclose()
+    except (PeerError, trio.TooSlowError) as exc:
+        log.info("GET /v1/groups: broker %d did not list its groups: %s", peer.node_id, exc)
+        return
+    if isinstance(response, ListGroupsResponse) and response.error_code == 0:
+        listed[peer.node_id] = response
 
 
 def group_detail(broker: Broker, service: GroupService, group_id: str) -> dict[str, Any] | None:
@@ -173,6 +256,7 @@ def register_group_metrics(broker: Broker, service: GroupService) -> None:
             yield {"group": group_id}, float(lag)
 
     metrics = broker.metrics
+    metrics.register_collector(lambda: _exporter_group_families(broker, service))
     metrics.register_gauge("weir_groups", "Consumer groups, by type and state.", groups_by_state)
     metrics.register_gauge(
         "weir_group_generation",
@@ -182,3 +266,34 @@ def register_group_metrics(broker: Broker, service: GroupService) -> None:
     metrics.register_gauge(
         "weir_group_lag", "Records behind the high watermark over a group's partitions.", lags
     )
+
+
+def _exporter_group_families(broker: Broker, service: GroupService) -> Iterator[Metric]:
+    """kafka_exporter's group families, for the groups this broker coordinates. A
+    partition's lag needs its high watermark: it is left out when this broker
+    holds no replica of the partition."""
+    labels = ["consumergroup", "topic", "partition"]
+    current = GaugeMetricFamily(
+        "kafka_consumergroup_current_offset",
+        "Current Offset of a ConsumerGroup at Topic/Partition",
+        labels=labels,
+    )
+    lag = GaugeMetricFamily(
+        "kafka_consumergroup_lag",
+        "Current Approximate Lag of a ConsumerGroup at Topic/Partition",
+        labels=labels,
+    )
+    members = GaugeMetricFamily(
+        "kafka_consumergroup_members",
+        "Amount of members in a consumer group",
+        labels=["consumergroup"],
+    )
+    for summary in group_summaries(service):
+        members.add_metric([str(summary["group_id"])], float(summary["members"]))
+    for group_id in sorted(service.offsets.groups()):
+        for row in group_offsets(broker, service, group_id):
+            key = [group_id, str(row["topic"]), str(row["partition"])]
+            current.add_metric(key, float(row["committed_offset"]))
+            if row["log_end_offset"] is not None:
+                lag.add_metric(key, float(row["lag"]))
+    yield from (current, lag, members)

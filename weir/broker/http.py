@@ -1,37 +1,80 @@
-"""HTTP endpoints: /health/live, /health/ready, /metrics (Prometheus text), and the
-JSON group views GET /v1/groups and GET /v1/groups/{id} (weir.broker.group_views).
+"""The HTTP listener: Hypercorn (HTTP/1.1 through h11) serving the Starlette app
+of weir.broker.http_app, inside the broker's Trio process.
 
-The listener has its own small pool (`http_connections_max`), apart from the
-Kafka connections. When it is full, a new connection closes the oldest one
-still waiting for its request, so idle or slow peers cannot keep health
-checks out; each connection gets `http_request_timeout_ms` in all."""
+Hypercorn parses, keeps connections alive and bounds a request's head
+(`h11_max_incomplete_size`); what it has no setting for is ours, around it:
+
+- the accept loop, with its own small pool (`http_connections_max`, apart from
+  the Kafka connections). When the pool is full a new connection closes the
+  oldest one that is not inside a request (idle between requests, or still
+  sending its head), so idle or slow peers cannot keep health checks out;
+- a deadline per exchange: from the moment a connection opens, or finishes
+  a response, it has `http_request_timeout_ms` to send a whole request and
+  read its answer; a slow, idle or not-reading peer is closed when it runs
+  out (Hypercorn's own `keep_alive_timeout` only covers the wait for a head,
+  and its writes are shielded from cancellation: the socket is closed);
+- requests with a body (every endpoint is GET) larger than
+  `http_request_bytes_max` are answered 413 without being read.
+
+Each accepted stream is handed to Hypercorn's per-connection server,
+`hypercorn.trio.tcp_server.TCPServer`, which is what `hypercorn.trio.serve`
+runs for every connection its own accept loop takes.
+"""
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
-import urllib.parse
+import math
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
+from hypercorn.config import Config
+from hypercorn.trio.tcp_server import TCPServer
+from hypercorn.trio.worker_context import WorkerContext
+from hypercorn.typing import AppWrapper
+from hypercorn.utils import wrap_app
 
 from weir.broker.broker import Broker
-from weir.broker.coordinators.group_service import GroupService
-from weir.broker.group_views import group_detail, group_summaries
+from weir.broker.config import Limits
+from weir.broker.http_app import build_app
 from weir.broker.listen import open_listeners
 from weir.broker.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-JSON_CONTENT_TYPE = "application/json"
-METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+PeerAddress = tuple[str, int]
+# Messages of a request body Hypercorn queues for the app before it stops reading.
+APP_QUEUE_MESSAGES_MAX = 2
 
 
 @dataclass(eq=False)
-class _HttpConnection:
+class HttpConnection:
+    peer: PeerAddress
+    stream: trio.SocketStream
+    deadline_s: float
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    reading_request: bool = True
+    # Requests the app is answering (more than one only for HTTP/2's streams).
+    requests_in_app: int = 0
+
+    def close(self) -> None:
+        """End it now. Cancelling is not enough: Hypercorn shields its writes, so a
+        write to a peer that reads nothing is woken by closing the socket."""
+        self.scope.cancel()
+        self.stream.socket.close()
+
+    async def expire(self) -> None:
+        """Close the connection at its deadline (which moves after each answer)."""
+        while trio.current_time() < self.deadline_s:
+            await trio.sleep_until(self.deadline_s)
+        self.close()
 
 
 class HttpConnections:
@@ -40,26 +83,106 @@ class HttpConnections:
     def __init__(self, connections_max: int, metrics: Metrics) -> None:
         self.connections_max = connections_max
         self.metrics = metrics
-        self._open: dict[_HttpConnection, None] = {}
+        self._open: dict[HttpConnection, None] = {}
+        self._by_peer: dict[PeerAddress, HttpConnection] = {}
 
-    def admit(self, connection: _HttpConnection) -> bool:
-        """Take a slot, closing the oldest idle connection if none is free."""
+    def admit(self, connection: HttpConnection) -> bool:
+        """Take a slot, closing the oldest connection outside a request if none is free."""
         if len(self._open) >= self.connections_max and not self._evict_oldest_idle():
             return False
         self._open[connection] = None
+        self._by_peer[connection.peer] = connection
         return True
 
     def _evict_oldest_idle(self) -> bool:
         for connection in self._open:
-            if connection.reading_request:
-                connection.scope.cancel()
-                del self._open[connection]
+            if connection.requests_in_app == 0:
+                connection.close()
+                self.leave(connection)
                 self.metrics.http_connections_evicted_total += 1
                 return True
         return False
 
-    def leave(self, connection: _HttpConnection) -> None:
+    def leave(self, connection: HttpConnection) -> None:
         self._open.pop(connection, None)
+        if self._by_peer.get(connection.peer) is connection:
+            del self._by_peer[connection.peer]
+
+    def find(self, peer: PeerAddress | None) -> HttpConnection | None:
+        return None if peer is None else self._by_peer.get(peer)
+
+
+class ExchangeLimits:
+    """ASGI middleware: marks a connection as inside a request (not evictable) while
+    the app answers it, restarts its deadline after each answer, and answers 431
+    to a request whose head is over `bytes_max` (h11 bounds only a head that
+    arrives in pieces: one that comes in a single read of up to 64 KiB passes
+    it) and 413 to one whose body is (Hypercorn then closes the connection: the
+    unread body leaves it unusable)."""
+
+    def __init__(
+        self, app: AsgiApp, connections: HttpConnections, timeout_s: float, bytes_max: int
+    ) -> None:
+        self.app = app
+        self.connections = connections
+        self.timeout_s = timeout_s
+        self.head_bytes_max = bytes_max
+        self.body_bytes_max = bytes_max
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # no lifespan, no websockets
+        client = scope.get("client")
+        connection = self.connections.find(tuple(client) if client else None)  # type: ignore[arg-type]
+        if connection is not None:
+            connection.requests_in_app += 1
+        try:
+            if _head_bytes(scope) > self.head_bytes_max:
+                await _answer(send, 431, b"request head too large\n")
+            elif _body_too_large(scope, self.body_bytes_max):
+                await _answer(send, 413, b"request body too large\n")
+            else:
+                await self.app(scope, receive, send)
+        finally:
+            if connection is not None:
+                connection.requests_in_app -= 1
+                connection.deadline_s = trio.current_time() + self.timeout_s
+
+
+def _head_bytes(scope: Scope) -> int:
+    """About the size of the request line and headers as sent."""
+    size = len(scope["raw_path"]) + len(scope["query_string"]) + len(scope["method"]) + 12
+    return size + sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+
+
+def _body_too_large(scope: Scope, bytes_max: int) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding":
+            return True  # a chunked body has no announced size: none is read
+        if name == b"content-length" and (not value.isdigit() or int(value) > bytes_max):
+            return True
+    return False
+
+
+async def _answer(send: Send, status: int, body: bytes) -> None:
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def hypercorn_config(limits: Limits) -> Config:
+    config = Config()
+    timeout_s = limits.http_request_timeout_ms / 1000
+    config.h11_max_incomplete_size = limits.http_request_bytes_max
+    config.h2_max_header_list_size = limits.http_request_bytes_max
+    config.keep_alive_timeout = timeout_s
+    config.read_timeout = math.ceil(timeout_s)
+    config.max_app_queue_size = APP_QUEUE_MESSAGES_MAX
+    config.include_server_header = False
+    config.errorlog = logging.getLogger("weir.broker.http.hypercorn")
+    config.accesslog = None
+    return config
 
 
 async def serve_http(
@@ -69,128 +192,46 @@ async def serve_http(
     listeners = await open_listeners("http_listen", listen)
     port = listeners[0].socket.getsockname()[1]
     log.debug("HTTP listener on %s:%d", listen.host, port)
+    limits = broker.config.limits
+    connections = HttpConnections(limits.http_connections_max, broker.metrics)
+    timeout_s = limits.http_request_timeout_ms / 1000
+    app = ExchangeLimits(build_app(broker), connections, timeout_s, limits.http_request_bytes_max)
+    config = hypercorn_config(limits)
+    serve = functools.partial(
+        _serve_connection,
+        wrap_app(app, config.wsgi_max_body_size, "asgi"),  # type: ignore[arg-type]
+        config,
+        WorkerContext(None),
+        connections,
+        timeout_s,
+    )
     task_status.started(port)
-    connections = HttpConnections(broker.config.limits.http_connections_max, broker.metrics)
-    await trio.serve_listeners(functools.partial(_serve_connection, broker, connections), listeners)
+    await trio.serve_listeners(serve, listeners)
 
 
 async def _serve_connection(
-    broker: Broker, connections: HttpConnections, stream: trio.abc.Stream
+    app: AppWrapper,
+    config: Config,
+    context: WorkerContext,
+    connections: HttpConnections,
+    timeout_s: float,
+    stream: trio.SocketStream,
 ) -> None:
-    connection = _HttpConnection()
+    try:
+        host, port = stream.socket.getpeername()[:2]
+    except OSError:
+        await trio.aclose_forcefully(stream)
+        return
+    connection = HttpConnection((str(host), int(port)), stream, trio.current_time() + timeout_s)
     if not connections.admit(connection):
         await trio.aclose_forcefully(stream)
         return
-    timeout_s = broker.config.limits.http_request_timeout_ms / 1000
     try:
-        with connection.scope, trio.move_on_after(timeout_s):
-            request_line = await _read_request_line(
-                stream, broker.config.limits.http_request_bytes_max
-            )
-            connection.reading_request = False
-            if request_line is not None:
-                await stream.send_all(_respond(broker, request_line))
-    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-        pass
+        with connection.scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(connection.expire)
+                await TCPServer(app, config, context, {}, stream).run()  # type: ignore[arg-type]
+                nursery.cancel_scope.cancel()
     finally:
         connections.leave(connection)
         await trio.aclose_forcefully(stream)
-
-
-async def _read_request_line(stream: trio.abc.Stream, bytes_max: int) -> str | None:
-    buffer = bytearray()
-    while b"\r\n\r\n" not in buffer and b"\n\n" not in buffer:
-        if len(buffer) > bytes_max:
-            return None
-        chunk = await stream.receive_some(4096)
-        if not chunk:
-            return None
-        buffer += chunk
-    return buffer.split(b"\n", 1)[0].decode("latin-1").strip()
-
-
-def _respond(broker: Broker, request_line: str) -> bytes:
-    parts = request_line.split()
-    if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-        return _response(400, "Bad Request", "bad request\n")
-    method, target, _ = parts
-    path = target.split("?", 1)[0]
-    if method not in ("GET", "HEAD"):
-        return _response(405, "Method Not Allowed", "only GET is supported\n")
-    if path == "/health/live":
-        return _response(200, "OK", "live\n")
-    if path == "/health/ready":
-        return _ready_response(broker)
-    if path == "/metrics":
-        return _response(200, "OK", broker.metrics.render(), METRICS_CONTENT_TYPE)
-    if path == "/v1/groups" or path.startswith("/v1/groups/"):
-        return _groups_response(broker, path)
-    return _response(404, "Not Found", "not found\n")
-
-
-def _groups_response(broker: Broker, path: str) -> bytes:
-    service = broker.groups
-    if not isinstance(service, GroupService):
-        return _json(503, "Service Unavailable", {"error": "groups are not loaded yet"})
-    if path == "/v1/groups":
-        return _json(200, "OK", {"groups": group_summaries(service)})
-    group_id = urllib.parse.unquote(path.removeprefix("/v1/groups/"))
-    detail = group_detail(broker, service, group_id)
-    if detail is None:
-        return _json(404, "Not Found", {"error": f"no group {group_id!r}"})
-    return _json(200, "OK", detail)
-
-
-def _json(status: int, reason: str, document: object) -> bytes:
-    body = json.dumps(document, indent=1, sort_keys=True) + "\n"
-    return _response(status, reason, body, "application/json")
-
-
-def _ready_response(broker: Broker) -> bytes:
-    """200 once Kafka clients can be served, else 503; the JSON body also
-    carries the event loop's worst lag of the last minute (loop_lag.py)."""
-    worst_lag_s = broker.loop_lag.worst_recent_s(trio.current_time())
-    ready = broker.ready
-    status: dict[str, object] = {}
-    if broker.cluster is not None:
-        # A cluster broker is ready once its follower replicas have caught up
-        # (joined their ISR), so a rolling restart waits for it before the next.
-        catching_up = broker.cluster.replicas_catching_up()
-        status["replicas_catching_up"] = catching_up
-        # Replicas it cannot serve (a failed disk, a damaged log) are not in sync
-        # and will not be until an operator acts: not ready either.
-        offline = len(broker.offline_partitions)
-        status["replicas_offline"] = offline
-        ready = ready and catching_up == 0 and offline == 0
-        if broker.cluster.fenced():
-            # Its etcd lease may have ended: it leads nothing until it renews it.
-            status["fenced"] = True
-            ready = False
-    unavailable = broker.internal_partitions_unavailable()
-    if unavailable:
-        # A coordinator that cannot serve its groups says so (and why).
-        status["internal_partitions_unavailable"] = unavailable
-        ready = False
-    body = json.dumps(
-        {
-            "status": "ready" if ready else "not ready",
-            **status,
-            "event_loop_lag_worst_last_minute_ms": round(worst_lag_s * 1000, 1),
-        }
-    )
-    if ready:
-        return _response(200, "OK", body + "\n", JSON_CONTENT_TYPE)
-    return _response(503, "Service Unavailable", body + "\n", JSON_CONTENT_TYPE)
-
-
-def _response(
-    status: int, reason: str, body: str, content_type: str = "text/plain; charset=utf-8"
-) -> bytes:
-    payload = body.encode("utf-8")
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\n"
-        f"Content-Type: {content_type}\r\n"
-        f"Content-Length: {len(payload)}\r\n"
-        "Connection: close\r\n\r\n"
-    )
-    return head.encode("latin-1") + payload

@@ -32,6 +32,7 @@ import trio
 from weir.broker.broker import Broker
 from weir.broker.handlers.context import Deferred, RequestContext
 from weir.broker.in_flight_budget import CONNECTION_BUDGET, ConnectionBudget
+from weir.broker.metrics import Metrics
 from weir.broker.partition_replica import PartitionReplica
 from weir.format.errors import ErrorCode
 from weir.log.disk_executor import DiskJob
@@ -78,6 +79,8 @@ class FetchPlan:
     # What the last read found outside the page cache (its answer is not sent).
     cold: list[ColdRange] = field(default_factory=list)
     cached_only: bool = True
+    # What the last read returned: (topic, bytes, offsets moved over) per partition.
+    delivered: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 def handle_fetch(
@@ -107,7 +110,7 @@ def handle_fetch(
     min_bytes = max(request.min_bytes, 1)
     responses, total_bytes, has_error = _read_all(plan)
     if not plan.cold and (total_bytes >= min_bytes or has_error or wait_s <= 0):
-        return _fetch_response(broker, responses, ctx.api_version)
+        return _fetch_response(broker, plan, responses, ctx.api_version)
 
     async def finish() -> FetchResponse:
         # Records may have arrived while earlier responses were being sent.
@@ -120,7 +123,7 @@ def handle_fetch(
             if plan.cold:
                 continue
             if total_bytes >= min_bytes or has_error or trio.current_time() >= deadline:
-                return _fetch_response(broker, responses, ctx.api_version)
+                return _fetch_response(broker, plan, responses, ctx.api_version)
             await _wait_for_data(plan, deadline)
 
     return Deferred(finish)
@@ -182,8 +185,10 @@ async def _warm(broker: Broker, plan: FetchPlan, warmups: int) -> None:
 
 
 def _fetch_response(
-    broker: Broker, responses: list[FetchResponseResponse], api_version: int
+    broker: Broker, plan: FetchPlan, responses: list[FetchResponseResponse], api_version: int
 ) -> FetchResponse:
+    if plan.replica_id == CONSUMER_REPLICA_ID:
+        _count_delivered(broker.metrics, plan.delivered)
     _add_leader_hints(broker, responses)
     leaders = {
         p.current_leader.leader_id
@@ -205,6 +210,13 @@ def _fetch_response(
         responses=responses,
         node_endpoints=endpoints,
     )
+
+
+def _count_delivered(metrics: Metrics, delivered: list[tuple[str, int, int]]) -> None:
+    for topic, size, offsets in delivered:
+        traffic = metrics.traffic(topic)
+        traffic.fetched_bytes += size
+        traffic.fetched_records += offsets
 
 
 def _add_leader_hints(broker: Broker, responses: list[FetchResponseResponse]) -> None:
@@ -243,6 +255,7 @@ def _read_all(plan: FetchPlan) -> tuple[list[FetchResponseResponse], int, bool]:
     this returns (no checkpoint in between), so the budget's answer holds."""
     budget = CONNECTION_BUDGET.get()
     plan.cold = []
+    plan.delivered = []
     bytes_left = plan.response_bytes_max
     if budget is not None:
         bytes_left = min(bytes_left, budget.available_bytes())
@@ -253,9 +266,13 @@ def _read_all(plan: FetchPlan) -> tuple[list[FetchResponseResponse], int, bool]:
         partition_responses = []
         for request_part, replica in partitions:
             first = total_bytes == 0 and _may_exceed(budget, bytes_left)
-            response, size = _read_partition(request_part, replica, bytes_left, first, plan)
+            response, size, offsets = _read_partition(
+                request_part, replica, bytes_left, first, plan
+            )
             if size > bytes_left and budget is not None and not budget.fits(size):
                 response.records, size = b"", 0  # KIP-74's batch, but no room for it now
+            if size:
+                plan.delivered.append((topic, size, offsets))
             has_error = has_error or response.error_code != ErrorCode.NONE
             bytes_left -= size
             total_bytes += size
@@ -278,13 +295,13 @@ def _read_partition(
     bytes_left: int,
     first: bool,
     plan: FetchPlan,
-) -> tuple[FetchResponsePartition, int]:
+) -> tuple[FetchResponsePartition, int, int]:
     index = request_part.partition
     if isinstance(replica, ErrorCode):
-        return _partition_error(index, replica), 0
+        return _partition_error(index, replica), 0, 0
     epoch_error = replica.check_leader_epoch(request_part.current_leader_epoch)
     if epoch_error != ErrorCode.NONE:
-        return _partition_error(index, epoch_error, replica), 0
+        return _partition_error(index, epoch_error, replica), 0, 0
     high_watermark = replica.high_watermark
     # A follower reads up to the log end: it replicates what is not committed yet.
     read_end = (
@@ -293,12 +310,13 @@ def _read_partition(
     fetch_offset = request_part.fetch_offset
     diverging = _diverging_epoch(replica, request_part.last_fetched_epoch, fetch_offset)
     if diverging is not None:
-        return _diverging_response(index, replica, diverging), 0
+        return _diverging_response(index, replica, diverging), 0, 0
     records: bytes | bytearray | memoryview = b""
+    next_offset = fetch_offset
     bytes_max = min(request_part.partition_max_bytes, bytes_left)
     log_start_offset = replica.log.log_start_offset
     if fetch_offset < log_start_offset or fetch_offset > replica.log.log_end_offset:
-        return _partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, replica), 0
+        return _partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, replica), 0, 0
     if fetch_offset < read_end and (bytes_max > 0 or first):
         try:
             result = replica.log.read(
@@ -309,25 +327,29 @@ def _read_partition(
             )
         except ReadNotCached as exc:
             plan.cold.append(exc.cold)  # this answer is not sent: warmed and read again
-            return _partition_error(index, ErrorCode.NONE, replica), 0
+            return _partition_error(index, ErrorCode.NONE, replica), 0, 0
         except OffsetOutOfRange:
-            return _partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, replica), 0
+            return _partition_error(index, ErrorCode.OFFSET_OUT_OF_RANGE, replica), 0, 0
         except LogError as exc:
-            return _partition_error(index, exc.error_code, replica), 0
-        records = result.records
+            return _partition_error(index, exc.error_code, replica), 0, 0
+        records, next_offset = result.records, result.next_offset
         # KIP-74: only the first non-empty partition may exceed the byte limits.
         if not first and len(records) > bytes_max:
             records = b""
-    return FetchResponsePartition(
-        partition_index=index,
-        error_code=ErrorCode.NONE,
-        high_watermark=high_watermark,
-        last_stable_offset=high_watermark,
-        log_start_offset=log_start_offset,
-        aborted_transactions=[],
-        preferred_read_replica=-1,
-        records=records,
-    ), len(records)
+    return (
+        FetchResponsePartition(
+            partition_index=index,
+            error_code=ErrorCode.NONE,
+            high_watermark=high_watermark,
+            last_stable_offset=high_watermark,
+            log_start_offset=log_start_offset,
+            aborted_transactions=[],
+            preferred_read_replica=-1,
+            records=records,
+        ),
+        len(records),
+        next_offset - fetch_offset,
+    )
 
 
 def _diverging_epoch(

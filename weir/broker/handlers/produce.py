@@ -183,6 +183,9 @@ def _append(
     else:
         broker.metrics.produced_batches_total += 1
         broker.metrics.produced_bytes_total += len(records)
+        traffic = broker.metrics.traffic(topic)
+        traffic.produced_bytes += len(records)
+        traffic.produced_records += result.last_offset - result.base_offset + 1
     outcome.replica = replica
     outcome.base_offset = result.base_offset
     outcome.next_offset = result.last_offset + 1

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 
 from weir.broker.broker import Broker
 from weir.broker.handlers.api_versions import supported_api_versions
@@ -16,6 +18,7 @@ from weir.broker.handlers.context import (
     EncodedResponse,
     RequestContext,
 )
+from weir.broker.metrics import Metrics
 from weir.format.errors import ErrorCode
 from weir.wire.messages.api_versions import ApiVersionsResponse
 from weir.wire.protocol import (
@@ -66,12 +69,28 @@ async def handle_frame(
         log.debug("closing connection: bad request header: %s", exc)
         broker.metrics.request_errors_total["UNKNOWN"] += 1
         return CLOSE
+    started_s = time.perf_counter()
     name = _api_name(header.api_key)
     broker.metrics.requests_total[name] += 1
     outcome = await _handle(broker, header, frame, client_host, connection)
     if outcome.close_connection:
         broker.metrics.request_errors_total[name] += 1
+    if outcome.pending is not None:
+        return RequestOutcome(
+            None, pending=partial(_timed, outcome.pending, broker.metrics, name, started_s)
+        )
+    broker.metrics.observe_request(name, time.perf_counter() - started_s)
     return outcome
+
+
+async def _timed(
+    pending: Callable[[], Awaitable[RequestOutcome]], metrics: Metrics, name: str, started_s: float
+) -> RequestOutcome:
+    """A deferred request's outcome, its time observed once it is ready."""
+    try:
+        return await pending()
+    finally:
+        metrics.observe_request(name, time.perf_counter() - started_s)
 
 
 async def _handle(

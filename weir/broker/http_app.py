@@ -1,0 +1,103 @@
+"""The HTTP endpoints, a Starlette app (served by weir.broker.http):
+/health/live, /health/ready, /metrics (Prometheus text, OpenMetrics when the
+Accept header asks for it), and the JSON group views GET /v1/groups and
+GET /v1/groups/{id} (weir.broker.group_views).
+
+Every endpoint is an `async def`: Starlette runs a plain `def` endpoint on a
+worker thread, and these read broker state that only the Trio thread may touch.
+"""
+
+from __future__ import annotations
+
+import json
+
+import trio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from weir.broker.broker import Broker
+from weir.broker.coordinators.group_service import GroupService
+from weir.broker.group_views import cluster_group_summaries, group_detail
+
+JSON_CONTENT_TYPE = "application/json"
+
+
+class _IndentedJSON(JSONResponse):
+    def render(self, content: object) -> bytes:
+        return (json.dumps(content, indent=1, sort_keys=True) + "\n").encode()
+
+
+def build_app(broker: Broker) -> Starlette:
+    async def live(request: Request) -> Response:
+        return PlainTextResponse("live\n")
+
+    async def ready(request: Request) -> Response:
+        return _ready_response(broker)
+
+    async def metrics(request: Request) -> Response:
+        accept = request.headers.get("accept", "")
+        body, content_type = await broker.metrics.exposition_off_loop(accept)
+        return Response(body, media_type=content_type)
+
+    async def groups(request: Request) -> Response:
+        service = broker.groups
+        if not isinstance(service, GroupService):
+            return _IndentedJSON({"error": "groups are not loaded yet"}, status_code=503)
+        return _IndentedJSON(await cluster_group_summaries(broker, service))
+
+    async def group(request: Request) -> Response:
+        service = broker.groups
+        if not isinstance(service, GroupService):
+            return _IndentedJSON({"error": "groups are not loaded yet"}, status_code=503)
+        group_id = request.path_params["group_id"]
+        detail = group_detail(broker, service, group_id)
+        if detail is None:
+            return _IndentedJSON({"error": f"no group {group_id!r}"}, status_code=404)
+        return _IndentedJSON(detail)
+
+    return Starlette(
+        routes=[
+            Route("/health/live", live),
+            Route("/health/ready", ready),
+            Route("/metrics", metrics),
+            Route("/v1/groups", groups),
+            Route("/v1/groups/{group_id:path}", group),
+        ]
+    )
+
+
+def _ready_response(broker: Broker) -> Response:
+    """200 once Kafka clients can be served, else 503; the JSON body also
+    carries the event loop's worst lag of the last minute (loop_lag.py)."""
+    worst_lag_s = broker.loop_lag.worst_recent_s(trio.current_time())
+    ready = broker.ready
+    status: dict[str, object] = {}
+    if broker.cluster is not None:
+        # A cluster broker is ready once its follower replicas have caught up
+        # (joined their ISR), so a rolling restart waits for it before the next.
+        catching_up = broker.cluster.replicas_catching_up()
+        status["replicas_catching_up"] = catching_up
+        # Replicas it cannot serve (a failed disk, a damaged log) are not in sync
+        # and will not be until an operator acts: not ready either.
+        offline = len(broker.offline_partitions)
+        status["replicas_offline"] = offline
+        ready = ready and catching_up == 0 and offline == 0
+        if broker.cluster.fenced():
+            # Its etcd lease may have ended: it leads nothing until it renews it.
+            status["fenced"] = True
+            ready = False
+    unavailable = broker.internal_partitions_unavailable()
+    if unavailable:
+        # A coordinator that cannot serve its groups says so (and why).
+        status["internal_partitions_unavailable"] = unavailable
+        ready = False
+    body = json.dumps(
+        {
+            "status": "ready" if ready else "not ready",
+            **status,
+            "event_loop_lag_worst_last_minute_ms": round(worst_lag_s * 1000, 1),
+        }
+    )
+    return Response(body + "\n", status_code=200 if ready else 503, media_type=JSON_CONTENT_TYPE)
