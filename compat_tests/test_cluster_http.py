@@ -2,7 +2,7 @@
 every group of the cluster (each broker coordinates some), and kafka_exporter's
 families are reported cluster-wide without double counting: `kafka_brokers` by
 every broker, a partition's offsets by its leader, a group's lag by its
-coordinator (weir/broker/exporter_metrics.py, weir/broker/group_views.py)."""
+coordinator (weir/broker/http/exporter_metrics.py, weir/broker/http/group_views.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The HTTP listener's guarantees (weir/broker/http.py), against a real `weir`:
+"""The HTTP listener's guarantees (weir/broker/http/listener.py), against a real `weir`:
 HTTP/1.1 keep-alive, a deadline per exchange (slow and idle peers are closed),
 bounded requests (431 for a big head, 413 for a body), a pool of its own that
 keeps health checks answerable, apart from the Kafka connections; and /metrics

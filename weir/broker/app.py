@@ -33,9 +33,9 @@ from weir.broker.config import (
 from weir.broker.coordinators.group_service import attach_group_service
 from weir.broker.data_dir_lock import lock_data_dir
 from weir.broker.descriptor_budget import raise_open_files_limit
-from weir.broker.exporter_metrics import register_exporter_metrics
-from weir.broker.group_views import register_group_metrics
-from weir.broker.http import serve_http
+from weir.broker.http.exporter_metrics import register_exporter_metrics
+from weir.broker.http.group_views import register_group_metrics
+from weir.broker.http.listener import serve_http
 from weir.broker.listen import ListenError
 from weir.broker.server.kafka_listener import KafkaServer
 from weir.controller.metadata import MetadataCorruptError, MetadataMissingError

@@ -1,8 +1,8 @@
-"""weir/broker/http.py: the request size checks."""
+"""weir/broker/http/listener.py: the request size checks."""
 
 from __future__ import annotations
 
-from weir.broker.http import _body_too_large, _head_bytes
+from weir.broker.http.listener import _body_too_large, _head_bytes
 
 
 def scope(headers: list[tuple[bytes, bytes]], path: bytes = b"/metrics") -> dict[str, object]:

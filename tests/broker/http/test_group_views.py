@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from weir.broker.group_views import decode_consumer_assignment
+from weir.broker.http.group_views import decode_consumer_assignment
 
 
 def assignment(*topics: tuple[str, list[int]]) -> bytes:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import trio
 
-from weir.broker.http import HttpConnection, HttpConnections
+from weir.broker.http.listener import HttpConnection, HttpConnections
 from weir.broker.metrics import Metrics
 
 

@@ -1,7 +1,7 @@
-"""The HTTP endpoints, a Starlette app (served by weir.broker.http):
+"""The HTTP endpoints, a Starlette app (served by weir.broker.http.listener):
 /health/live, /health/ready, /metrics (Prometheus text, OpenMetrics when the
 Accept header asks for it), and the JSON group views GET /v1/groups and
-GET /v1/groups/{id} (weir.broker.group_views).
+GET /v1/groups/{id} (weir.broker.http.group_views).
 
 Every endpoint is an `async def`: Starlette runs a plain `def` endpoint on a
 worker thread, and these read broker state that only the Trio thread may touch.
@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from weir.broker.broker import Broker
 from weir.broker.coordinators.group_service import GroupService
-from weir.broker.group_views import cluster_group_summaries, group_detail
+from weir.broker.http.group_views import cluster_group_summaries, group_detail
 
 JSON_CONTENT_TYPE = "application/json"
 

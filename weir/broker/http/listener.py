@@ -1,5 +1,5 @@
 """The HTTP listener: Hypercorn (HTTP/1.1 through h11) serving the Starlette app
-of weir.broker.http_app, inside the broker's Trio process.
+of weir.broker.http.app, inside the broker's Trio process.
 
 Hypercorn parses, keeps connections alive and bounds a request's head
 (`h11_max_incomplete_size`); what it has no setting for is ours, around it:
@@ -39,7 +39,7 @@ from hypercorn.utils import wrap_app
 
 from weir.broker.broker import Broker
 from weir.broker.config import Limits
-from weir.broker.http_app import build_app
+from weir.broker.http.app import build_app
 from weir.broker.listen import open_listeners
 from weir.broker.metrics import Metrics
 
