@@ -339,7 +339,7 @@ class ClusterMember:
     async def _run_tasks(self, watch_from: int, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            await self.broker.reconcile_local_partitions()
+            await self.broker.topic_changes.reconcile_local_partitions()
             self._apply_roles()
             nursery.start_soon(self._keep_lease)
             nursery.start_soon(self._watch_fencing)
@@ -385,7 +385,7 @@ class ClusterMember:
             await self._reconcile_wanted.wait()
             self._reconcile_wanted = trio.Event()
             try:
-                await self.broker.reconcile_local_partitions()
+                await self.broker.topic_changes.reconcile_local_partitions()
             except Exception:  # a failed directory operation: the next change retries
                 log.exception("could not make the local replicas match the metadata")
             self._leadership_dirty.set()
@@ -496,7 +496,7 @@ class ClusterMember:
         self.offline_replicas.clear()
         for kv in kvs:
             self._apply_put(kv, initial=True)
-        await self.broker.reconcile_local_partitions()
+        await self.broker.topic_changes.reconcile_local_partitions()
         self._apply_roles()
         self._watch_revision = current + 1
 
@@ -890,7 +890,7 @@ class ClusterMember:
             )
             if not await self.swap_partition_state(topic, index, moved, as_controller=True):
                 return
-        await self.broker.commit_metadata(
+        await self.broker.topic_changes.commit_metadata(
             lambda: self.broker.controller.stage_finish_reassignment(topic.name, index)
         )
         log.info("%s-%d: replicas moved to %s", topic.name, index, target)
