@@ -11,7 +11,7 @@ plans to the broker unless the request is `validate_only`.
 controller does, so no request ever times out.
 
 The handlers decide at once; each change that touches the disk is a Deferred
-that awaits the broker's `*_async` method (file work on the disk executor,
+that awaits the broker's `topic_changes` (file work on the disk executor,
 changes applied one at a time and checked again there), answered in order.
 """
 
