@@ -12,14 +12,13 @@ from collections.abc import Iterator, Sequence
 import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
-from weir.broker.cluster.cluster_member import (
-    ClusterMember,
+from weir.broker.cluster.cluster_member import ClusterMember, register_cluster_metrics
+from weir.broker.cluster.etcd_client import EtcdClient, EtcdError
+from weir.broker.cluster.etcd_layout import (
     EtcdMetadataStore,
     etcd_request_timeout_s,
     load_cluster_metadata,
-    register_cluster_metrics,
 )
-from weir.broker.cluster.etcd_client import EtcdClient, EtcdError
 from weir.broker.config import (
     BrokerConfig,
     ConfigError,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -22,13 +21,12 @@ from weir.broker.partition_replica import PartitionReplica
 from weir.broker.roles import (
     ClusterRole,
     InternalStateOwner,
-    MetadataConflictError,
     OffsetsTopicPlanner,
 )
+from weir.broker.topic_changes import TopicChanges
 from weir.controller.controller import (
     Controller,
     ControllerError,
-    MetadataChange,
     TopicDefaults,
 )
 from weir.controller.metadata import (
@@ -56,10 +54,6 @@ from weir.log.partition_metadata import PartitionIdentity, read_partition_metada
 from weir.txn.producer_ids import ProducerIdAllocator
 
 log = logging.getLogger(__name__)
-
-
-# Attempts of one metadata change that keeps losing its compare-and-swap.
-METADATA_SAVE_ATTEMPTS_MAX = 8
 
 
 def wall_clock_ms() -> int:
@@ -164,9 +158,8 @@ class Broker:
         self.disk = DiskExecutor()
         # One metadata save at a time, each applied before the next is staged.
         self.metadata_lock = trio.Lock()
-        # One topic change (create, delete, add partitions, configs) at a time, as
-        # Kafka's controller: each is checked again once it holds the lock.
-        self._topic_changes_lock = trio.Lock()
+        # Topic and metadata changes off the event loop, one at a time.
+        self.topic_changes = TopicChanges(self)
         self._register_gauges()
 
     # -- lifecycle -------------------------------------------------------
@@ -221,9 +214,9 @@ class Broker:
                 topic.name, index, exc.problem, self.config.data_dir,
             )  # fmt: skip
             return
-        self.partitions[key] = self._new_replica(topic, index, partition_log)
+        self.partitions[key] = self.new_replica(topic, index, partition_log)
 
-    def _new_replica(
+    def new_replica(
         self, topic: TopicRecord, index: int, partition_log: PartitionLog
     ) -> PartitionReplica:
         partition_log.on_failure = partial(self._log_failed, (topic.name, index))
@@ -330,7 +323,7 @@ class Broker:
                     record.name, index, config, _identity(record)
                 )
                 created.append(index)
-                self.partitions[(record.name, index)] = self._new_replica(
+                self.partitions[(record.name, index)] = self.new_replica(
                     record, index, partition_log
                 )
         except BaseException:
@@ -359,248 +352,7 @@ class Broker:
         else:
             self.log_manager.set_aside(directory, f"a new partition {name}-{index} goes there")
 
-    # -- topic changes off the event loop ---------------------------------------
-    #
-    # The handlers decide at once and await these in their Deferred. Each runs
-    # its file work on the disk executor and changes memory on the Trio thread
-    # only once the disk agrees; the order of the synchronous versions above is
-    # kept (create: directories, then the metadata save, the commit point;
-    # delete: the save first). Changes run one at a time and check their plan
-    # again under the lock, so a create that lost a race to another one
-    # answers TOPIC_ALREADY_EXISTS and never touches the winner's directories.
-
-    async def commit_metadata(self, stage: Callable[[], MetadataChange | None]) -> None:
-        """Stage a controller change (it may raise ControllerError), save it on the
-        disk executor, apply it. Shielded once staged: memory follows the disk."""
-        async with self.metadata_lock:
-            if self.cluster is not None:
-                await self._commit_to_cluster(stage, self.cluster)
-                return
-            change = stage()
-            if change is None:
-                return
-            with trio.CancelScope(shield=True):
-                await self.disk.run(DiskJob.METADATA_SAVE, partial(self.controller.save, change))
-                change.apply()
-
-    async def _commit_to_cluster(
-        self, stage: Callable[[], MetadataChange | None], cluster: ClusterRole
-    ) -> None:
-        """A cluster's metadata is saved by compare-and-swap in etcd; when another
-        broker changed it first, the change is staged again over the new metadata
-        (it may now be refused: a topic created meanwhile)."""
-        for _ in range(METADATA_SAVE_ATTEMPTS_MAX):
-            change = stage()
-            if change is None:
-                return
-            try:
-                with trio.CancelScope(shield=True):
-                    await cluster.save_metadata(change)
-                    change.apply()
-                return
-            except MetadataConflictError:
-                continue
-        raise ControllerError(
-            ErrorCode.NOT_CONTROLLER, "the cluster metadata kept changing; try again"
-        )
-
-    async def create_topic_async(self, plan: Callable[[], TopicRecord]) -> TopicRecord:
-        """`plan()` (checked again now, may raise) is created all or nothing, as
-        `create_topic`; raises ControllerError or OSError."""
-        async with self._topic_changes_lock:
-            record = plan()
-            if self.cluster is not None:
-                await self.commit_metadata(lambda: self.controller.stage_add_topic(record))
-                await self._reconcile_local_partitions()
-                return record
-            indexes = self.local_indexes(record)
-            logs = await self._build_partitions(record, indexes)
-            try:
-                await self.commit_metadata(lambda: self.controller.stage_add_topic(record))
-            except BaseException:
-                await self._discard_built(record, indexes, logs)
-                raise
-            self._serve_built(record, indexes, logs)
-        return record
-
-    async def increase_partitions_async(
-        self,
-        name: str,
-        count: int,
-        check: Callable[[], None],
-        assignments: Sequence[Sequence[int]] = (),
-    ) -> None:
-        """Add partitions up to `count` after `check()` (again, under the lock)."""
-        async with self._topic_changes_lock:
-            check()
-            record = self.controller.topic(name)
-            assert record is not None, "check() found the topic"
-            if self.cluster is not None:
-                await self.commit_metadata(
-                    lambda: self.controller.stage_increase_partitions(name, count, assignments)
-                )
-                await self._reconcile_local_partitions()
-                return
-            added = range(record.partition_count, count)
-            logs = await self._build_partitions(record, added)
-            try:
-                await self.commit_metadata(
-                    lambda: self.controller.stage_increase_partitions(name, count)
-                )
-            except BaseException:
-                await self._discard_built(record, added, logs)
-                raise
-            self._serve_built(record, added, logs)
-
-    async def delete_topic_async(self, name: str) -> TopicRecord:
-        """As `delete_topic`: the save first, then the logs stop and their
-        directories go on the disk executor. Raises ControllerError or OSError."""
-        async with self._topic_changes_lock:
-            removed: list[TopicRecord] = []
-
-            def stage() -> MetadataChange:
-                change, record = self.controller.stage_remove_topic(name)
-                removed.append(record)
-                return change
-
-            await self.commit_metadata(stage)
-            record = removed[-1]  # the staging that was saved (a conflict restages)
-            if self.cluster is not None:
-                await self._reconcile_local_partitions()
-                return record
-            keys = [(record.name, index) for index in range(record.partition_count)]
-            failed = await self._remove_retired(*self._retire_partitions(keys))
-            if not failed:
-                try:
-                    await self.commit_metadata(
-                        lambda: self.controller.stage_forget_deletions([record.topic_id])
-                    )
-                except OSError as exc:
-                    log.warning("could not record that %s is fully deleted: %s", name, exc)
-        return record
-
-    async def set_topic_configs_async(
-        self, name: str, overrides_now: Callable[[], Mapping[str, str]]
-    ) -> None:
-        """Store the overrides `overrides_now()` computes when the change's turn
-        comes (from the topic's configs then: concurrent changes all count)."""
-        async with self._topic_changes_lock:
-            await self.commit_metadata(
-                lambda: self.controller.stage_set_topic_configs(name, overrides_now())
-            )
-            self._apply_log_config(name)
-
-    async def reserve_producer_ids(self) -> None:
-        """Reserve the next block of producer ids (a metadata save) and hand it
-        to the allocator."""
-        size = self.producer_ids.block_size
-        firsts: list[int] = []
-
-        def stage() -> MetadataChange:
-            change, first = self.controller.stage_allocate_producer_ids(size)
-            firsts.append(first)
-            return change
-
-        await self.commit_metadata(stage)
-        self.producer_ids.add_block(firsts[-1])  # the staging that was saved (the last)
-
-    async def _build_partitions(
-        self, record: TopicRecord, indexes: Sequence[int]
-    ) -> list[PartitionLog]:
-        config = self.log_config(record)
-        identity = _identity(record)
-        leftover_ids = frozenset(self.controller.deleting_topic_ids)
-        manager = self.log_manager
-
-        def build() -> list[PartitionLog]:
-            built: list[PartitionLog] = []
-            try:
-                for index in indexes:
-                    self._clear_way_off_loop(record.name, index, leftover_ids)
-                    built.append(manager.build_log(record.name, index, config, identity))
-                manager.sync_data_directory()
-            except BaseException:
-                for partition_log in built:
-                    partition_log.retire()  # known to nobody yet: safe off the loop
-                directories = [manager.directory_of(record.name, i) for i in indexes]
-                manager.remove_retired(directories[: len(built)], built)
-                raise
-            return built
-
-        with trio.CancelScope(shield=True):
-            built = await self.disk.run(DiskJob.PARTITIONS_CREATE, build)
-        return built
-
-    def _clear_way_off_loop(
-        self, name: str, index: int, leftover_ids: frozenset[uuid.UUID]
-    ) -> None:
-        """`_clear_way_for` on the disk executor (the topic is not served yet)."""
-        directory = self.log_manager.directory_of(name, index)
-        if not directory.exists():
-            return
-        identity = read_partition_metadata_or_none(directory)
-        if identity is not None and identity.topic_id in leftover_ids:
-            log.info("removing %s, left from a deleted topic", directory.name)
-            self.log_manager.remove_directory(directory)
-        else:
-            self.log_manager.set_aside(directory, f"a new partition {name}-{index} goes there")
-
-    async def _discard_built(
-        self, record: TopicRecord, indexes: Sequence[int], logs: list[PartitionLog]
-    ) -> None:
-        for partition_log in logs:
-            partition_log.retire()
-        directories = [self.log_manager.directory_of(record.name, i) for i in indexes]
-        with trio.CancelScope(shield=True):
-            failed = await self.disk.run(
-                DiskJob.PARTITIONS_REMOVE,
-                partial(self.log_manager.remove_retired, directories, logs),
-            )
-        for directory, exc in failed:
-            log.warning("could not remove the new %s: %s", directory.name, exc)
-
-    def _serve_built(
-        self, record: TopicRecord, indexes: Sequence[int], logs: list[PartitionLog]
-    ) -> None:
-        for index, partition_log in zip(indexes, logs, strict=True):
-            self.log_manager.adopt(record.name, index, partition_log)
-            self.partitions[(record.name, index)] = self._new_replica(record, index, partition_log)
-
-    def _retire_partitions(
-        self, keys: Iterable[tuple[str, int]]
-    ) -> tuple[list[Path], list[PartitionLog]]:
-        """Stop serving these partitions (waking their long-polls) and retire their
-        logs: the directories and logs to remove."""
-        directories = []
-        logs = []
-        for name, index in keys:
-            replica = self.partitions.pop((name, index), None)
-            self.offline_partitions.pop((name, index), None)
-            if replica is not None:
-                replica.wake_fetchers()
-                replica.wake_followers()
-            partition_log = self.log_manager.retire(name, index)
-            if partition_log is not None:
-                logs.append(partition_log)
-            directories.append(self.log_manager.directory_of(name, index))
-        return directories, logs
-
-    async def _remove_retired(
-        self, directories: list[Path], logs: list[PartitionLog]
-    ) -> list[tuple[Path, OSError]]:
-        """Remove retired partitions' files on the disk executor (not cancellable
-        halfway); each failure is logged and left for the next start."""
-        with trio.CancelScope(shield=True):
-            failed = await self.disk.run(
-                DiskJob.PARTITIONS_REMOVE,
-                partial(self.log_manager.remove_retired, directories, logs),
-            )
-        for directory, exc in failed:
-            log.warning("%s: removing its files failed (%s); the next start "
-                        "removes them", directory.name, exc)  # fmt: skip
-        return failed
-
-    def _apply_log_config(self, name: str) -> None:
+    def apply_log_config(self, name: str) -> None:
         record = self.controller.topic(name)
         assert record is not None
         config = self.log_config(record)
@@ -616,28 +368,6 @@ class Broker:
         record = self.controller.plan_topic(name, -1, -1)
         self.check_descriptor_budget(record.partition_count)
         self.create_topic(record)
-        log.info("auto-created topic %s with %d partitions", name, record.partition_count)
-        return record
-
-    async def auto_create_topic_async(self, name: str) -> TopicRecord:
-        """A topic with defaults (the caller checked auto-creation is on), or
-        the one another request created meanwhile."""
-
-        def plan() -> TopicRecord:
-            record = self.controller.plan_topic(name, -1, -1)
-            self.check_descriptor_budget(record.partition_count)
-            return record
-
-        existing = self.controller.topic(name)
-        if existing is not None:
-            return existing
-        try:
-            record = await self.create_topic_async(plan)
-        except ControllerError as exc:
-            existing = self.controller.topic(name)
-            if exc.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and existing is not None:
-                return existing
-            raise
         log.info("auto-created topic %s with %d partitions", name, record.partition_count)
         return record
 
@@ -686,51 +416,7 @@ class Broker:
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.controller.set_topic_configs(name, configs)
-        self._apply_log_config(name)
-
-    # -- a cluster's partitions --------------------------------------------------
-    #
-    # In a cluster the metadata changes under this broker (another broker creates a
-    # topic, the controller moves a replica): after every change the local replicas
-    # are made to match it. Created, deleted and grown topics all go this way, the
-    # local broker's own changes included (saved first, then materialised here).
-
-    async def reconcile_local_partitions(self) -> None:
-        async with self._topic_changes_lock:
-            await self._reconcile_local_partitions()
-
-    async def _reconcile_local_partitions(self) -> None:
-        wanted = {
-            (topic.name, index): topic
-            for topic in self.controller.topics()
-            for index in self.local_indexes(topic)
-        }
-        await self._retire_unwanted(wanted)
-        for key, replica in self.partitions.items():
-            topic = wanted[key]
-            if replica.topic is not topic:
-                replica.topic = topic
-                replica.log.config = self.log_config(topic)
-        missing: dict[str, list[int]] = {}
-        for key in wanted:
-            if key not in self.partitions and key not in self.offline_partitions:
-                missing.setdefault(key[0], []).append(key[1])
-        for name, indexes in missing.items():
-            record = wanted[(name, indexes[0])]
-            logs = await self._build_partitions(record, indexes)
-            self._serve_built(record, indexes, logs)
-        if self.on_partitions_changed is not None:
-            self.on_partitions_changed()
-
-    async def _retire_unwanted(self, wanted: Mapping[tuple[str, int], TopicRecord]) -> None:
-        gone = [
-            key
-            for key, replica in self.partitions.items()
-            if key not in wanted or wanted[key].topic_id != replica.topic.topic_id
-        ]
-        if not gone:
-            return
-        await self._remove_retired(*self._retire_partitions(gone))
+        self.apply_log_config(name)
 
     # -- metrics ---------------------------------------------------------
 

@@ -14,13 +14,13 @@ from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.coordinators.group_service import attach_group_service
 from weir.broker.coordinators.offsets_topic import OFFSETS_TOPIC_NAME
-from weir.broker.handlers.groups import (
+from weir.broker.handlers.classic_groups import handle_join_group, handle_sync_group
+from weir.broker.handlers.consumer_groups import (
     handle_consumer_group_describe,
     handle_consumer_group_heartbeat,
-    handle_find_coordinator,
-    handle_offset_commit,
-    handle_offset_fetch,
 )
+from weir.broker.handlers.find_coordinator import handle_find_coordinator
+from weir.broker.handlers.group_offsets import handle_offset_commit, handle_offset_fetch
 from weir.format.errors import ErrorCode
 from weir.log.filesystem_sync import FilesystemWatch
 from weir.wire.protocol import (
@@ -194,7 +194,6 @@ async def test_commits_are_loaded_after_a_restart(tmp_path: Path) -> None:
 
 
 async def test_oversized_join_metadata_and_sync_assignments_are_refused(broker: Broker) -> None:
-    from weir.broker.handlers.groups import handle_join_group, handle_sync_group
 
     huge = b"x" * (1024 * 1024 + 1)
     join = {

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from weir.broker.server.kafka_listener import (
+from weir.broker.server.framing import (
     RECEIVE_CHUNK_BYTES,
     ConnectionClosedError,
     FrameReader,

@@ -20,7 +20,8 @@ import trio
 
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
-from weir.broker.server.kafka_listener import ConnectionWatchdog, KafkaServer
+from weir.broker.server.connection_watchdog import ConnectionWatchdog
+from weir.broker.server.kafka_listener import KafkaServer
 from weir.wire.protocol import ApiKey, encode_request
 
 TIMEOUT_MS = 200

@@ -55,6 +55,13 @@ REPLICA_RETRY_BACKOFF_S = 0.2
 REPLICA_CLIENT_ID_PREFIX = "weir-replica-"
 
 
+def monotonic_ms() -> int:
+    """The clock of replication's durations (a follower's lag, since it was last
+    caught up): monotonic, so a wall-clock step on a leader (NTP, an operator)
+    neither drops every follower from the ISR nor keeps a lagging one in it."""
+    return int(trio.current_time() * 1000)
+
+
 @dataclass
 class FollowerProgress:
     """What the leader knows of one follower (Kafka's Replica state)."""

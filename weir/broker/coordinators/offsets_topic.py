@@ -79,7 +79,7 @@ async def create_offsets_topic(
     if existing is not None:
         return existing
     try:
-        record = await broker.create_topic_async(plan)
+        record = await broker.topic_changes.create_topic(plan)
     except ControllerError as exc:
         existing = broker.controller.topic(OFFSETS_TOPIC_NAME)
         if exc.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and existing is not None:

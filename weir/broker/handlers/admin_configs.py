@@ -444,7 +444,7 @@ async def _store(
         if resource.resource_type == ResourceType.GROUP:
             await _store_group_configs(broker, resource.resource_name, overrides_now)
         else:
-            await broker.set_topic_configs_async(resource.resource_name, overrides_now)
+            await broker.topic_changes.set_topic_configs(resource.resource_name, overrides_now)
     except ResourceError as exc:
         return ConfigOutcome.of(resource, exc.error_code, exc.message)
     except ControllerError as exc:
@@ -459,7 +459,7 @@ async def _store(
 async def _store_group_configs(
     broker: Broker, group_id: str, overrides_now: Callable[[], dict[str, str]]
 ) -> None:
-    await broker.commit_metadata(
+    await broker.topic_changes.commit_metadata(
         lambda: broker.controller.stage_set_group_configs(group_id, overrides_now())
     )
     if isinstance(broker.groups, GroupService):

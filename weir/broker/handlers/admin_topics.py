@@ -11,7 +11,7 @@ plans to the broker unless the request is `validate_only`.
 controller does, so no request ever times out.
 
 The handlers decide at once; each change that touches the disk is a Deferred
-that awaits the broker's `*_async` method (file work on the disk executor,
+that awaits the broker's `topic_changes` (file work on the disk executor,
 changes applied one at a time and checked again there), answered in order.
 """
 
@@ -228,7 +228,7 @@ async def _create(broker: Broker, topic: CreateTopicsRequestTopic) -> CreateTopi
     """Planned again once the broker takes the change: another request may have
     created the name (TOPIC_ALREADY_EXISTS) or used the budget meanwhile."""
     try:
-        record = await broker.create_topic_async(partial(_plan_topic, broker, topic))
+        record = await broker.topic_changes.create_topic(partial(_plan_topic, broker, topic))
     except TopicRequestError as exc:
         return _create_error(topic.name, exc.error_code, exc.message)
     except ControllerError as exc:
@@ -367,7 +367,7 @@ def handle_delete_topics(
 async def _delete(broker: Broker, record: TopicRecord) -> DeleteTopicsResponseResponse:
     """A deletion that ran first (another request) answers UNKNOWN_TOPIC_OR_PARTITION."""
     try:
-        await broker.delete_topic_async(record.name)
+        await broker.topic_changes.delete_topic(record.name)
     except ControllerError as exc:
         return _deleted(record.name, record.topic_id, exc.error_code, exc.message)
     except OSError as exc:
@@ -438,7 +438,7 @@ async def _increase_partitions(
     """Checked again once the broker takes the change (another request may have
     added partitions or deleted the topic meanwhile)."""
     try:
-        await broker.increase_partitions_async(
+        await broker.topic_changes.increase_partitions(
             topic.name,
             topic.count,
             partial(_check_increase, broker, topic),

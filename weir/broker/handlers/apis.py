@@ -12,9 +12,13 @@ import weir.broker.handlers.admin_configs as admin_configs
 import weir.broker.handlers.admin_records as admin_records
 import weir.broker.handlers.admin_topics as admin_topics
 import weir.broker.handlers.api_versions as api_versions
+import weir.broker.handlers.classic_groups as classic_groups
+import weir.broker.handlers.consumer_groups as consumer_groups
 import weir.broker.handlers.describe_cluster as cluster
 import weir.broker.handlers.fetch as fetch
-import weir.broker.handlers.groups as groups
+import weir.broker.handlers.find_coordinator as find_coordinator
+import weir.broker.handlers.group_admin as group_admin
+import weir.broker.handlers.group_offsets as group_offsets
 import weir.broker.handlers.leader_epoch as leader_epoch
 import weir.broker.handlers.list_offsets as list_offsets
 import weir.broker.handlers.metadata as metadata
@@ -43,19 +47,19 @@ HANDLERS: dict[int, Handler[Any, Any]] = {
     ApiKey.DELETE_RECORDS: admin_records.handle_delete_records,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
     ApiKey.INIT_PRODUCER_ID: producer_ids.handle_init_producer_id,
-    ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
-    ApiKey.OFFSET_COMMIT: groups.handle_offset_commit,
-    ApiKey.OFFSET_FETCH: groups.handle_offset_fetch,
-    ApiKey.JOIN_GROUP: groups.handle_join_group,
-    ApiKey.SYNC_GROUP: groups.handle_sync_group,
-    ApiKey.HEARTBEAT: groups.handle_heartbeat,
-    ApiKey.LEAVE_GROUP: groups.handle_leave_group,
-    ApiKey.LIST_GROUPS: groups.handle_list_groups,
-    ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
-    ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
-    ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.handle_consumer_group_heartbeat,
-    ApiKey.CONSUMER_GROUP_DESCRIBE: groups.handle_consumer_group_describe,
+    ApiKey.FIND_COORDINATOR: find_coordinator.handle_find_coordinator,
+    ApiKey.OFFSET_COMMIT: group_offsets.handle_offset_commit,
+    ApiKey.OFFSET_FETCH: group_offsets.handle_offset_fetch,
+    ApiKey.JOIN_GROUP: classic_groups.handle_join_group,
+    ApiKey.SYNC_GROUP: classic_groups.handle_sync_group,
+    ApiKey.HEARTBEAT: classic_groups.handle_heartbeat,
+    ApiKey.LEAVE_GROUP: classic_groups.handle_leave_group,
+    ApiKey.LIST_GROUPS: group_admin.handle_list_groups,
+    ApiKey.DESCRIBE_GROUPS: group_admin.handle_describe_groups,
+    ApiKey.DELETE_GROUPS: group_admin.handle_delete_groups,
+    ApiKey.OFFSET_DELETE: group_admin.handle_offset_delete,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.handle_consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.handle_consumer_group_describe,
     ApiKey.ELECT_LEADERS: partition_admin.handle_elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_admin.handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,

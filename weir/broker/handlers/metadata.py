@@ -109,7 +109,7 @@ def _lookup_topic(
 async def _auto_create(broker: Broker, name: str, topic_ops: int) -> MetadataResponseTopic:
     """Created on the disk executor (another request may have created it meanwhile)."""
     try:
-        created = await broker.auto_create_topic_async(name)
+        created = await broker.topic_changes.auto_create_topic(name)
     except ControllerError as exc:
         return _topic_error(name, ZERO_UUID, exc.error_code)
     except OSError:

@@ -161,7 +161,9 @@ async def _commit_moves(
     if broker.cluster is None:
         return None  # the only assignment is the one it has
     try:
-        await broker.commit_metadata(lambda: broker.controller.stage_reassign(topic_name, moves))
+        await broker.topic_changes.commit_metadata(
+            lambda: broker.controller.stage_reassign(topic_name, moves)
+        )
     except ControllerError as exc:
         return exc.error_code, exc.message
     except OSError as exc:

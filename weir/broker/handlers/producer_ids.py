@@ -41,7 +41,7 @@ async def _reserve_then_take(broker: Broker) -> InitProducerIdResponse:
     # Another request may have reserved a block meanwhile, or used one up.
     while (producer_id := broker.producer_ids.take()) is None:
         try:
-            await broker.reserve_producer_ids()
+            await broker.topic_changes.reserve_producer_ids()
         except (ControllerError, OSError) as exc:
             log.error("InitProducerId: no producer id: %s", exc)
             return _response(ErrorCode.UNKNOWN_SERVER_ERROR)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -31,158 +30,18 @@ from weir.broker.broker import Broker
 from weir.broker.handlers.context import ClientConnection
 from weir.broker.in_flight_budget import CONNECTION_BUDGET, ConnectionBudget, InFlightBudget
 from weir.broker.listen import open_listeners
+from weir.broker.server.connection_limits import ALL_ADDRESSES, AddressSlots, RefusalLog
+from weir.broker.server.connection_watchdog import ConnectionWatchdog
 from weir.broker.server.dispatch import RequestOutcome, handle_frame
+from weir.broker.server.framing import ConnectionClosedError, FrameReader, FrameSizeError
 
 log = logging.getLogger(__name__)
 
-FRAME_SIZE_PREFIX = struct.Struct(">i")
-# api_key int16 + api_version int16 + correlation_id int32 + client_id length int16
-REQUEST_HEADER_BYTES_MIN = 10
-RECEIVE_CHUNK_BYTES = 256 * 1024
 # Ready responses are joined into one send up to this size.
 SEND_BATCH_BYTES_MAX = 1024 * 1024
 # A big response is sent in pieces of this size; each piece the peer takes
 # counts as progress for the watchdog.
 SEND_PIECE_BYTES = 1024 * 1024
-# Refused connections: one WARNING per address (and one for connections_max)
-# per interval, with the count refused in between; at most
-# `limits.refusal_log_addresses_max` addresses remembered.
-REFUSAL_LOG_INTERVAL_S = 60.0
-ALL_ADDRESSES = "*"
-
-
-class ConnectionClosedError(Exception):
-    """The peer closed, broke the framing rules, or timed out."""
-
-
-class FrameSizeError(ConnectionClosedError):
-    """A frame's size prefix is outside the limits: the broker closes."""
-
-
-class FrameReader:
-    """Reads size-prefixed frames, allocating only as bytes actually arrive.
-
-    Frames come back as views of a `bytearray` of their own, so handlers may
-    patch them in place (Produce stamps offsets into the batches it stores).
-    A frame that is not wholly buffered is received in chunks of at most
-    RECEIVE_CHUNK_BYTES and joined once: two copies of its bytes in all."""
-
-    def __init__(self, stream: trio.abc.ReceiveStream, frame_bytes_max: int) -> None:
-        self._stream = stream
-        self._frame_bytes_max = frame_bytes_max
-        self._buffer = bytearray()
-
-    async def _receive(self, byte_count_max: int) -> bytes | bytearray:
-        chunk = await self._stream.receive_some(min(byte_count_max, RECEIVE_CHUNK_BYTES))
-        if not chunk:
-            raise ConnectionClosedError("peer closed the connection")
-        return chunk
-
-    async def _fill(self, byte_count: int) -> None:
-        while len(self._buffer) < byte_count:
-            self._buffer += await self._receive(max(byte_count - len(self._buffer), 4096))
-
-    async def wait_for_frame_start(self) -> None:
-        await self._fill(1)
-
-    async def read_frame(self, admit: Callable[[int], Awaitable[None]] | None = None) -> memoryview:
-        """The next frame. `admit(size)` is awaited once its size is known and
-        before its body is received (the in-flight budget's charge)."""
-        await self._fill(4)
-        size = self._checked_size()
-        if admit is not None:
-            await admit(size)
-        if len(self._buffer) >= 4 + size:
-            return self._take(size)
-        chunks: list[bytes | bytearray] = [self._buffer[4:]]
-        missing = 4 + size - len(self._buffer)
-        self._buffer = bytearray()
-        while missing > 0:
-            chunk = await self._receive(missing)
-            chunks.append(chunk)
-            missing -= len(chunk)
-        return memoryview(bytearray().join(chunks))
-
-    def buffered_frame(self) -> memoryview | None:
-        """The next frame if it is wholly buffered already (no await), else None."""
-        if len(self._buffer) < 4:
-            return None
-        size = self._checked_size()
-        if len(self._buffer) < 4 + size:
-            return None
-        return self._take(size)
-
-    def _checked_size(self) -> int:
-        (size,) = FRAME_SIZE_PREFIX.unpack_from(self._buffer)
-        if size < REQUEST_HEADER_BYTES_MIN or size > self._frame_bytes_max:
-            raise FrameSizeError(f"frame size {size} outside [10, {self._frame_bytes_max}]")
-        return int(size)
-
-    def _take(self, size: int) -> memoryview:
-        frame = self._buffer[4 : 4 + size]  # a bytearray of its own
-        del self._buffer[: 4 + size]
-        return memoryview(frame)
-
-
-class RefusalLog:
-    """Logs refused connections without flooding: one WARNING per key (an
-    address, or ALL_ADDRESSES) per REFUSAL_LOG_INTERVAL_S, with the number
-    refused since the previous line."""
-
-    def __init__(self, addresses_max: int, interval_s: float = REFUSAL_LOG_INTERVAL_S) -> None:
-        self.addresses_max = addresses_max
-        self.interval_s = interval_s
-        self._logged_at_s: dict[str, float] = {}
-        self._refused_since: dict[str, int] = {}
-
-    def refused(self, key: str, reason: str) -> None:
-        now_s = trio.current_time()
-        logged_at_s = self._logged_at_s.get(key)
-        if logged_at_s is not None and now_s - logged_at_s < self.interval_s:
-            self._refused_since[key] = self._refused_since.get(key, 0) + 1
-            return
-        if len(self._logged_at_s) >= self.addresses_max:
-            self._forget_before(now_s - self.interval_s)
-        earlier = self._refused_since.pop(key, 0)
-        self._logged_at_s[key] = now_s
-        log.warning(
-            "refusing connections: %s (%d more refused since the last such line; "
-            "logged at most every %.0f s)",
-            reason, earlier, self.interval_s,
-        )  # fmt: skip
-
-    def _forget_before(self, cutoff_s: float) -> None:
-        stale = [key for key, at_s in self._logged_at_s.items() if at_s < cutoff_s]
-        if len(stale) < len(self._logged_at_s) // 2:
-            stale = list(self._logged_at_s)  # many recent ones: start over
-        for key in stale:
-            del self._logged_at_s[key]
-            self._refused_since.pop(key, None)
-
-
-class AddressSlots:
-    """Open connections per peer address (Kafka's max.connections.per.ip)."""
-
-    def __init__(self, per_address_max: int) -> None:
-        self.per_address_max = per_address_max
-        self._open: dict[str, int] = {}
-
-    def open_count(self, address: str) -> int:
-        return self._open.get(address, 0)
-
-    def try_take(self, address: str) -> bool:
-        count = self._open.get(address, 0)
-        if count >= self.per_address_max:
-            return False
-        self._open[address] = count + 1
-        return True
-
-    def release(self, address: str) -> None:
-        count = self._open[address] - 1
-        if count:
-            self._open[address] = count
-        else:
-            del self._open[address]
 
 
 @dataclass(eq=False)
@@ -323,84 +182,6 @@ STREAM_ERRORS = (
 )
 
 
-class ConnectionWatchdog:
-    """Closes a connection whose peer stays idle, takes too long to send a
-    frame it started, or reads nothing of a response for too long:
-    `connection_idle_timeout_ms` between frames and per piece of a response
-    sent, `request_receive_timeout_ms` within one frame.
-
-    The reader and writer only stamp deadlines as they move between states;
-    one task per connection checks them a few times per timeout. A cancel
-    scope with a deadline around every read cost the reader a fifth of its
-    CPU; a deadline is now enforced up to two check intervals late.
-
-    A deadline closes the connection only when two checks in a row see it
-    passed and unchanged. After an event-loop stall longer than a timeout the
-    watchdog and the reader wake in the same batch, and the peer's frame may
-    have arrived during the stall, unread: the first check only gives the
-    reader and writer an interval to restamp (issue 9: a client pinging every
-    10 ms was reset during a long produce)."""
-
-    CHECK_INTERVAL_S_MIN = 0.02
-    CHECK_INTERVAL_S_MAX = 1.0
-
-    def __init__(self, idle_timeout_s: float, receive_timeout_s: float) -> None:
-        self.idle_timeout_s = idle_timeout_s
-        self.receive_timeout_s = receive_timeout_s
-        self.deadline = math.inf
-        self.send_deadline = math.inf
-        self._state = "idle"
-        self.expired_reason: str | None = None
-        self.check_interval_s = min(
-            max(min(idle_timeout_s, receive_timeout_s) / 10, self.CHECK_INTERVAL_S_MIN),
-            self.CHECK_INTERVAL_S_MAX,
-        )
-
-    def expect_frame_start(self) -> None:
-        self.deadline = trio.current_time() + self.idle_timeout_s
-        self._state = "idle"
-
-    def expect_frame_end(self) -> None:
-        self.deadline = trio.current_time() + self.receive_timeout_s
-        self._state = "receiving a frame"
-
-    def pause(self) -> None:
-        """Handling a request or waiting for the writer: the peer owes nothing."""
-        self.deadline = math.inf
-
-    def expect_send_progress(self) -> None:
-        """A piece of a response is being sent: the peer must take it in time."""
-        self.send_deadline = trio.current_time() + self.idle_timeout_s
-
-    def sent(self) -> None:
-        self.send_deadline = math.inf
-
-    def _expired(self, now: float) -> str | None:
-        if now > self.deadline:
-            return f"{self._state} for too long"
-        if now > self.send_deadline:
-            return "the peer has not read its responses for too long"
-        return None
-
-    async def run(self, connection_scope: trio.CancelScope) -> None:
-        seen_passed: tuple[float, float] | None = None
-        while True:
-            await trio.sleep(self.check_interval_s)
-            reason = self._expired(trio.current_time())
-            if reason is None:
-                seen_passed = None
-                continue
-            deadlines = (self.deadline, self.send_deadline)
-            if deadlines != seen_passed:
-                seen_passed = deadlines  # maybe only the loop was late: look again
-                continue
-            self.expired_reason = reason
-            log.debug("closing connection: %s", reason)
-            connection_scope.cancel()
-            return
-
-
-# Not frozen: a frozen dataclass costs about 7x more to construct; this is built
 # per request. Never mutated.
 @dataclass(slots=True)
 class _InFlight:
