@@ -16,72 +16,37 @@ The builds alternate within each round because this machine's speed drifts by
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
+from source_builds import (  # this directory
+    PYTHON,
+    REPO_ROOT,
+    SourceBuild,
+    parse_builds,
+    start,
+    stop,
+)
+
 COST_LINE = re.compile(r"([\d,]+) requests/s, broker CPU (\d+) µs/request")
-READY_TIMEOUT_S = 30.0
 
 
 @dataclass
-class Build:
-    name: str
-    tree: Path
-    port: int
-    data_dir: Path
-    process: subprocess.Popen[bytes] | None = None
+class Measures:
     cpu_us: list[float] = field(default_factory=list)
     rates: list[float] = field(default_factory=list)
 
 
-def parse_builds(specs: list[str], base_port: int) -> list[Build]:
-    builds = []
-    for i, spec in enumerate(specs):
-        name, sep, tree = spec.partition("=")
-        if not sep:
-            raise SystemExit(f"expected NAME=SOURCE_TREE, got {spec!r}")
-        data_dir = Path(tempfile.mkdtemp(prefix=f"weir-compare-{name}-"))
-        builds.append(Build(name, Path(tree).resolve(), base_port + 10 * i, data_dir))
-    return builds
+def start_with_data(build: SourceBuild, args: argparse.Namespace) -> None:
+    start(build)
+    if args.api == "fetch":  # something to read: the same produce load, once
+        run_request_cost(build, args, "produce", requests=500)
 
 
-def start(build: Build, args: argparse.Namespace) -> None:
-    env = dict(os.environ, PYTHONPATH=str(build.tree))
-    command = [
-        str(PYTHON), "-m", "weir.cli.main", "serve", "--data-dir", str(build.data_dir),
-        "--kafka-listen", f"127.0.0.1:{build.port}",
-        "--http-listen", f"127.0.0.1:{build.port + 1}",
-    ]  # fmt: skip
-    build.process = subprocess.Popen(
-        command, cwd=build.tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        created = subprocess.run(
-            [str(PYTHON), "-m", "weir.cli.main", "topic", "create", "bench", "--partitions", "8",
-             "--bootstrap", f"127.0.0.1:{build.port}"],
-            cwd=REPO_ROOT, capture_output=True, check=False,
-        )  # fmt: skip
-        if created.returncode == 0:
-            if args.api == "fetch":  # something to read: the same produce load, once
-                run_request_cost(build, args, "produce", requests=500)
-            return
-        time.sleep(0.3)
-    raise SystemExit(f"{build.name}: the broker did not come up")
-
-
-def run_request_cost(build: Build, args: argparse.Namespace, api: str, requests: int) -> str:
+def run_request_cost(build: SourceBuild, args: argparse.Namespace, api: str, requests: int) -> str:
     assert build.process is not None
     result = subprocess.run(
         [str(PYTHON), str(REPO_ROOT / "benchmarks" / "request_cost.py"),
@@ -94,24 +59,14 @@ def run_request_cost(build: Build, args: argparse.Namespace, api: str, requests:
     return result.stdout
 
 
-def measure(build: Build, args: argparse.Namespace) -> None:
+def measure(build: SourceBuild, measures: Measures, args: argparse.Namespace) -> None:
     stdout = run_request_cost(build, args, args.api, args.requests)
     match = COST_LINE.search(stdout)
     if match is None:
         raise SystemExit(f"{build.name}: unexpected output {stdout!r}")
-    build.rates.append(float(match[1].replace(",", "")))
-    build.cpu_us.append(float(match[2]))
+    measures.rates.append(float(match[1].replace(",", "")))
+    measures.cpu_us.append(float(match[2]))
     print(f"  {build.name:>10}: {stdout.strip().splitlines()[0]}", flush=True)
-
-
-def stop(build: Build) -> None:
-    if build.process is not None and build.process.poll() is None:
-        build.process.send_signal(signal.SIGTERM)
-        try:
-            build.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            build.process.kill()
-    shutil.rmtree(build.data_dir, ignore_errors=True)
 
 
 def main() -> None:
@@ -125,14 +80,15 @@ def main() -> None:
     parser.add_argument("--api", choices=["produce", "fetch"], default="produce")
     parser.add_argument("--base-port", type=int, default=47100)
     args = parser.parse_args()
-    builds = parse_builds(args.builds, args.base_port)
+    builds = parse_builds(args.builds, args.base_port, "compare")
+    measures = {build.name: Measures() for build in builds}
     try:
         for build in builds:
-            start(build, args)
+            start_with_data(build, args)
         for round_number in range(1, args.rounds + 1):
             print(f"round {round_number}", flush=True)
             for build in builds if round_number % 2 else reversed(builds):
-                measure(build, args)
+                measure(build, measures[build.name], args)
     finally:
         for build in builds:
             stop(build)
@@ -141,11 +97,12 @@ def main() -> None:
         f"{args.records_per_batch} records per batch, 8 partitions per request, "
         f"depth {args.depth}):"
     )
-    reference = statistics.median(builds[0].cpu_us)
+    reference = statistics.median(measures[builds[0].name].cpu_us)
     for build in builds:
-        cpu = statistics.median(build.cpu_us)
+        cpu = statistics.median(measures[build.name].cpu_us)
+        rate = statistics.median(measures[build.name].rates)
         print(
-            f"  {build.name:>10}: {statistics.median(build.rates):8,.0f} requests/s, "
+            f"  {build.name:>10}: {rate:8,.0f} requests/s, "
             f"{cpu:5.0f} µs CPU/request ({cpu / reference:.2f}x of {builds[0].name})"
         )
 

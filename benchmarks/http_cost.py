@@ -17,67 +17,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import signal
 import statistics
-import subprocess
-import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
+from source_builds import SourceBuild, parse_builds, start, stop  # this directory
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PYTHON = REPO_ROOT / ".venv" / "bin" / "python"
-READY_TIMEOUT_S = 30.0
 CLIENTS = 64
 PATHS = ("/health/ready", "/metrics")
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
-
-
-@dataclass
-class Build:
-    name: str
-    tree: Path
-    port: int
-    data_dir: Path
-    process: subprocess.Popen[bytes] | None = None
-    # Per path: requests/s, p99 ms, CPU µs per request, one entry per round.
-    results: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
-
-
-def start(build: Build) -> None:
-    env = dict(os.environ, PYTHONPATH=str(build.tree))
-    command = [
-        str(PYTHON), "-m", "weir.cli.main", "serve", "--data-dir", str(build.data_dir),
-        "--kafka-listen", f"127.0.0.1:{build.port}",
-        "--http-listen", f"127.0.0.1:{build.port + 1}",
-    ]  # fmt: skip
-    build.process = subprocess.Popen(
-        command, cwd=build.tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        created = subprocess.run(
-            [str(PYTHON), "-m", "weir.cli.main", "topic", "create", "bench", "--partitions", "8",
-             "--bootstrap", f"127.0.0.1:{build.port}"],
-            cwd=REPO_ROOT, capture_output=True, check=False,
-        )  # fmt: skip
-        if created.returncode == 0:
-            return
-        time.sleep(0.3)
-    raise SystemExit(f"{build.name}: the broker did not come up")
-
-
-def stop(build: Build) -> None:
-    if build.process is not None and build.process.poll() is None:
-        build.process.send_signal(signal.SIGTERM)
-        try:
-            build.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            build.process.kill()
-    shutil.rmtree(build.data_dir, ignore_errors=True)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -139,7 +88,10 @@ async def hammer(port: int, path: str, seconds: float) -> list[float]:
     return latencies_s
 
 
-def measure(build: Build, path: str, seconds: float) -> None:
+Rows = dict[str, list[tuple[float, float, float]]]  # path: (requests/s, p99 ms, CPU µs)
+
+
+def measure(build: SourceBuild, results: Rows, path: str, seconds: float) -> None:
     assert build.process is not None
     pid = build.process.pid
     cpu_before, wall_before = cpu_seconds(pid), time.monotonic()
@@ -148,7 +100,7 @@ def measure(build: Build, path: str, seconds: float) -> None:
     count = len(latencies_s)
     p99_ms = statistics.quantiles(latencies_s, n=100)[98] * 1000 if count > 1 else float("nan")
     row = (count / wall_s, p99_ms, cpu_s / max(count, 1) * 1e6)
-    build.results.setdefault(path, []).append(row)
+    results.setdefault(path, []).append(row)
     print(
         f"  {build.name:>10} {path:<14} {row[0]:>8,.0f} requests/s  p99 {row[1]:7.1f} ms  "
         f"broker CPU {row[2]:6.0f} µs/request",
@@ -163,13 +115,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--base-port", type=int, default=47500)
     args = parser.parse_args()
-    builds = []
-    for i, spec in enumerate(args.builds):
-        name, sep, tree = spec.partition("=")
-        if not sep:
-            raise SystemExit(f"expected NAME=SOURCE_TREE, got {spec!r}")
-        data_dir = Path(tempfile.mkdtemp(prefix=f"weir-http-cost-{name}-"))
-        builds.append(Build(name, Path(tree).resolve(), args.base_port + 10 * i, data_dir))
+    builds = parse_builds(args.builds, args.base_port, "http-cost")
+    # Per build and path: requests/s, p99 ms, CPU µs per request, one row per round.
+    results: dict[str, Rows] = {build.name: {} for build in builds}
     try:
         for build in builds:
             start(build)
@@ -177,11 +125,11 @@ def main() -> None:
             print(f"round {round_index + 1}/{args.rounds} ({CLIENTS} clients)", flush=True)
             for path in PATHS:
                 for build in builds:
-                    measure(build, path, args.seconds)
+                    measure(build, results[build.name], path, args.seconds)
         print("medians:")
         for path in PATHS:
             for build in builds:
-                rows = build.results[path]
+                rows = results[build.name][path]
                 rate, p99, cpu = (statistics.median(column) for column in zip(*rows, strict=True))
                 print(
                     f"  {build.name:>10} {path:<14} {rate:>8,.0f} requests/s  p99 {p99:7.1f} ms  "
