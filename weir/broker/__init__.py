@@ -9,5 +9,6 @@ Its parts, top to bottom (the import contract in pyproject.toml keeps this order
 - `handlers`: the Kafka APIs, one module per API family, each a function per request.
 - `coordinators`: the services that give the pure coordinators storage and time.
 - `cluster`: etcd, membership, ISR replication and the peer client (a cluster only).
-- `broker`, `config`, `metrics`: the broker's state, settings and counters.
+- `broker` (with `topic_changes`, `partition_replica`, `roles`), `config`, `metrics`:
+  the broker's state, its topic changes, settings and counters.
 """
