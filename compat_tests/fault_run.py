@@ -801,7 +801,13 @@ def check_groups(
     return result
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so namespaces, mounts and processes are cleaned up."""
+    raise KeyboardInterrupt
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _interrupt)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--faults", type=int, default=20)
     parser.add_argument(
