@@ -95,8 +95,12 @@ class ProduceLoad:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        if exc_type is None:
+            self.stop()
+        else:  # unwinding (a failure, Ctrl-C): stop producing, wait for no reports
+            self._stop.set()
+            self._thread.join(10)
 
     def _run(self) -> None:
         while not self._stop.is_set():
