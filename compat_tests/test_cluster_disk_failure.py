@@ -31,10 +31,12 @@ from compat_tests.cluster_harness import WeirCluster
 from compat_tests.etcd_harness import EtcdCluster
 from compat_tests.harness import unique_topic_name
 from compat_tests.history_checker import ConcurrentReader, ProduceLoad, check_history
+from compat_tests.wire_client import connect, round_trip
 
 pytestmark = pytest.mark.timeout(150)
 
 VICTIM = 1
+HEALTHY = 2
 PARTITIONS = 3
 # Room for the broker's files and the run's records; a filler file takes the rest.
 IMAGE_BYTES = 64 * 1024 * 1024
@@ -141,6 +143,18 @@ def disk_and_cluster(
         etcd.stop()
 
 
+METADATA_API_KEY = 3
+
+
+def _offline_replicas(cluster: WeirCluster, topic: str) -> dict[int, list[int]]:
+    """Per partition, the offline replicas a healthy broker's Metadata v12 reports
+    (clients hide the field)."""
+    body = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+    with connect(cluster.brokers[HEALTHY]) as sock:
+        [described] = round_trip(sock, METADATA_API_KEY, 12, body).topics
+    return {p.partition_index: sorted(p.offline_replicas) for p in described.partitions}
+
+
 def _hand_over_and_recover(
     cluster: WeirCluster, break_disk: Callable[[], None], fix_disk: Callable[[], None]
 ) -> float:
@@ -169,6 +183,15 @@ def _hand_over_and_recover(
             cluster.wait_until(handed_over, HANDOVER_S_MAX, "new leaders and ISRs without it")
             handover_s = time.monotonic() - broken_at_s
             load.acked_since(500, timeout_s=30)  # the writes go on without it
+            # Metadata names the replicas whose log failed as offline, though their
+            # broker is alive (Kafka's offline replicas of a failed log dir).
+            cluster.wait_until(
+                lambda: (
+                    _offline_replicas(cluster, topic) == dict.fromkeys(range(PARTITIONS), [VICTIM])
+                ),
+                10,
+                "Metadata lists the victim's replicas as offline",
+            )
 
             assert victim.is_running()
             status, body = victim.http_get("/health/ready")

@@ -4,6 +4,7 @@ it needs, so it imports none of the modules that import it."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Protocol
 
@@ -47,6 +48,10 @@ class ClusterRole(Protocol):
         ...
 
     def partition_state(self, topic: TopicRecord, index: int) -> PartitionState: ...
+
+    def offline_holders(self, topic_id: uuid.UUID, index: int) -> frozenset[int]:
+        """Brokers whose replica of the partition went offline (a storage error)."""
+        ...
 
     def replica_fetch_allowed(self, replica_id: int, client_id: str | None) -> bool: ...
 

@@ -165,10 +165,11 @@ def _describe_cluster_partition(
     cluster: ClusterRole, record: TopicRecord, index: int
 ) -> MetadataResponsePartition:
     """Leader, epoch and ISR from the partition's state in etcd; replicas on brokers
-    that are not registered are offline."""
+    that are not registered, or that reported the replica's log failed, are offline."""
     state = cluster.partition_state(record, index)
     replicas = record.replicas(index, NO_LEADER)
     alive = {b.node_id for b in cluster.live_brokers()}
+    failed = cluster.offline_holders(record.topic_id, index)
     has_leader = state.leader != NO_LEADER and state.leader in alive
     return MetadataResponsePartition(
         error_code=ErrorCode.NONE if has_leader else ErrorCode.LEADER_NOT_AVAILABLE,
@@ -177,5 +178,5 @@ def _describe_cluster_partition(
         leader_epoch=state.leader_epoch,
         replica_nodes=replicas,
         isr_nodes=list(state.isr),
-        offline_replicas=[r for r in replicas if r not in alive],
+        offline_replicas=[r for r in replicas if r not in alive or r in failed],
     )
