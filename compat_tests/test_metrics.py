@@ -8,6 +8,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from compat_tests.harness import WeirProcess, create_topic
 
@@ -75,6 +76,17 @@ def test_produced_and_fetched_bytes_and_records_are_counted_per_topic(
     produced_bytes = module_broker.metric_samples("weir_topic_produced_bytes_total")[label]
     assert produced_bytes > sum(len(f"value-{i}") for i in range(RECORDS_PER_PARTITION))
     assert module_broker.metric_samples("weir_topic_fetched_bytes_total")[label] > 0
+
+
+def test_a_deleted_topics_traffic_families_are_gone(module_broker: WeirProcess, topic: str) -> None:
+    create_topic(module_broker.bootstrap, topic, partitions=PARTITIONS)
+    produce(module_broker, topic)
+    label = f'topic="{topic}"'
+    assert label in module_broker.metric_samples("weir_topic_produced_records_total")
+    admin = AdminClient({"bootstrap.servers": module_broker.bootstrap})
+    admin.delete_topics([topic], operation_timeout=10)[topic].result(timeout=20)
+    assert label not in module_broker.metric_samples("weir_topic_produced_records_total")
+    assert label not in module_broker.metric_samples("weir_topic_produced_bytes_total")
 
 
 def test_offsets_and_group_lag_under_kafka_exporter_names(

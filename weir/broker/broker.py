@@ -385,6 +385,7 @@ class Broker:
         changed). Then the logs close and their directories go; a directory
         that cannot be removed now is removed at the next start."""
         record = self.controller.remove_topic(name)
+        self.metrics.forget_topic(name)
         removed_all = True
         for index in range(record.partition_count):
             replica = self.partitions.pop((name, index), None)

@@ -130,6 +130,11 @@ class Metrics:
             latency = self.request_latency[api] = RequestLatency()
         latency.observe(seconds)
 
+    def forget_topic(self, topic: str) -> None:
+        """The topic is no longer served here (deleted, or its replicas moved away):
+        its traffic families go, as Kafka removes a deleted topic's metrics."""
+        self.topic_traffic.pop(topic, None)
+
     def traffic(self, topic: str) -> TopicTraffic:
         traffic = self.topic_traffic.get(topic)
         if traffic is None:

@@ -28,6 +28,7 @@ from typing import Protocol
 
 import trio
 
+from weir.broker.metrics import Metrics
 from weir.broker.partition_replica import PartitionReplica
 from weir.broker.roles import ClusterRole, MetadataConflictError
 from weir.controller.controller import Controller, ControllerError, MetadataChange
@@ -56,6 +57,7 @@ class TopicHost(Protocol):
     producer_ids: ProducerIdAllocator
     partitions: dict[tuple[str, int], PartitionReplica]
     offline_partitions: dict[tuple[str, int], str]
+    metrics: Metrics
     cluster: ClusterRole | None
     on_partitions_changed: Callable[[], None] | None
 
@@ -295,6 +297,7 @@ class TopicChanges:
         logs: the directories and logs to remove."""
         directories = []
         logs = []
+        keys = list(keys)
         for name, index in keys:
             replica = self._partitions.pop((name, index), None)
             self._offline_partitions.pop((name, index), None)
@@ -305,6 +308,9 @@ class TopicChanges:
             if partition_log is not None:
                 logs.append(partition_log)
             directories.append(self._log_manager.directory_of(name, index))
+        served = {topic for topic, _ in self._partitions}
+        for name in {name for name, _ in keys} - served:
+            self._broker.metrics.forget_topic(name)
         return directories, logs
 
     async def _remove_retired(
