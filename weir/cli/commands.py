@@ -16,11 +16,11 @@ from weir.cli.formatting import JSON, render_json
 from weir.cli.produce_command import (
     ACKS,
     COMPRESSION_CODECS,
-    LineReader,
     ProduceOptions,
     produce_lines,
     render_summary,
 )
+from weir.cli.produce_input import LineReader
 
 EXIT_OK = 0
 # How long a group command waits for a coordinator that is loading or moving.

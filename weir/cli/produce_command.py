@@ -2,7 +2,8 @@
 
 Each line is one record: its value, or key and value split at `--key-separator`,
 or the fields a kcat-style format names (`-f '%k %v'`, weir.cli.record_format).
-`-k` gives every record a key, `-H key=value` a header.
+`-k` gives every record a key, `-H key=value` a header. Reading and parsing the lines is
+`weir.cli.produce_input`'s; this module sends them and accounts for each.
 
 Records are grouped per partition; one Produce request carries at most one batch
 per partition (Kafka rejects more from v3 on) and is sent once the pending
@@ -26,15 +27,12 @@ has it drops the copy. A partition whose leader moved is sent again in any case
 from __future__ import annotations
 
 import bisect
-import os
 import random
-import select
-import stat
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any
 
 from weir.cli.cluster import LEADER_MOVED_ERRORS, Cluster, TopicMetadata
 from weir.cli.errors import (
@@ -48,7 +46,14 @@ from weir.cli.errors import (
 from weir.cli.formatting import counted, headers_for, render_table
 from weir.cli.kafka_client import KafkaClient
 from weir.cli.partitioner import partition_for_key
-from weir.cli.record_format import FormatError, InputRecord, Token, parse_line
+from weir.cli.produce_input import (
+    InputLine,
+    InputLineError,
+    LineReader,
+    checked_ahead,
+    parse_input,
+)
+from weir.cli.record_format import InputRecord, Token
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import build_batch
 from weir.wire.protocol import ApiKey
@@ -57,10 +62,7 @@ COMPRESSION_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
 ACKS_NAMES = {0: "0", 1: "1", -1: "all"}
 PRODUCE_REQUEST_BYTES_MAX = 512 * 1024
-RECORD_OVERHEAD_BYTES = 24
-LINE_BYTES_MAX = 8 * 1024 * 1024
 VALIDATE_AHEAD_BYTES = 16 * 1024 * 1024
-READ_CHUNK_BYTES = 64 * 1024
 RETRY_ATTEMPTS_MAX = 10
 RETRY_BACKOFF_S = 0.25
 ACKS_ALL = -1
@@ -86,21 +88,6 @@ class ProduceOptions:
     acks: int = -1
     compression: int = 0
     max_records: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class InputLine:
-    line_number: int
-    record: InputRecord
-    size_bytes: int
-
-
-class InputLineError(CliError):
-    """A line that cannot become a record; nothing from it on is sent."""
-
-    def __init__(self, line_number: int, reason: str) -> None:
-        super().__init__(f"line {line_number}: {reason}")
-        self.line_number = line_number
 
 
 @dataclass
@@ -237,147 +224,6 @@ def render_summary(document: dict[str, Any]) -> str:
         fields = ("partition", "records_acknowledged", "first_offset", "last_offset")
         text += render_table(headers_for(fields), rows)
     return text
-
-
-# -- reading input -------------------------------------------------------------------------------
-
-
-class LineReader:
-    """Lines of a byte stream without their line ending (\\n or \\r\\n), and whether
-    more input is ready now (`input_waiting`), so a producer can send what it has
-    while a slow pipe (`tail -f log | weir produce`) is quiet, as kcat's linger does.
-    A line longer than LINE_BYTES_MAX is an InputLineError.
-
-    Input is read in chunks and each chunk split into its whole lines at once; the
-    unfinished last line waits in `_partial` for the next chunk."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self.stream = stream
-        self.line_number = 0
-        self._lines: list[bytes] = []
-        self._next_index = 0
-        self._partial = bytearray()
-        self._at_eof = False
-        try:
-            self._fd: int | None = stream.fileno()
-        except (AttributeError, OSError, ValueError):
-            self._fd = None
-
-    def __iter__(self) -> Iterator[bytes]:
-        while True:
-            line = self._next_line()
-            if line is None:
-                return
-            yield line
-
-    def is_regular_file(self) -> bool:
-        return self._fd is not None and stat.S_ISREG(os.fstat(self._fd).st_mode)
-
-    def input_waiting(self) -> bool:
-        """A whole line is buffered, or the stream has bytes (or its end) ready now."""
-        if self._fd is None or self._next_index < len(self._lines) or self._at_eof:
-            return True
-        readable, _, _ = select.select([self._fd], [], [], 0)
-        return bool(readable)
-
-    def _next_line(self) -> bytes | None:
-        while self._next_index >= len(self._lines):
-            if self._at_eof:
-                if not self._partial:
-                    return None
-                self._lines, self._next_index = [bytes(self._partial)], 0
-                self._partial.clear()
-                break
-            self._read_lines()
-        line = self._lines[self._next_index]
-        self._next_index += 1
-        self.line_number += 1
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        if len(line) > LINE_BYTES_MAX:
-            raise InputLineError(self.line_number, f"longer than {LINE_BYTES_MAX} bytes")
-        return line
-
-    def _read_lines(self) -> None:
-        """One chunk: its whole lines become the next to hand out."""
-        chunk = self._read_chunk()
-        if not chunk:
-            self._at_eof = True
-            return
-        if b"\n" not in chunk:
-            self._partial += chunk
-            if len(self._partial) > LINE_BYTES_MAX + 1:  # stop holding it: report it
-                self._lines, self._next_index = [bytes(self._partial)], 0
-                self._partial.clear()
-            return
-        lines = (bytes(self._partial) + chunk).split(b"\n")
-        self._partial = bytearray(lines.pop())
-        self._lines, self._next_index = lines, 0
-
-    def _read_chunk(self) -> bytes:
-        if self._fd is not None:
-            return os.read(self._fd, READ_CHUNK_BYTES)
-        return self.stream.read(READ_CHUNK_BYTES) or b""
-
-
-def read_lines(stream: BinaryIO) -> Iterator[bytes]:
-    """The lines of `stream` (see LineReader)."""
-    return iter(LineReader(stream))
-
-
-def split_line(
-    line: bytes, separator: bytes | None, line_number: int
-) -> tuple[bytes | None, bytes]:
-    """(key, value) of one input line: the whole line is the value without a separator."""
-    if separator is None:
-        return None, line
-    key, found, value = line.partition(separator)
-    if not found:
-        raise InputLineError(
-            line_number, f"no key separator {separator.decode(errors='replace')!r}"
-        )
-    return key, value
-
-
-def parse_input(lines: Iterable[bytes], options: ProduceOptions) -> Iterator[InputLine]:
-    """Each line as a record, with the options' key and headers; InputLineError on a
-    line that does not fit."""
-    for line_number, line in enumerate(lines, start=1):
-        if options.max_records is not None and line_number > options.max_records:
-            return
-        if options.record_format is not None:
-            try:
-                record = parse_line(options.record_format, line)
-            except FormatError as exc:
-                raise InputLineError(line_number, f"does not match the format: {exc}") from None
-        else:
-            key, value = split_line(line, options.key_separator, line_number)
-            record = InputRecord(key=key, value=value)
-        if record.key is None:
-            record.key = options.key
-        record.headers[:0] = options.headers
-        if record.timestamp_ms is not None and record.timestamp_ms < 0:
-            raise InputLineError(line_number, f"timestamp {record.timestamp_ms} is negative")
-        yield InputLine(line_number, record, len(line) + RECORD_OVERHEAD_BYTES)
-
-
-def checked_ahead(
-    lines: Iterator[InputLine], limit_bytes: int, check: Callable[[InputLine], None]
-) -> Iterator[InputLine]:
-    """Read and check up to `limit_bytes` of input before yielding any of it, so a bad
-    line there stops the command before anything is sent."""
-    ahead: list[InputLine] = []
-    size = 0
-    for item in lines:
-        check(item)
-        ahead.append(item)
-        size += item.size_bytes
-        if size >= limit_bytes:
-            break
-    yield from ahead
-    for item in lines:
-        check(item)
-        yield item
 
 
 class PartitionChooser:
