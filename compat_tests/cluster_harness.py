@@ -114,9 +114,13 @@ class WeirCluster:
         )
         futures[name].result(timeout=20)
 
-    def partitions(self, topic: str) -> dict[int, Any]:
-        """Partition metadata (leader, replicas, isrs) as one broker reports it."""
-        metadata = self.admin().list_topics(topic, timeout=5)
+    def partitions(self, topic: str, broker: WeirProcess | None = None) -> dict[int, Any]:
+        """Partition metadata (leader, replicas, isrs) as one broker reports it
+        (`broker`, or any running one)."""
+        admin = (
+            self.admin() if broker is None else AdminClient({"bootstrap.servers": broker.bootstrap})
+        )
+        metadata = admin.list_topics(topic, timeout=5)
         described = metadata.topics.get(topic)
         if described is None or described.error is not None:
             return {}
@@ -143,13 +147,20 @@ class WeirCluster:
         raise AssertionError(f"not within {timeout_s:.0f} s: {what}")
 
     def wait_full_isr(self, topic: str, timeout_s: float = 30.0) -> None:
-        def full() -> bool:
-            partitions = self.partitions(topic)
+        """Until every running broker reports every partition led with its full ISR
+        (a broker just back from a partition may still report what it knew then)."""
+
+        def full(broker: WeirProcess) -> bool:
+            partitions = self.partitions(topic, broker)
             return bool(partitions) and all(
                 p.leader >= 0 and sorted(p.isrs) == sorted(p.replicas) for p in partitions.values()
             )
 
-        self.wait_until(full, timeout_s, f"every partition of {topic} has its full ISR")
+        self.wait_until(
+            lambda: all(full(broker) for broker in self.running()),
+            timeout_s,
+            f"every partition of {topic} has its full ISR on every broker",
+        )
 
 
 Placement = Callable[[int], tuple[str, tuple[str, ...]]]

@@ -126,11 +126,18 @@ def test_topic_admin_spreads_replicas_and_reaches_every_broker(cluster: WeirClus
     cluster.wait_full_isr(grown)
     leaders = {p.leader for p in cluster.partitions(grown).values()}
     assert len(leaders) >= 2, "new partitions are led by more than one broker"
-    for index in range(4):
-        holders = [
-            n for n, b in cluster.brokers.items() if (b.data_dir / f"{grown}-{index}").exists()
-        ]
-        assert sorted(holders) == sorted(cluster.partitions(grown)[index].replicas)
+    replicas = {i: sorted(p.replicas) for i, p in cluster.partitions(grown).items()}
+
+    def held_by_their_replicas() -> bool:
+        # A new partition starts with its full ISR; a follower creates its log when
+        # its watch delivers the change, moments later.
+        return all(
+            sorted(n for n, b in cluster.brokers.items() if (b.data_dir / f"{grown}-{i}").exists())
+            == replicas[i]
+            for i in range(4)
+        )
+
+    cluster.wait_until(held_by_their_replicas, 20, "each partition's log on its replicas only")
     admin.delete_topics([grown], operation_timeout=10)[grown].result(timeout=20)
 
     def gone_everywhere() -> bool:

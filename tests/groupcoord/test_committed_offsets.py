@@ -84,16 +84,12 @@ def test_group_placement_matches_java_hash_code() -> None:
 # -- the committed view: what readers are answered ----------------------------------
 
 
-def _one_partition(_group_id: str) -> int:
-    return 0
-
-
 def test_a_commit_is_answered_to_readers_only_once_its_record_is_committed() -> None:
     store = OffsetStore()
-    store.commit("g", [("t", 0, CommittedOffset(5))])
-    store.place(_one_partition, {0: 10})
-    store.commit("g", [("t", 0, CommittedOffset(8))])
-    store.place(_one_partition, {0: 11})
+    first = store.commit("g", [("t", 0, CommittedOffset(5))])
+    store.place(0, 10, first)
+    second = store.commit("g", [("t", 0, CommittedOffset(8))])
+    store.place(0, 11, second)
     assert store.group_offsets("g") == {("t", 0): CommittedOffset(8)}  # decisions
     assert store.committed_group_offsets("g") == {}
     store.promote(0, 10)
@@ -105,11 +101,9 @@ def test_a_commit_is_answered_to_readers_only_once_its_record_is_committed() -> 
 
 def test_a_deletion_hides_an_offset_from_readers_only_once_committed() -> None:
     store = OffsetStore()
-    store.commit("g", [("t", 0, CommittedOffset(5))])
-    store.place(_one_partition, {0: 1})
+    store.place(0, 1, store.commit("g", [("t", 0, CommittedOffset(5))]))
     store.promote(0, 1)
-    store.delete("g", [("t", 0)])
-    store.place(_one_partition, {0: 2})
+    store.place(0, 2, store.delete("g", [("t", 0)]))
     assert not store.has_offsets("g")
     assert store.committed_group_offsets("g") == {("t", 0): CommittedOffset(5)}
     store.promote(0, 2)
@@ -119,28 +113,41 @@ def test_a_deletion_hides_an_offset_from_readers_only_once_committed() -> None:
 
 def test_changes_whose_append_failed_never_reach_readers() -> None:
     store = OffsetStore()
-    store.commit("a", [("t", 0, CommittedOffset(1))])
-    store.commit("b", [("t", 0, CommittedOffset(2))])
-    store.place(lambda group_id: 0 if group_id == "a" else 1, {0: 4})  # partition 1 refused
+    written = store.commit("a", [("t", 0, CommittedOffset(1))])
+    refused = store.commit("b", [("t", 0, CommittedOffset(2))])
+    store.place(0, 4, written)
+    store.discard(refused)
     store.promote(0, 100)
     store.promote(1, 100)
     assert store.committed_groups() == ["a"]
     assert store.uncommitted_count() == 0
 
 
+def test_a_change_is_placed_by_its_own_record_whatever_was_appended_meanwhile() -> None:
+    """A handler may append its records later than it changed the store (a deferred
+    answer): another group's append in between must neither place nor drop it."""
+    store = OffsetStore()
+    deletion = store.delete_group("a") + store.commit("a", [("t", 0, CommittedOffset(9))])
+    other = store.commit("b", [("t", 0, CommittedOffset(2))])
+    store.place(1, 7, other)  # another partition's append comes first
+    store.promote(1, 7)
+    assert store.committed_groups() == ["b"]
+    store.place(0, 3, deletion)
+    store.promote(0, 3)
+    assert store.committed_group_offsets("a") == {("t", 0): CommittedOffset(9)}
+
+
 def test_each_log_partition_commits_its_own_changes() -> None:
     store = OffsetStore()
-    store.commit("a", [("t", 0, CommittedOffset(1))])
-    store.commit("b", [("t", 0, CommittedOffset(2))])
-    store.place(lambda group_id: 0 if group_id == "a" else 1, {0: 4, 1: 7})
+    store.place(0, 4, store.commit("a", [("t", 0, CommittedOffset(1))]))
+    store.place(1, 7, store.commit("b", [("t", 0, CommittedOffset(2))]))
     store.promote(1, 7)
     assert store.committed_groups() == ["b"]
 
 
 def test_forgotten_groups_leave_nothing_waiting_to_be_committed() -> None:
     store = OffsetStore()
-    store.commit("a", [("t", 0, CommittedOffset(1))])
-    store.place(_one_partition, {0: 1})
+    store.place(0, 1, store.commit("a", [("t", 0, CommittedOffset(1))]))
     store.commit("b", [("t", 0, CommittedOffset(2))])
     store.forget(["a", "b"])
     assert store.uncommitted_count() == 0

@@ -24,8 +24,9 @@ Two views (Kafka's coordinator reads at the log's last committed offset too):
 - the committed one: what OffsetFetch and the group views answer. A change joins
   it once its record is committed (durable on a single node, below the high
   watermark in a cluster), so a reader never sees an offset that a failover can
-  take back. The broker says where each change's records ended (`place`) and how
-  far a partition is committed (`promote`).
+  take back. The broker says where each change's record was appended (`place`,
+  by the record itself: other appends may come between a change and its own)
+  and how far a partition is committed (`promote`).
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ class OffsetStore:
     def __init__(self) -> None:
         self._groups: dict[str, dict[TopicPartition, CommittedOffset]] = {}  # latest
         self._committed: dict[str, dict[TopicPartition, CommittedOffset]] = {}
-        # Changes made but not yet appended (`place` gives them their log position).
-        self._unplaced: list[OffsetChange] = []
+        # Changes made but not yet appended, by the identity of the record that
+        # carries each (kept alive here): `place` gives them their log position once
+        # that very record is appended, whatever else was appended meanwhile.
+        self._unplaced: dict[int, tuple[GroupRecord, OffsetChange]] = {}
         # Per log partition: changes appended, with the offset that ends their
         # records, in log order, waiting to be committed (`promote`).
         self._uncommitted: dict[int, deque[tuple[int, OffsetChange]]] = {}
@@ -77,7 +80,7 @@ class OffsetStore:
         for group_id in doomed:
             self._groups.pop(group_id, None)
             self._committed.pop(group_id, None)
-        self._unplaced = [c for c in self._unplaced if c[0] not in doomed]
+        self._unplaced = {k: v for k, v in self._unplaced.items() if v[1][0] not in doomed}
         for partition, changes in list(self._uncommitted.items()):
             kept = deque((end, c) for end, c in changes if c[0] not in doomed)
             if kept:
@@ -107,17 +110,21 @@ class OffsetStore:
 
     # -- the committed view -------------------------------------------------
 
-    def place(self, partition_of: Callable[[str], int], end_offsets: dict[int, int]) -> None:
-        """The changes made since the last call were appended: those of a group
-        whose log partition is in `end_offsets` end before that offset there.
-        The others were not written (the append failed) and never join the
-        committed view."""
-        for change in self._unplaced:
-            partition = partition_of(change[0])
-            end_offset = end_offsets.get(partition)
-            if end_offset is not None:
-                self._uncommitted.setdefault(partition, deque()).append((end_offset, change))
-        self._unplaced.clear()
+    def place(self, partition: int, end_offset: int, records: Iterable[GroupRecord]) -> None:
+        """These records were appended to log `partition`, ending before `end_offset`:
+        the changes they carry join the committed view once that is committed."""
+        for record in records:
+            entry = self._unplaced.pop(id(record), None)
+            if entry is not None and entry[0] is record:
+                self._uncommitted.setdefault(partition, deque()).append((end_offset, entry[1]))
+
+    def discard(self, records: Iterable[GroupRecord]) -> None:
+        """These records were not written (the append failed): their changes never
+        join the committed view."""
+        for record in records:
+            entry = self._unplaced.get(id(record))
+            if entry is not None and entry[0] is record:
+                del self._unplaced[id(record)]
 
     def promote(self, partition: int, committed_end_offset: int) -> None:
         """Everything before `committed_end_offset` in log `partition` is committed:
@@ -150,8 +157,9 @@ class OffsetStore:
         stored = self._groups.setdefault(group_id, {})
         for topic, partition, committed in offsets:
             stored[(topic, partition)] = committed
-            self._unplaced.append((group_id, (topic, partition), committed))
-            records.append(offset_record(group_id, topic, partition, committed))
+            record = offset_record(group_id, topic, partition, committed)
+            self._unplaced[id(record)] = (record, (group_id, (topic, partition), committed))
+            records.append(record)
         return records
 
     def delete(self, group_id: str, partitions: Iterable[TopicPartition]) -> list[GroupRecord]:
@@ -160,8 +168,9 @@ class OffsetStore:
         records: list[GroupRecord] = []
         for topic, partition in partitions:
             if stored.pop((topic, partition), None) is not None:
-                self._unplaced.append((group_id, (topic, partition), None))
-                records.append(offset_record(group_id, topic, partition, None))
+                record = offset_record(group_id, topic, partition, None)
+                self._unplaced[id(record)] = (record, (group_id, (topic, partition), None))
+                records.append(record)
         if not stored:
             self._groups.pop(group_id, None)
         return records

@@ -347,15 +347,16 @@ class GroupService:
             assert group_id is None or record.group_id == group_id, (record, group_id)
             by_partition.setdefault(self.partition_for(record.group_id), []).append(record)
         ends: dict[int, int] = {}
-        try:
-            for partition, chunk in by_partition.items():
-                try:
-                    ends[partition] = append_group_records_now(self.broker, partition, chunk)
-                except LogError as exc:
-                    self._append_failed(partition, exc)
-                    raise
-        finally:
-            self.offsets.place(self.partition_for, ends)
+        chunks = list(by_partition.items())
+        for index, (partition, chunk) in enumerate(chunks):
+            try:
+                ends[partition] = append_group_records_now(self.broker, partition, chunk)
+            except LogError as exc:
+                for _, unwritten in chunks[index:]:
+                    self.offsets.discard(unwritten)
+                self._append_failed(partition, exc)
+                raise
+            self.offsets.place(partition, ends[partition], chunk)
         self.poke()
         return PendingWrite(self, ends)
 
