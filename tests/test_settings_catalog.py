@@ -25,6 +25,7 @@ from weir.broker.config import ENV_PREFIX, FLAG_NAMES, BrokerConfig, Limits, loa
 from weir.groupcoord.settings import GroupSettings
 from weir.log.config import TOPIC_CONFIGS, InvalidConfig, LogConfig
 from weir.log.settings import LogSettings
+from weir.txn.transaction_coordinator import TransactionSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 USER_GUIDE = ROOT / "docs" / "user-guide.md"
@@ -33,6 +34,7 @@ SETTINGS_CLASSES: tuple[type[Any], ...] = (
     Limits,
     GroupSettings,
     LogSettings,
+    TransactionSettings,
     LogConfig,
 )
 # Topic configs stored and reported (DescribeConfigs) so that Kafka tools can set
@@ -68,7 +70,7 @@ def attributes_read_in_weir() -> frozenset[str]:
 
 
 def settings_and_fields() -> Iterator[tuple[str, str]]:
-    for cls in (BrokerConfig, Limits, GroupSettings, LogSettings):
+    for cls in (BrokerConfig, Limits, GroupSettings, LogSettings, TransactionSettings):
         for name in setting_fields(cls):
             yield cls.__name__, name
 
@@ -151,11 +153,16 @@ def test_broker_defaults_are_the_layers_defaults() -> None:
     config = BrokerConfig()
     assert config.group_settings() == GroupSettings()
     assert config.log_settings() == LogSettings()
+    assert config.transaction_settings() == TransactionSettings()
 
 
 @pytest.mark.parametrize(
     ("layer", "build"),
-    [(GroupSettings, BrokerConfig.group_settings), (LogSettings, BrokerConfig.log_settings)],
+    [
+        (GroupSettings, BrokerConfig.group_settings),
+        (LogSettings, BrokerConfig.log_settings),
+        (TransactionSettings, BrokerConfig.transaction_settings),
+    ],
 )
 def test_every_layer_setting_is_set_by_a_broker_setting(layer: type[Any], build: Any) -> None:
     """Changing the broker settings one at a time changes every layer field."""
@@ -181,6 +188,8 @@ def file_value(name: str, default: object) -> str:
     so that the setting it bounds stays within it)."""
     if isinstance(default, bool):
         return "false" if default else "true"
+    if name == "transaction_version":
+        return "1"  # 1 or 2 only
     if isinstance(default, int):
         return str(default - 1 if "_min_" in name else default + 1)
     if name == "fsync_method":

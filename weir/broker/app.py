@@ -30,6 +30,7 @@ from weir.broker.config import (
     remove_new_data_dir,
 )
 from weir.broker.coordinators.group_service import attach_group_service
+from weir.broker.coordinators.transaction_service import attach_transaction_service
 from weir.broker.data_dir_lock import lock_data_dir
 from weir.broker.descriptor_budget import raise_open_files_limit
 from weir.broker.http.exporter_metrics import register_exporter_metrics
@@ -188,6 +189,7 @@ async def serve(
                 nursery.start_soon(broker.loop_lag.run)
                 broker.open_logs()
                 groups = attach_group_service(broker)
+                transactions = attach_transaction_service(broker)
                 register_group_metrics(broker, groups)
                 register_exporter_metrics(broker)
                 await nursery.start(broker.flusher.run)
@@ -195,6 +197,7 @@ async def serve(
                     register_cluster_metrics(broker, member)
                     await nursery.start(member.run)
                 await nursery.start(groups.run, wall_clock_ms)
+                await nursery.start(transactions.run, wall_clock_ms)
                 kafka = KafkaServer(broker)
                 async with trio.open_nursery() as kafka_nursery:
                     kafka_port = await kafka_nursery.start(kafka.run)

@@ -142,6 +142,9 @@ class Broker:
         # (named by what the broker itself needs of it, so broker.py does not
         # import the service that imports it).
         self.groups: OffsetsTopicPlanner | None = None
+        # Transactions: set by weir.broker.coordinators.transaction_service (the same
+        # need: room for `__transaction_state` before it is created).
+        self.transactions: OffsetsTopicPlanner | None = None
         # Services serving state from internal topics: health and metrics report the
         # partitions each cannot serve (see InternalStateOwner).
         self.internal_state_owners: list[InternalStateOwner] = []
@@ -374,7 +377,11 @@ class Broker:
     def check_descriptor_budget(self, added_partitions: int) -> None:
         """Refuse (POLICY_VIOLATION) partitions the open files limit cannot serve
         all at once (weir/broker/descriptor_budget.py). Call before anything is written."""
-        reserved = self.groups.partitions_not_created if self.groups is not None else 0
+        reserved = sum(
+            owner.partitions_not_created
+            for owner in (self.groups, self.transactions)
+            if owner is not None
+        )
         held = len(self.partitions) + len(self.offline_partitions) + reserved
         refusal = self.descriptor_budget.refusal(added_partitions, held)
         if refusal is not None:

@@ -20,6 +20,9 @@ from weir.log.filesystem_sync import (
     resolve_fsync_method,
 )
 from weir.log.settings import LogSettings
+from weir.txn.transaction_coordinator import TransactionSettings
+
+_TRANSACTION_DEFAULTS = TransactionSettings()
 
 ENV_PREFIX = "WEIR_"
 
@@ -151,6 +154,13 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = GroupSettings.classic_session_timeout_min_ms
     group_max_session_timeout_ms: int = GroupSettings.classic_session_timeout_max_ms
     group_initial_rebalance_delay_ms: int = GroupSettings.classic_initial_rebalance_delay_ms
+    # Transactions (weir.txn.transaction_coordinator.TransactionSettings), Kafka's names.
+    transaction_state_partition_count: int = 50
+    transaction_max_timeout_ms: int = _TRANSACTION_DEFAULTS.max_timeout_ms
+    transactional_id_expiration_ms: int = _TRANSACTION_DEFAULTS.id_expiration_ms
+    # The finalized `transaction.version` feature ApiVersions advertises (2: KIP-890's
+    # epoch bump on every end and implicit adds; 1 pins the older protocol).
+    transaction_version: int = _TRANSACTION_DEFAULTS.transaction_version
     limits: Limits = field(default_factory=Limits)
 
     def group_settings(self) -> GroupSettings:
@@ -169,6 +179,13 @@ class BrokerConfig:
             classic_session_timeout_min_ms=self.group_min_session_timeout_ms,
             classic_session_timeout_max_ms=self.group_max_session_timeout_ms,
             classic_initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
+        )
+
+    def transaction_settings(self) -> TransactionSettings:
+        return TransactionSettings(
+            max_timeout_ms=self.transaction_max_timeout_ms,
+            id_expiration_ms=self.transactional_id_expiration_ms,
+            transaction_version=self.transaction_version,
         )
 
     def log_settings(self) -> LogSettings:
@@ -450,6 +467,11 @@ def _convert(name: str, value: Any, setting: str) -> Any:
         number = _int(setting, value)
         if not 0 <= number <= 100:
             raise ConfigError(f"{setting}: must be a percentage from 0 to 100, got {number}")
+        return number
+    if name == "transaction_version":
+        number = _int(setting, value)
+        if number not in (1, 2):
+            raise ConfigError(f"{setting}: must be 1 or 2, got {number}")
         return number
     if name in NON_NEGATIVE_SETTINGS:
         number = _int(setting, value)

@@ -27,6 +27,11 @@ class ProducerIdAllocator:
     def block_size(self) -> int:
         return self._block_size
 
+    @property
+    def available(self) -> bool:
+        """Whether `take` would hand out an id now."""
+        return self._next < self._block_end
+
     def take(self) -> int | None:
         """The next id of the reserved block; None when it is used up (reserve
         one with `add_block` first, as the broker does off its event loop)."""

@@ -85,3 +85,43 @@ class PeerConnection:
     async def aclose(self) -> None:
         with trio.CancelScope(shield=True):
             await self._stream.aclose()
+
+
+class PeerPool:
+    """One connection per peer broker for a broker's own requests to the others
+    (the transaction coordinator's WriteTxnMarkers, a leader's AddPartitionsToTxn
+    verification): opened on first use, one request at a time per peer, dropped
+    on any failure (the next request opens a new one)."""
+
+    def __init__(self, client_id: str, *, frame_bytes_max: int, timeout_s: float) -> None:
+        self._client_id = client_id
+        self._frame_bytes_max = frame_bytes_max
+        self._timeout_s = timeout_s
+        self._connections: dict[int, PeerConnection] = {}
+        self._locks: dict[int, trio.Lock] = {}
+
+    async def request(
+        self, node_id: int, address: tuple[str, int], api_key: int, api_version: int, body: object
+    ) -> Any:
+        """Send one request to broker `node_id` at `address`; PeerError on failure."""
+        async with self._locks.setdefault(node_id, trio.Lock()):
+            connection = self._connections.get(node_id)
+            if connection is None:
+                connection = await PeerConnection.open(
+                    *address,
+                    self._client_id,
+                    frame_bytes_max=self._frame_bytes_max,
+                    timeout_s=self._timeout_s,
+                )
+                self._connections[node_id] = connection
+            try:
+                return await connection.request(api_key, api_version, body, self._timeout_s)
+            except PeerError:
+                self._connections.pop(node_id, None)
+                await connection.aclose()
+                raise
+
+    async def aclose(self) -> None:
+        connections, self._connections = self._connections, {}
+        for connection in connections.values():
+            await connection.aclose()

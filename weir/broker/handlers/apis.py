@@ -25,6 +25,7 @@ import weir.broker.handlers.metadata as metadata
 import weir.broker.handlers.partition_admin as partition_admin
 import weir.broker.handlers.produce as produce
 import weir.broker.handlers.producer_ids as producer_ids
+import weir.broker.handlers.transactions as transactions
 from weir.broker.handlers.context import Handler
 from weir.wire.protocol import SUPPORTED_VERSIONS, ApiKey
 
@@ -47,6 +48,13 @@ HANDLERS: dict[int, Handler[Any, Any]] = {
     ApiKey.DELETE_RECORDS: admin_records.handle_delete_records,
     ApiKey.DESCRIBE_CLUSTER: cluster.handle_describe_cluster,
     ApiKey.INIT_PRODUCER_ID: producer_ids.handle_init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets_to_txn,
+    ApiKey.END_TXN: transactions.handle_end_txn,
+    ApiKey.WRITE_TXN_MARKERS: transactions.handle_write_txn_markers,
+    ApiKey.DESCRIBE_PRODUCERS: transactions.handle_describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
     ApiKey.FIND_COORDINATOR: find_coordinator.handle_find_coordinator,
     ApiKey.OFFSET_COMMIT: group_offsets.handle_offset_commit,
     ApiKey.OFFSET_FETCH: group_offsets.handle_offset_fetch,

@@ -1,8 +1,8 @@
-"""FindCoordinator v0–v4: the broker that coordinates a group (transactional ids
-are refused until transactions land).
+"""FindCoordinator v0–v4: the broker that coordinates a group or a transactional id.
 
-A single node coordinates every group once the offsets topic is ready; in a
-cluster, a group's coordinator is the leader of its `__consumer_offsets` partition.
+A single node coordinates every group and id once its internal topic is ready; in a
+cluster, a group's coordinator is the leader of its `__consumer_offsets` partition,
+a transactional id's the leader of its `__transaction_state` partition.
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from __future__ import annotations
 import logging
 
 from weir.broker.coordinators.offsets_topic import OFFSETS_TOPIC_NAME
+from weir.broker.coordinators.transaction_service import transaction_service
 from weir.broker.handlers.context import RequestContext
 from weir.broker.handlers.groups import group_service
+from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
 from weir.format.errors import ErrorCode
 from weir.log.errors import LogError
 from weir.wire.apis.groups import COORDINATOR_KEY_TYPE_GROUP, COORDINATOR_KEY_TYPE_TRANSACTION
@@ -45,11 +47,8 @@ def handle_find_coordinator(
 def _find(ctx: RequestContext, key: str, key_type: int) -> FindCoordinatorResponseCoordinator:
     error, message = ErrorCode.NONE, None
     if key_type == COORDINATOR_KEY_TYPE_TRANSACTION:
-        error, message = (
-            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "transactions are not supported by this broker yet",
-        )
-    elif key_type != COORDINATOR_KEY_TYPE_GROUP:
+        return _find_transaction_coordinator(ctx, key)
+    if key_type != COORDINATOR_KEY_TYPE_GROUP:
         error, message = ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}"
     elif not key:
         error, message = ErrorCode.INVALID_REQUEST, "the group id is empty"
@@ -73,6 +72,47 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> FindCoordinatorRespon
         port=advertised.port if found else -1,
         error_code=error,
         error_message=message,
+    )
+
+
+def _find_transaction_coordinator(
+    ctx: RequestContext, transactional_id: str
+) -> FindCoordinatorResponseCoordinator:
+    if not transactional_id:
+        return _not_found(
+            transactional_id, ErrorCode.INVALID_REQUEST, "the transactional id is empty"
+        )
+    service = transaction_service(ctx.broker)
+    service.ensure_ready()
+    if not service.loaded:
+        return _not_found(
+            transactional_id,
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            service.unavailable_reason(transactional_id),
+        )
+    node = service.coordinator_node(transactional_id)
+    if node is None:
+        return _not_found(
+            transactional_id,
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            f"{TRANSACTION_STATE_TOPIC_NAME} has no leader for this id yet; retry",
+        )
+    node_id, host, port = node
+    if node_id == ctx.broker.config.node_id and not service.available(transactional_id):
+        return _not_found(
+            transactional_id,
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            service.unavailable_reason(transactional_id),
+        )
+    return FindCoordinatorResponseCoordinator(
+        key=transactional_id, node_id=node_id, host=host, port=port,
+        error_code=ErrorCode.NONE, error_message=None,
+    )  # fmt: skip
+
+
+def _not_found(key: str, error: ErrorCode, message: str) -> FindCoordinatorResponseCoordinator:
+    return FindCoordinatorResponseCoordinator(
+        key=key, node_id=-1, host="", port=-1, error_code=error, error_message=message
     )
 
 

@@ -19,11 +19,12 @@ for some of its records (KIP-467) is answered with `record_errors` naming them.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import trio
 
 from weir.broker.broker import Broker
+from weir.broker.coordinators.transaction_service import Turn, transaction_service
 from weir.broker.handlers.context import Deferred, EncodedResponse, RequestContext
 from weir.broker.partition_replica import PartitionReplica
 from weir.controller.controller import is_internal_topic
@@ -71,10 +72,24 @@ class PartitionOutcome:
     record_errors: list[tuple[int, str]] = field(default_factory=list)  # KIP-467
     # KIP-951: where the partition's leader is, when this broker is not it.
     leader_hint: tuple[int, int] = NO_LEADER_HINT
+    # A transactional batch waiting for its coordinator's check (KIP-890).
+    verification: Verification | None = None
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What a partition's append needs once its coordinator checked it."""
+
+    partition: ProduceRequestPartitionData
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
 
 
 def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[ProduceResponse]:
-    """Appends now, on the reader; the Deferred waits for durability and answers."""
+    """Appends now, on the reader; the Deferred waits for durability and answers.
+    A transactional batch the partition has no open transaction for waits for its
+    coordinator's check first (KIP-890), in the producer's order of requests."""
     broker = ctx.broker
     acks = request.acks
     results: list[tuple[str, list[PartitionOutcome]]] = []
@@ -86,8 +101,13 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[Pro
             for part in topic.partition_data
         ]
         results.append((topic.name, outcomes))
+    waiting = [(name, o) for name, outcomes in results for o in outcomes if o.verification]
+    turn = _take_turn(broker, waiting)
 
     async def finish() -> EncodedResponse | None:
+        if waiting:
+            assert transactional_id is not None
+            await _verify_then_append(ctx, waiting, transactional_id, acks, turn)
         appended = [o for _, outcomes in results for o in outcomes if o.replica is not None]
         timed_out = not await _wait_durable(broker, appended, acks)
         if acks == 0:
@@ -103,6 +123,87 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[Pro
         )
 
     return Deferred(finish)
+
+
+def _take_turn(broker: Broker, waiting: list[tuple[str, PartitionOutcome]]) -> Turn | None:
+    """A place in the producer's queue, taken now (in request order)."""
+    if not waiting:
+        return None
+    verification = waiting[0][1].verification
+    assert verification is not None
+    return transaction_service(broker).produce_order.enter(verification.producer_id)
+
+
+async def _verify_then_append(
+    ctx: RequestContext,
+    waiting: list[tuple[str, PartitionOutcome]],
+    transactional_id: str,
+    acks: int,
+    turn: Turn | None,
+) -> None:
+    assert turn is not None
+    service = transaction_service(ctx.broker)
+    add = ctx.api_version >= 12 and service.settings.transaction_version >= 2
+    async with turn:
+        by_producer: dict[tuple[int, int], list[tuple[str, PartitionOutcome]]] = {}
+        for name, outcome in waiting:
+            verification = outcome.verification
+            assert verification is not None
+            key = (verification.producer_id, verification.producer_epoch)
+            by_producer.setdefault(key, []).append((name, outcome))
+        for (producer_id, producer_epoch), outcomes in by_producer.items():
+            errors = await service.verify_for_produce(
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                [(name, o.index) for name, o in outcomes],
+                add,
+            )
+            for name, outcome in outcomes:
+                _append_verified(ctx, name, outcome, acks, errors[(name, outcome.index)])
+
+
+def _append_verified(
+    ctx: RequestContext, topic: str, outcome: PartitionOutcome, acks: int, error: ErrorCode
+) -> None:
+    verification = outcome.verification
+    assert verification is not None
+    outcome.verification = None
+    if error != ErrorCode.NONE:
+        outcome.error_code = _produce_error(error, ctx.api_version)
+        outcome.error_message = f"the transaction coordinator answered {error.name}"
+        return
+    appended = _append(
+        ctx.broker, topic, verification.partition, acks, verification.transactional_id,
+        ctx.now_ms(), verified=True,
+    )  # fmt: skip
+    _copy_outcome(appended, outcome)
+
+
+def _copy_outcome(source: PartitionOutcome, target: PartitionOutcome) -> None:
+    for item in fields(PartitionOutcome):
+        setattr(target, item.name, getattr(source, item.name))
+
+
+def _produce_error(error: ErrorCode, api_version: int) -> ErrorCode:
+    """A coordinator's verification error as Kafka's leaders answer it: fencing as
+    INVALID_PRODUCER_EPOCH, the coordinator's retriable errors as NOT_ENOUGH_REPLICAS
+    (every client retries it), TRANSACTION_ABORTABLE as INVALID_TXN_STATE before v11."""
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error in _COORDINATOR_RETRIABLE:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    if error == ErrorCode.TRANSACTION_ABORTABLE and api_version < 11:
+        return ErrorCode.INVALID_TXN_STATE
+    return error
+
+
+_COORDINATOR_RETRIABLE = frozenset({
+    ErrorCode.NOT_COORDINATOR,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.CONCURRENT_TRANSACTIONS,
+})  # fmt: skip
 
 
 def _mark_timed_out(appended: list[PartitionOutcome]) -> None:
@@ -121,30 +222,60 @@ def _append(
     acks: int,
     transactional_id: str | None,
     now_ms: int,
+    *,
+    verified: bool = False,
 ) -> PartitionOutcome:
+    """Check and append one partition's records; a transactional batch that needs
+    its coordinator's check first comes back with `verification` set instead
+    (`verified`: it was checked)."""
     outcome = PartitionOutcome(index=partition.index)
+    replica = _writable_replica(broker, topic, partition, acks, outcome)
+    if replica is None:
+        return outcome
+    records = partition.records
+    assert records is not None
+    refusal = _refuse_producer_fields(
+        records, broker.controller.metadata.next_producer_id, transactional_id
+    )
+    if refusal is not None:
+        outcome.error_code, outcome.error_message = refusal
+        return outcome
+    if transactional_id is not None and not verified:
+        verification = _verification_needed(broker, replica, partition, transactional_id)
+        if verification is not None:
+            outcome.verification = verification
+            return outcome
+    _write_records(broker, topic, replica, records, now_ms, outcome)
+    return outcome
+
+
+def _writable_replica(
+    broker: Broker,
+    topic: str,
+    partition: ProduceRequestPartitionData,
+    acks: int,
+    outcome: PartitionOutcome,
+) -> PartitionReplica | None:
+    """The partition's replica when this broker may append to it now; else None
+    with the error set on `outcome`."""
     replica = broker.partition(topic, partition.index)
     if acks not in VALID_ACKS:
         outcome.error_code = ErrorCode.INVALID_REQUIRED_ACKS
-        return outcome
-    if transactional_id is not None:
-        outcome.error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        outcome.error_message = "transactions are not supported by this broker yet"
-        return outcome
+        return None
     if is_internal_topic(topic) or (replica is not None and replica.topic.is_internal):
         outcome.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
         outcome.error_message = f"Cannot append to internal topic {topic}"
-        return outcome
+        return None
     if replica is None:
         outcome.error_code = broker.missing_partition_error(topic, partition.index)
         if outcome.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
             outcome.leader_hint = _leader_hint(broker, topic, partition.index)
-        return outcome
+        return None
     if not replica.is_leader:
         outcome.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         outcome.error_message = "this broker does not lead the partition"
         outcome.leader_hint = _leader_hint(broker, topic, partition.index)
-        return outcome
+        return None
     in_sync = _in_sync_count(replica)
     if acks == -1 and replica.log.config.min_insync_replicas > in_sync:
         outcome.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
@@ -152,20 +283,58 @@ def _append(
             f"min.insync.replicas is {replica.log.config.min_insync_replicas}, "
             f"the ISR has {in_sync}"
         )
-        return outcome
+        return None
     records = partition.records
     if records is None or len(records) == 0:
         outcome.error_code = ErrorCode.INVALID_RECORD
         outcome.error_message = "the produce request carried no record batches"
-        return outcome
-    refusal = _refuse_producer_fields(records, broker.controller.metadata.next_producer_id)
-    if refusal is not None:
-        outcome.error_code, outcome.error_message = refusal
-        return outcome
+        return None
+    return replica
+
+
+def _verification_needed(
+    broker: Broker,
+    replica: PartitionReplica,
+    partition: ProduceRequestPartitionData,
+    transactional_id: str,
+) -> Verification | None:
+    """A transactional batch of a producer with no open transaction on this
+    partition (or with earlier requests still being checked) must be checked by
+    its coordinator before it is appended."""
+    records = partition.records
+    assert records is not None
+    header = _first_transactional_header(records)
+    if header is None:
+        return None
+    service = transaction_service(broker)
+    ongoing = replica.log.ongoing_transaction_first_offset(header.producer_id)
+    if ongoing is not None and not service.produce_order.busy(header.producer_id):
+        return None
+    return Verification(partition, transactional_id, header.producer_id, header.producer_epoch)
+
+
+def _first_transactional_header(records: Buffer) -> BatchHeader | None:
+    try:
+        for _, header in iter_batch_headers(records):
+            if header.is_transactional and not header.is_control:
+                return header
+    except InvalidBatch:
+        return None  # the log's validation answers it
+    return None
+
+
+def _write_records(
+    broker: Broker,
+    topic: str,
+    replica: PartitionReplica,
+    records: Buffer,
+    now_ms: int,
+    outcome: PartitionOutcome,
+) -> None:
     config = replica.log.config
     try:
         if compacts(replica.log):
-            require_keys(records, f"{topic}-{partition.index}")
+            require_keys(records, f"{topic}-{replica.index}")
         if config.stored_codec is not None:  # compression.type is not `producer`
             records = recompress(
                 records, config.stored_codec, batch_bytes_max=config.max_message_bytes
@@ -176,7 +345,7 @@ def _append(
         outcome.error_message = str(exc)
         if isinstance(exc, RecordErrors):
             outcome.record_errors = exc.record_errors
-        return outcome
+        return
     replica.wake_followers()
     if result.duplicate:
         broker.metrics.produced_duplicate_batches_total += 1
@@ -191,18 +360,19 @@ def _append(
     outcome.next_offset = result.last_offset + 1
     outcome.log_append_time_ms = result.log_append_time_ms
     outcome.log_start_offset = result.log_start_offset
-    return outcome
 
 
-def _refuse_producer_fields(records: Buffer, next_producer_id: int) -> tuple[ErrorCode, str] | None:
-    """The error for a transactional batch or a producer id never issued, else None.
-    Malformed or corrupt batches and control batches pass here: the log's
-    validation answers them (CORRUPT_MESSAGE, INVALID_RECORD, ...)."""
+def _refuse_producer_fields(
+    records: Buffer, next_producer_id: int, transactional_id: str | None
+) -> tuple[ErrorCode, str] | None:
+    """The error for a transactional batch without a transactional id, or a producer
+    id never issued, else None. Malformed or corrupt batches and control batches
+    pass here: the log's validation answers them (CORRUPT_MESSAGE, INVALID_RECORD...)."""
     try:
         for position, header in iter_batch_headers(records):
             if header.is_control:
                 continue
-            refusal = _producer_refusal(header, next_producer_id)
+            refusal = _producer_refusal(header, next_producer_id, transactional_id)
             if refusal is not None:
                 return refusal if verify_crc(records, position, header) else None
     except InvalidBatch:
@@ -210,11 +380,13 @@ def _refuse_producer_fields(records: Buffer, next_producer_id: int) -> tuple[Err
     return None
 
 
-def _producer_refusal(header: BatchHeader, next_producer_id: int) -> tuple[ErrorCode, str] | None:
-    if header.is_transactional:
+def _producer_refusal(
+    header: BatchHeader, next_producer_id: int, transactional_id: str | None
+) -> tuple[ErrorCode, str] | None:
+    if header.is_transactional and transactional_id is None:
         return (
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "transactional batches are refused: this broker serves no transactions yet",
+            "a transactional batch needs the request's transactional id",
         )
     producer_id = header.producer_id
     if producer_id != NO_PRODUCER_ID and not 0 <= producer_id < next_producer_id:

@@ -3,9 +3,8 @@
 A producer without a transactional id gets a fresh producer id with epoch 0,
 also when it names its previous id and epoch (v3+, KIP-360): that is what
 Kafka does for non-transactional producers, which then restart their
-sequences. Transactions are not implemented yet, so a transactional id is
-refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error for every
-client (a retriable one would make them retry forever).
+sequences. A transactional id goes to its transaction coordinator
+(`weir.broker.handlers.transactions`).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from functools import partial
 
 from weir.broker.broker import Broker
 from weir.broker.handlers.context import Deferred, RequestContext
+from weir.broker.handlers.transactions import handle_transactional_init_producer_id
 from weir.controller.controller import ControllerError
 from weir.format.errors import ErrorCode
 from weir.wire.messages.transactions import InitProducerIdRequest, InitProducerIdResponse
@@ -25,11 +25,8 @@ log = logging.getLogger(__name__)
 def handle_init_producer_id(
     ctx: RequestContext, request: InitProducerIdRequest
 ) -> InitProducerIdResponse | Deferred[InitProducerIdResponse]:
-    transactional_id = request.transactional_id
-    if transactional_id is not None:
-        log.warning("refused InitProducerId for transactional id %r: transactions are "
-                    "not supported yet", transactional_id)  # fmt: skip
-        return _response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if request.transactional_id is not None:
+        return handle_transactional_init_producer_id(ctx, request)
     producer_id = ctx.broker.producer_ids.take()
     if producer_id is None:  # the block is used up: reserve one on the disk executor
         return Deferred(partial(_reserve_then_take, ctx.broker))

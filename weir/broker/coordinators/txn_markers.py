@@ -1,0 +1,224 @@
+"""Writing a transaction's commit or abort markers: on this broker, or on the leader
+of each partition through WriteTxnMarkers.
+
+`write_marker_here` is the one place a marker enters a log: the coordinator's own
+writes to partitions led here and the WriteTxnMarkers handler both call it. It
+appends the control batch (the log checks the producer and coordinator epochs),
+hands a `__consumer_offsets` marker to the group service (the transaction's offsets
+become committed or are dropped), and waits until the marker is committed (acks=all),
+as Kafka's marker writes do.
+
+`MarkerWriter.write` is the coordinator's side: it groups the partitions by leader
+and returns those written; the caller retries the rest (leaders move, brokers stop).
+A partition that no longer exists needs no marker and counts as written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import trio
+
+from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.cluster.peer_client import PeerError, PeerPool
+from weir.broker.coordinators.group_service import GroupService
+from weir.broker.partition_replica import PartitionReplica
+from weir.controller.controller import OFFSETS_TOPIC_NAME
+from weir.format.errors import ErrorCode
+from weir.log.errors import LogError
+from weir.txn.pending import MarkerRequest
+from weir.txn.transaction_records import TopicPartition
+from weir.wire.api_keys import ApiKey
+from weir.wire.messages.transactions import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestMarker,
+    WriteTxnMarkersRequestTopic,
+    WriteTxnMarkersResponse,
+)
+
+log = logging.getLogger(__name__)
+
+WRITE_TXN_MARKERS_VERSION = 2  # carries the transaction version (KIP-1228)
+PEER_TIMEOUT_S = 10.0
+# Errors after which a marker is not retried by this coordinator: the partition has
+# seen a newer producer epoch or coordinator (this coordinator is deposed; the
+# current one completes the transaction).
+FENCED_ERRORS = frozenset(
+    {ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """What one marker says (a MarkerRequest without its partitions)."""
+
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool
+    transaction_version: int
+
+
+async def write_marker_here(broker: Broker, marker: Marker, topic: str, index: int) -> ErrorCode:
+    """Append the marker to a partition this broker leads and wait until committed."""
+    replica = broker.partition(topic, index)
+    if replica is None:
+        return broker.missing_partition_error(topic, index)
+    if not replica.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    try:
+        result = replica.log.append_txn_marker(
+            producer_id=marker.producer_id,
+            producer_epoch=marker.producer_epoch,
+            coordinator_epoch=marker.coordinator_epoch,
+            commit=marker.commit,
+            leader_epoch=replica.leader_epoch,
+            now_ms=wall_clock_ms(),
+            transaction_version=marker.transaction_version,
+        )
+    except LogError as exc:
+        return exc.error_code
+    replica.wake_followers()
+    if topic == OFFSETS_TOPIC_NAME and isinstance(broker.groups, GroupService):
+        broker.groups.complete_transaction(
+            index, marker.producer_id, marker.commit, result.base_offset
+        )
+    return await _wait_committed(broker, replica, result.last_offset + 1)
+
+
+async def _wait_committed(broker: Broker, replica: PartitionReplica, end_offset: int) -> ErrorCode:
+    timeout_s = broker.config.limits.produce_timeout_ms_max / 1000
+    with trio.move_on_after(timeout_s):
+        try:
+            await replica.log.wait_durable(end_offset)
+        except LogError as exc:
+            return exc.error_code
+        replication = replica.replication
+        if replication is None:
+            replica.wake_fetchers()
+            return ErrorCode.NONE
+        replication.durable_end_moved()
+        return await replication.wait_committed(end_offset)
+    return ErrorCode.REQUEST_TIMED_OUT
+
+
+class MarkerWriter:
+    """The coordinator's marker writes, here or through a connection per peer."""
+
+    def __init__(self, broker: Broker, peers: PeerPool) -> None:
+        self.broker = broker
+        self.peers = peers
+
+    async def write(
+        self, request: MarkerRequest, partitions: Iterable[TopicPartition]
+    ) -> set[TopicPartition]:
+        """Write the marker to `partitions`; return those written (or gone)."""
+        marker = Marker(
+            request.producer_id,
+            request.producer_epoch,
+            request.coordinator_epoch,
+            request.commit,
+            request.transaction_version,
+        )
+        written: set[TopicPartition] = set()
+        remote: dict[int, list[TopicPartition]] = {}
+        for topic, index in sorted(partitions):
+            leader = self._leader(topic, index)
+            if leader is None:
+                written.add((topic, index))  # deleted: nothing to mark
+            elif leader == -1:
+                continue  # no leader now: retried
+            elif leader == self.broker.config.node_id:
+                error = await write_marker_here(self.broker, marker, topic, index)
+                if self._settled(request, topic, index, error):
+                    written.add((topic, index))
+            else:
+                remote.setdefault(leader, []).append((topic, index))
+        for node_id, remote_partitions in remote.items():
+            errors = await self._write_remote(node_id, marker, remote_partitions)
+            written |= {
+                (topic, index)
+                for (topic, index), error in errors.items()
+                if self._settled(request, topic, index, error)
+            }
+        return written
+
+    def _settled(self, request: MarkerRequest, topic: str, index: int, error: ErrorCode) -> bool:
+        if error == ErrorCode.NONE:
+            return True
+        if error in FENCED_ERRORS:
+            log.warning("marker for %s of %r on %s-%d refused (%s): a newer epoch or "
+                        "coordinator was seen there; not retried",
+                        "commit" if request.commit else "abort", request.transactional_id,
+                        topic, index, error.name)  # fmt: skip
+            return True
+        # A partition deleted meanwhile needs no marker.
+        return error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and self._leader(topic, index) is None
+
+    def _leader(self, topic: str, index: int) -> int | None:
+        """The partition's leader: this broker's id on a single node; -1 without one
+        now; None when the partition does not exist."""
+        record = self.broker.controller.topic(topic)
+        if record is None or not 0 <= index < record.partition_count:
+            return None
+        cluster = self.broker.cluster
+        if cluster is None:
+            return self.broker.config.node_id
+        leader = cluster.partition_state(record, index).leader
+        live = {b.node_id for b in cluster.live_brokers()}
+        return leader if leader in live else -1
+
+    async def _write_remote(
+        self, node_id: int, marker: Marker, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        topics: dict[str, list[int]] = {}
+        for topic, index in partitions:
+            topics.setdefault(topic, []).append(index)
+        request = WriteTxnMarkersRequest(
+            markers=[
+                WriteTxnMarkersRequestMarker(
+                    producer_id=marker.producer_id,
+                    producer_epoch=marker.producer_epoch,
+                    transaction_result=marker.commit,
+                    topics=[
+                        WriteTxnMarkersRequestTopic(name=name, partition_indexes=indexes)
+                        for name, indexes in topics.items()
+                    ],
+                    coordinator_epoch=marker.coordinator_epoch,
+                    transaction_version=marker.transaction_version,
+                )
+            ]
+        )
+        failed = dict.fromkeys(partitions, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        try:
+            response = await self._request(node_id, request)
+        except PeerError as exc:
+            log.info("WriteTxnMarkers to broker %d failed: %s", node_id, exc)
+            return failed
+        errors: dict[TopicPartition, ErrorCode] = {}
+        for result in response.markers:
+            for topic_result in result.topics:
+                for partition in topic_result.partitions:
+                    errors[(topic_result.name, partition.partition_index)] = ErrorCode(
+                        partition.error_code
+                    )
+        return {tp: errors.get(tp, ErrorCode.NOT_LEADER_OR_FOLLOWER) for tp in partitions}
+
+    async def _request(
+        self, node_id: int, request: WriteTxnMarkersRequest
+    ) -> WriteTxnMarkersResponse:
+        cluster = self.broker.cluster
+        peer = (
+            None
+            if cluster is None
+            else next((b for b in cluster.live_brokers() if b.node_id == node_id), None)
+        )
+        if peer is None:
+            raise PeerError(f"broker {node_id} is not live")
+        response: WriteTxnMarkersResponse = await self.peers.request(
+            node_id, (peer.host, peer.port), ApiKey.WRITE_TXN_MARKERS,
+            WRITE_TXN_MARKERS_VERSION, request,
+        )  # fmt: skip
+        return response
