@@ -84,7 +84,8 @@ class PartitionLog(RetentionMixin, TruncationMixin, AppendMixin, ReadMixin):
                 epoch_cache.clear()
         partition = cls(directory, config, flusher, segments, epoch_cache, log_start)
         partition._finish_recovery(loader, clean, created)
-        partition._load_producer_state()
+        # Aborted-transaction index entries above what was fsynced are rebuilt.
+        partition._load_producer_state(None if clean else loader.durable_below)
         return partition
 
     def _finish_recovery(self, loader: SegmentLoader, clean: bool, created: bool) -> None:

@@ -1,14 +1,23 @@
 """A partition log's writing side: a leader's `append` (validate every batch,
-check idempotent producers, assign offsets, stamp the leader epoch and
-LogAppendTime, write without fsync) and a follower's `append_replicated` (the
-leader's batches byte for byte, structurally checked). Either rolls first when
-due (partition_roll.py) and hands the written bytes to the flusher."""
+check idempotent and transactional producers, assign offsets, stamp the leader
+epoch and LogAppendTime, write without fsync), a transaction marker's
+`append_txn_marker` (WriteTxnMarkers), and a follower's `append_replicated` (the
+leader's batches byte for byte, structurally checked; producer state and the
+aborted-transaction index learn from them as from the leader's). Each rolls
+first when due (partition_roll.py) and hands the written bytes to the flusher."""
 
 from __future__ import annotations
 
 import errno
 from dataclasses import dataclass
 
+from weir.format.control_records import (
+    ControlRecordType,
+    EndTransactionMarker,
+    InvalidControlRecord,
+    build_end_txn_marker_batch,
+    read_end_txn_marker,
+)
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import (
     BATCH_HEADER_SIZE,
@@ -26,8 +35,11 @@ from weir.log.partition_base import log
 from weir.log.partition_roll import RollMixin
 from weir.log.segment import AppendedBatch
 from weir.log.settings import BATCH_INFLATE_BYTES_MAX
+from weir.log.transaction_index import AbortedTxn
 from weir.txn.producer_state import (
     NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    CompletedTxn,
     PendingBatch,
     ProducerBatch,
     ProducerStateError,
@@ -105,9 +117,19 @@ class AppendMixin(RollMixin):
         leader_epoch: int,
         now_ms: int,
         allow_control_batches: bool = False,
+        origin_coordinator: bool = False,
     ) -> AppendResult:
         """Validate every batch, assign offsets, stamp the leader epoch (and the
-        append time under LogAppendTime) and write them, without fsync."""
+        append time under LogAppendTime) and write them, without fsync.
+
+        A transactional batch opens its producer's transaction here at its first
+        offset (the sequence and epoch rules are the idempotent ones, see
+        weir.txn.producer_state). `origin_coordinator`: the batches come from
+        this broker's group coordinator (Kafka's AppendOrigin.COORDINATOR):
+        its transactional batches carry no sequence (-1) and skip the sequence
+        checks, but still open and track the transaction. Control batches are
+        refused (INVALID_RECORD) unless `allow_control_batches`: markers are
+        written by `append_txn_marker` only."""
         self._check_writable()
         view = memoryview(records).cast("B") if isinstance(records, memoryview) else records
         headers = self._validate(view, now_ms, allow_control_batches)
@@ -116,7 +138,7 @@ class AppendMixin(RollMixin):
                 ErrorCode.RECORD_LIST_TOO_LARGE,
                 f"{len(view)} bytes of batches exceed segment.bytes {self.config.segment_bytes}",
             )
-        pending = self._check_producers(headers)
+        pending = self._check_producers(headers, origin_coordinator)
         if isinstance(pending, ProducerBatch):
             return AppendResult(
                 pending.first_offset, pending.last_offset, -1, self.log_start_offset, True
@@ -168,7 +190,7 @@ class AppendMixin(RollMixin):
             for position, h in headers
         ]
         self._write(view[first_position : last_position + last_header.size], batches, now_ms)
-        self._record_replicated_producers(headers, now_ms)
+        self._record_replicated_producers(view, headers, now_ms)
         self._after_write()
         for _, header in headers:
             if header.partition_leader_epoch >= 0:
@@ -225,23 +247,116 @@ class AppendMixin(RollMixin):
             latest = epoch
 
     def _record_replicated_producers(
-        self, headers: list[tuple[int, BatchHeader]], now_ms: int
+        self, view: memoryview, headers: list[tuple[int, BatchHeader]], now_ms: int
     ) -> None:
         """Producer state learns each written batch as the leader accepted it: no
-        sequence or epoch check (the same as rebuilding it from the log)."""
-        for _, header in headers:
+        sequence or epoch check (the same as rebuilding it from the log). A
+        marker completes its transaction as on the leader, and an abort goes to
+        the aborted-transaction index."""
+        for position, header in headers:
             if not header.is_control:
                 self.producer_state.replay(
                     header.producer_id, header.producer_epoch, header.base_sequence,
-                    header.base_offset, header.last_offset, now_ms,
+                    header.base_offset, header.last_offset, now_ms, header.is_transactional,
                 )  # fmt: skip
+            elif header.is_transactional:
+                self._replay_marker(view, position, header, now_ms)
+
+    def _replay_marker(
+        self, data: memoryview | bytes, position: int, header: BatchHeader, now_ms: int
+    ) -> None:
+        """A control batch already in the log (a follower's append): if it is a
+        transaction marker, its transaction completes; an abort is indexed."""
+        try:
+            marker = read_end_txn_marker(data, position)
+        except InvalidControlRecord as exc:  # not a marker (another control type)
+            log.debug("%s: control batch at %d is no marker: %s",
+                      self.directory.name, header.base_offset, exc)  # fmt: skip
+            return
+        except InvalidBatch as exc:
+            raise LogError(exc.error_code, str(exc)) from exc
+        if marker is None:
+            return
+        completed = self.producer_state.apply_marker(
+            header.producer_id, header.producer_epoch, marker, header.base_offset, now_ms
+        )
+        self._index_aborted(completed)
+
+    def _index_aborted(self, completed: CompletedTxn | None) -> None:
+        """An aborted transaction goes to the index of the active segment, which
+        holds its marker; the next flush round syncs it with the marker."""
+        if completed is None or not completed.aborted:
+            return
+        entry = AbortedTxn(
+            completed.producer_id, completed.first_offset, completed.last_offset,
+            completed.last_stable_offset,
+        )  # fmt: skip
+        try:
+            synced = self._segments[-1].append_aborted_txn(entry)
+        except OSError as exc:
+            log.error("%s: aborted transaction index not written: %s", self.directory, exc)
+            self._fail(exc)
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
+        self._unsynced[synced] = None
+
+    def append_txn_marker(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        leader_epoch: int,
+        now_ms: int,
+        transaction_version: int = 1,
+    ) -> AppendResult:
+        """Write the COMMIT or ABORT marker ending producer `producer_id`'s
+        transaction (WriteTxnMarkers): a control batch of one record, checked
+        first (weir.txn.producer_state rule 8): an epoch older than the
+        producer's (not newer, with `transaction_version` 2) is
+        LogError(INVALID_PRODUCER_EPOCH), a coordinator epoch older than the
+        last marker's LogError(TRANSACTION_COORDINATOR_FENCED). A marker for a
+        producer with no transaction open here is written all the same (as
+        Kafka's: it ends nothing). The transaction completes; an aborted one is
+        added to the active segment's aborted-transaction index. Durable as any
+        append (`wait_durable(result.last_offset + 1)`, or the ISR's high
+        watermark). Returns the marker's offset as base and last offset."""
+        self._check_writable()
+        control_type = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+        marker = EndTransactionMarker(control_type, coordinator_epoch)
+        try:
+            self.producer_state.check_marker(
+                producer_id, producer_epoch, marker, transaction_version
+            )
+        except ProducerStateError as exc:
+            raise LogError(exc.error_code, str(exc)) from exc
+        offset = self.log_end_offset
+        data = bytearray(
+            build_end_txn_marker_batch(
+                marker, producer_id=producer_id, producer_epoch=producer_epoch,
+                timestamp_ms=now_ms, base_offset=offset, partition_leader_epoch=leader_epoch,
+            )
+        )  # fmt: skip
+        if self.config.log_append_time:
+            set_log_append_time(data, 0, now_ms)
+        self._write(data, [AppendedBatch(0, offset, now_ms, len(data))], now_ms)
+        completed = self.producer_state.apply_marker(
+            producer_id, producer_epoch, marker, offset, now_ms
+        )
+        self._index_aborted(completed)
+        self._after_write()
+        if leader_epoch >= 0:
+            self._assign_epoch(leader_epoch, offset)
+        append_time_ms = now_ms if self.config.log_append_time else -1
+        return AppendResult(offset, offset, append_time_ms, self.log_start_offset)
 
     def _check_producers(
-        self, headers: list[tuple[int, BatchHeader]]
+        self, headers: list[tuple[int, BatchHeader]], origin_coordinator: bool = False
     ) -> list[PendingBatch | None] | ProducerBatch:
-        """Sequence and epoch checks of idempotent batches (weir.txn.producer_state):
-        per batch a PendingBatch (None without a producer id), or the batch
-        already in the log when this is a producer's retry of it."""
+        """Sequence and epoch checks of idempotent and transactional batches
+        (weir.txn.producer_state): per batch a PendingBatch (None without a
+        producer id), or the batch already in the log when this is a producer's
+        retry of it."""
         pending: list[PendingBatch | None] = []
         earlier: list[PendingBatch] = []
         for _, header in headers:
@@ -249,10 +364,21 @@ class AppendMixin(RollMixin):
                 pending.append(None)
                 continue
             try:
-                checked = self.producer_state.check(
-                    header.producer_id, header.producer_epoch, header.base_sequence,
-                    header.last_offset_delta, earlier,
-                )  # fmt: skip
+                if (
+                    origin_coordinator
+                    and header.is_transactional
+                    and header.base_sequence == NO_SEQUENCE
+                ):
+                    checked: PendingBatch | ProducerBatch = (
+                        self.producer_state.check_coordinator_batch(
+                            header.producer_id, header.producer_epoch, earlier
+                        )
+                    )
+                else:
+                    checked = self.producer_state.check(
+                        header.producer_id, header.producer_epoch, header.base_sequence,
+                        header.last_offset_delta, earlier, header.is_transactional,
+                    )  # fmt: skip
             except ProducerStateError as exc:
                 raise LogError(exc.error_code, str(exc)) from exc
             if isinstance(checked, ProducerBatch):
@@ -415,6 +541,7 @@ class AppendMixin(RollMixin):
         if not self.flusher.fsync_enabled:
             # Relaxed mode: acknowledged once written; synced in the background.
             self.durable_end_offset = self.log_end_offset
+            self._durable_end_moved()
             self._wake_waiters()
         self.flusher.request(self)
         assert self.log_start_offset <= self.durable_end_offset <= self.log_end_offset

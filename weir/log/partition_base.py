@@ -14,6 +14,9 @@ Directory `<topic>-<partition>/` holds:
 Offsets: `log_start_offset <= durable_end_offset <= log_end_offset`.
 `durable_end_offset` is the high watermark on a single node; it advances only
 after an fsync round returns (flusher.py, steps 1-5), except in relaxed mode.
+In a cluster the replication reports the partition's high watermark
+(`update_high_watermark`); either way `high_watermark` is the log's view of it,
+and the last stable offset (partition_producers.py) never exceeds it.
 
 `PartitionLog` (partition.py) is this state plus one mixin per part, each in
 its own module: partition_durability, partition_producers, partition_read,
@@ -121,6 +124,9 @@ class PartitionLogState:
         self._durable_checkpoint = self.log_end_offset
         self._roll_jitter_ms = self._draw_roll_jitter_ms()
         self.producer_state = ProducerStateTable()
+        # The partition's high watermark as a cluster's replication reports it;
+        # None on a single node (the high watermark is the durable end).
+        self._replicated_high_watermark: int | None = None
         # Batches that failed their CRC (or did not parse) when read back.
         self.corrupt_batches_read = 0
         self._check_invariants()
@@ -140,6 +146,26 @@ class PartitionLogState:
             path = self.directory / RECOVERY_POINT_CHECKPOINT_FILE_NAME
             write_checkpoint(path, [[offset]], sync=sync)
             self._recovery_point = offset
+
+    @property
+    def high_watermark(self) -> int:
+        """The durable end on a single node; the replication's in a cluster."""
+        replicated = self._replicated_high_watermark
+        if replicated is None:
+            return self.durable_end_offset
+        return min(replicated, self.log_end_offset)
+
+    def update_high_watermark(self, high_watermark: int) -> None:
+        """A cluster's replication reports the partition's high watermark (from
+        then on it, not the durable end, is this log's): transactions whose
+        marker it passed become stable."""
+        self._replicated_high_watermark = high_watermark
+        self.producer_state.on_high_watermark(high_watermark)
+
+    def _durable_end_moved(self) -> None:
+        """On a single node the high watermark moved with the durable end."""
+        if self._replicated_high_watermark is None:
+            self.producer_state.on_high_watermark(self.durable_end_offset)
 
     def _segment_index(self, offset: int) -> int:
         return max(0, bisect_right(self._segments, offset, key=lambda s: s.base_offset) - 1)

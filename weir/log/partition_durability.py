@@ -160,6 +160,7 @@ class DurabilityMixin(PartitionLogState):
             self._release_synced_indexes()
             if job.end_offset > self.durable_end_offset:
                 self.durable_end_offset = job.end_offset
+                self._durable_end_moved()
                 self._wake_waiters()
         if not self._closed and (self._unsynced or self._directory_unsynced or self._waiters):
             self.flusher.request(self)

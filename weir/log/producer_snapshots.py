@@ -66,11 +66,17 @@ def delete_all_snapshots(directory: Path) -> None:
     delete_snapshots_above(directory, -1)
 
 
-def load_latest_snapshot(directory: Path, end_offset: int) -> tuple[int, ProducerStateTable]:
-    """The newest readable snapshot at or below `end_offset` as (offset, table);
-    (0, empty table) when there is none. Snapshots above `end_offset` are deleted."""
+def load_latest_snapshot(
+    directory: Path, end_offset: int, at_or_below: int | None = None
+) -> tuple[int, ProducerStateTable]:
+    """The newest readable snapshot at or below `end_offset` (and `at_or_below`,
+    when given: recovery replays from there) as (offset, table); (0, empty
+    table) when there is none. Snapshots above `end_offset` are deleted."""
     delete_snapshots_above(directory, end_offset)
+    limit = end_offset if at_or_below is None else min(end_offset, at_or_below)
     for offset in reversed(snapshot_offsets(directory)):
+        if offset > limit:
+            continue
         path = snapshot_path(directory, offset)
         try:
             data = _read_bounded(path)

@@ -1,4 +1,6 @@
-"""One segment of a partition log: `<base offset>.log` and its two indexes.
+"""One segment of a partition log: `<base offset>.log`, its two indexes, and its
+aborted-transaction index `.txnindex` (transaction_index.py), which exists only
+once an aborted transaction's marker is written in the segment.
 
 The log file holds RecordBatch v2 batches back to back, byte-for-byte as
 appended. All file access is `os.write` (appends, O_APPEND) and `os.pread`.
@@ -37,11 +39,12 @@ from weir.log.index import (
     TimeIndex,
 )
 from weir.log.page_cache import pread_cached
+from weir.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
-SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 OFFSET_DIGITS = 20
 
 HEADER_SCAN_CHUNK_BYTES = 64 * 1024
@@ -162,6 +165,13 @@ class Segment:
         except OSError:
             self.log_file.close()
             raise
+        self.txn_index = TransactionIndex(
+            directory / segment_file_name(base_offset, TXN_INDEX_SUFFIX), base_offset
+        )
+        # The descriptor a flush round syncs the aborted-transaction index through:
+        # opened by the first entry appended here, released with the other indexes.
+        self._txn_index_file: SyncedFile | None = None
+        self._descriptors = descriptors
         # Whether the files are pinned open (see the module docstring).
         self.pinned = False
         self.size_bytes = 0
@@ -185,13 +195,32 @@ class Segment:
     @property
     def files(self) -> list[SyncedFile]:
         """The open files: the log, and the indexes unless released."""
-        files = [self.log_file, self.offset_index.file, self.time_index.file]
+        files = [self.log_file, self.offset_index.file, self.time_index.file, self._txn_index_file]
         return [f for f in files if f is not None]
 
     def release_index_files(self) -> None:
         """A sealed segment whose indexes are synced needs only its log file."""
         self.offset_index.release()
         self.time_index.release()
+        self._release_txn_index_file()
+
+    def _release_txn_index_file(self) -> None:
+        if self._txn_index_file is not None:
+            self._txn_index_file.close()
+            self._txn_index_file = None
+
+    def append_aborted_txn(self, entry: AbortedTxn) -> SyncedFile:
+        """Add an aborted transaction whose marker is in this segment to its
+        index (page cache only). Returns the file for the flush round to sync
+        (pinned while the segment is)."""
+        self.txn_index.append(entry)
+        if self._txn_index_file is None:
+            self._txn_index_file = SyncedFile.open(
+                self.txn_index.path, os.O_RDWR | os.O_APPEND, self._descriptors
+            )
+            if self.pinned:
+                self._txn_index_file.pin()
+        return self._txn_index_file
 
     def pin(self) -> None:
         """Keep every file of the segment open (reopened if evicted or released)
@@ -209,6 +238,8 @@ class Segment:
         except OSError:
             self.log_file.unpin()
             raise
+        if self._txn_index_file is not None and not self._txn_index_file.pinned:
+            self._txn_index_file.pin()
         self.pinned = True
 
     def unpin(self) -> None:
@@ -219,6 +250,8 @@ class Segment:
         self.log_file.unpin()
         self.offset_index.unpin()
         self.time_index.unpin()
+        if self._txn_index_file is not None and self._txn_index_file.pinned:
+            self._txn_index_file.unpin()
 
     def can_hold(self, last_offset: int, batches_count: int) -> bool:
         """Whether offsets up to `last_offset` and that many index entries still fit."""
@@ -545,6 +578,7 @@ class Segment:
         self.size_bytes = position
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(header.base_offset)
+        self.txn_index.truncate_to(header.base_offset)
         self._load_tail()
         self._merge_time_index_max()
         if self.size_bytes == 0:
@@ -555,9 +589,10 @@ class Segment:
         self.log_file.close()
         self.offset_index.close()
         self.time_index.close()
+        self._release_txn_index_file()
 
     def delete(self) -> None:
-        """Close (deferred while a flush holds the files) and unlink all three files."""
+        """Close (deferred while a flush holds the files) and unlink every file."""
         self.close()
         for suffix in SEGMENT_SUFFIXES:
             with contextlib.suppress(FileNotFoundError):

@@ -23,11 +23,18 @@ Rules for a batch from producer P with epoch E and sequences [first, last]
 Transactions (KIP-98; Kafka's ProducerAppendInfo and ProducerStateManager):
 
 6. A transactional batch opens P's transaction at its first offset unless one
-   is open (a batch with a newer epoch continues it, as Kafka's does).
+   is open (a batch with a newer epoch continues it, as Kafka's does). The
+   group coordinator's transactional batches (TxnOffsetCommit's records in
+   __consumer_offsets, Kafka's AppendOrigin.COORDINATOR) carry no sequence:
+   `check_coordinator_batch` applies rule 1 only, and they open the
+   transaction like any other.
 7. A non-transactional batch while P has a transaction open:
    INVALID_TXN_STATE (after rules 1-4).
 8. A control batch (COMMIT or ABORT marker, `check_marker`) with an epoch
-   older than P's: INVALID_PRODUCER_EPOCH; with a coordinator epoch older than
+   older than P's (transaction version 2, KIP-890: not newer than P's, since
+   every EndTxn bumps the epoch and a marker carries the bumped one, so a
+   delayed marker of an earlier transaction cannot end the next one):
+   INVALID_PRODUCER_EPOCH; with a coordinator epoch older than
    the last marker's: TRANSACTION_COORDINATOR_FENCED. Written (`apply_marker`),
    it closes P's open transaction, if any, as a `CompletedTxn`, and takes its
    epoch and coordinator epoch (a newer epoch, as KIP-890's bumped one, clears
@@ -68,6 +75,7 @@ SEQUENCE_MAX = 2**31 - 1
 BATCHES_RETAINED_PER_PRODUCER = 5
 PRODUCERS_PER_PARTITION_MAX = 50_000
 
+NO_SEQUENCE = -1  # a coordinator-written transactional batch's base sequence
 NO_TRANSACTION = -1  # ProducerEntry.txn_first_offset when no transaction is open
 NO_COORDINATOR_EPOCH = -1
 
@@ -232,6 +240,24 @@ class ProducerStateTable:
             return PendingTxnBatch(producer_id, epoch, base_sequence, last_sequence)
         return PendingBatch(producer_id, epoch, base_sequence, last_sequence)
 
+    def check_coordinator_batch(
+        self, producer_id: int, epoch: int, earlier: list[PendingBatch] | None = None
+    ) -> PendingBatch:
+        """Rule 6's coordinator-written transactional batch (no sequence): only
+        rule 1 applies. Raises ProducerStateError."""
+        if producer_id < 0 or epoch < 0:
+            raise ProducerStateError(
+                ErrorCode.INVALID_RECORD,
+                f"coordinator batch of producer {producer_id} with epoch {epoch}",
+            )
+        current_epoch, _ = self._current(producer_id, earlier or [])
+        if current_epoch is not None and epoch < current_epoch:
+            raise ProducerStateError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"producer {producer_id} epoch {epoch} is older than {current_epoch}",
+            )
+        return PendingTxnBatch(producer_id, epoch, NO_SEQUENCE, NO_SEQUENCE)
+
     def _in_transaction(self, producer_id: int, earlier: list[PendingBatch] | None) -> bool:
         """Whether P has a transaction open, counting batches of the same append."""
         entry = self._entries.get(producer_id)
@@ -288,6 +314,9 @@ class ProducerStateTable:
         self, pending: PendingBatch, first_offset: int, last_offset: int, now_ms: int
     ) -> None:
         """Record a checked batch once it is written at [first_offset, last_offset]."""
+        if pending.first_sequence < 0:  # a coordinator's batch: no sequence to retain
+            self._open_unsequenced(pending.producer_id, pending.epoch, first_offset, now_ms)
+            return
         entry = self._record(
             pending.producer_id,
             pending.epoch,
@@ -310,12 +339,24 @@ class ProducerStateTable:
         """Rebuild from a data batch already in the log (recovery, a follower's
         append): no checks. A transactional batch opens its producer's
         transaction (rule 6). Markers go to `apply_marker`."""
-        if producer_id < 0 or base_sequence < 0:
+        if producer_id < 0:
+            return
+        if base_sequence < 0:
+            if is_transactional and epoch >= 0:  # a coordinator's batch (rule 6)
+                self._open_unsequenced(producer_id, epoch, first_offset, timestamp_ms)
             return
         last_sequence = last_sequence_of(base_sequence, last_offset - first_offset)
         batch = ProducerBatch(base_sequence, last_sequence, first_offset, last_offset)
         entry = self._record(producer_id, epoch, batch, timestamp_ms)
         if is_transactional and not entry.in_transaction:
+            self._open_txn(entry, first_offset)
+
+    def _open_unsequenced(
+        self, producer_id: int, epoch: int, first_offset: int, now_ms: int
+    ) -> None:
+        entry = self._entry_at_epoch(producer_id, epoch, now_ms)
+        entry.last_append_ms = max(entry.last_append_ms, now_ms)
+        if not entry.in_transaction:
             self._open_txn(entry, first_offset)
 
     def _record(
@@ -367,15 +408,25 @@ class ProducerStateTable:
         else:
             self._open_txns[first_offset] = entry.producer_id
 
-    def check_marker(self, producer_id: int, epoch: int, marker: EndTransactionMarker) -> None:
-        """Rule 8's checks of a marker about to be written. Raises ProducerStateError."""
+    def check_marker(
+        self,
+        producer_id: int,
+        epoch: int,
+        marker: EndTransactionMarker,
+        transaction_version: int = 1,
+    ) -> None:
+        """Rule 8's checks of a marker about to be written (`transaction_version`:
+        the coordinator's, 2 for KIP-890's epoch bump). A marker of a producer
+        this partition never saw is written (Kafka's rule: harmless, it ends
+        nothing). Raises ProducerStateError."""
         entry = self._entries.get(producer_id)
         if entry is None:
             return
-        if epoch < entry.epoch:
+        if epoch < entry.epoch or (transaction_version >= 2 and epoch == entry.epoch):
             raise ProducerStateError(
                 ErrorCode.INVALID_PRODUCER_EPOCH,
-                f"marker for producer {producer_id} has epoch {epoch}, older than {entry.epoch}",
+                f"marker for producer {producer_id} has epoch {epoch} after epoch "
+                f"{entry.epoch} (transaction version {transaction_version})",
             )
         if marker.coordinator_epoch < entry.coordinator_epoch:
             raise ProducerStateError(
@@ -421,6 +472,10 @@ class ProducerStateTable:
             if owner != producer_id:
                 return first_offset
         return marker_offset + 1
+
+    def entries(self) -> list[ProducerEntry]:
+        """Every producer the partition remembers, least recently used first."""
+        return list(self._entries.values())
 
     def first_undecided_offset(self) -> int | None:
         """The first offset of the oldest open transaction, None when none is open."""
