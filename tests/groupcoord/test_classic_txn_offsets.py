@@ -79,12 +79,17 @@ def test_an_empty_group_with_an_open_transaction_is_kept_past_retention() -> Non
     config = GroupSettings(offsets_retention_ms=60_000, offsets_retention_check_interval_ms=1_000)
     h = Harness(config=config)
     (a,) = h.stable_group({"client_id": "a", "topics": ["t"]})
-    h.commit([("t", 0, 5)], generation_id=1, member_id=a.member_id)
+    h.commit([("t", 0, 5), ("t", 1, 5)], generation_id=1, member_id=a.member_id)
     h.txn_commit([("t", 0, 6)], generation_id=1, member_id=a.member_id, producer_id=PRODUCER)
     h.leave(LeavingMember(a.member_id))
     h.tick(120_000)
-    assert offsets_of(h) == {("t", 0): 5}
+    assert offsets_of(h) == {("t", 0): 5}  # its transaction's offset is pending
+    h.coord.offsets.end_transaction(PRODUCER, True, lambda g: True, 0, None)
+    h.txn_commit([("t", 2, 7)], producer_id=PRODUCER)
+    h.tick(120_000)
+    assert offsets_of(h) == {}  # only a transaction holds the group now
     assert h.coord.has_group(GROUP)
+    assert h.coord.offsets.has_pending_transaction(GROUP, "t", 2)
     h.coord.offsets.end_transaction(PRODUCER, False, lambda g: True, 0, None)
     h.tick(2_000)
     assert offsets_of(h) == {} and not h.coord.has_group(GROUP)

@@ -184,3 +184,14 @@ def test_forgotten_groups_leave_no_pending_transaction() -> None:
     store.forget(["g", "h"])
     assert store.pending_producers() == [] and store.groups() == []
     assert not store.is_unstable("h", "t", 0) and store.uncommitted_count() == 0
+
+
+def test_a_refused_txn_commit_leaves_the_offset_it_would_have_replaced_pending() -> None:
+    """A zombie's TxnOffsetCommit under the same producer id (an older epoch, which
+    the log refuses) must not take away the current transaction's offset."""
+    store = OffsetStore()
+    store.commit_transactional(PRODUCER, "g", [("t", 0, CommittedOffset(10))])
+    refused = store.commit_transactional(PRODUCER, "g", [("t", 0, CommittedOffset(5))])
+    store.discard(refused)
+    committed_txn(store, PRODUCER, end_offset=None)
+    assert store.group_offsets("g") == {("t", 0): CommittedOffset(10)}

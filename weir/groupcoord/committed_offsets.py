@@ -68,6 +68,19 @@ Uncommitted = tuple[int, OffsetChange, bool]
 NO_PRODUCER_ID = -1
 
 
+@dataclass(frozen=True, slots=True)
+class _UnplacedTxnOffset:
+    """A TxnOffsetCommit's record not yet appended, and the pending offset of the
+    same producer and partition it replaced (restored if the append fails)."""
+
+    record: GroupRecord
+    producer_id: int
+    group_id: str
+    topic_partition: TopicPartition
+    written: PendingOffset
+    replaced: PendingOffset | None
+
+
 class OffsetStore:
     def __init__(self) -> None:
         self._groups: dict[str, dict[TopicPartition, CommittedOffset]] = {}  # latest
@@ -82,7 +95,7 @@ class OffsetStore:
         # Transactions' offsets waiting for their marker, and the TxnOffsetCommit
         # records not yet appended (by identity: a failed append drops their offsets).
         self._pending = PendingTxnOffsets()
-        self._unplaced_txn: dict[int, tuple[GroupRecord, int, str, TopicPartition, int]] = {}
+        self._unplaced_txn: dict[int, _UnplacedTxnOffset] = {}
         # The order of the change that set each latest offset (a counter over every
         # change, in log order when loading): a committed transaction's offset
         # replaces only an offset set before its own record.
@@ -105,7 +118,9 @@ class OffsetStore:
             self._groups.pop(group_id, None)
             self._committed.pop(group_id, None)
         self._unplaced = {k: v for k, v in self._unplaced.items() if v[1][0] not in doomed}
-        self._unplaced_txn = {k: v for k, v in self._unplaced_txn.items() if v[2] not in doomed}
+        self._unplaced_txn = {
+            k: v for k, v in self._unplaced_txn.items() if v.group_id not in doomed
+        }
         self._pending.forget(doomed)
         self._orders = {k: v for k, v in self._orders.items() if k[0] not in doomed}
         self._txn_uncommitted = {
@@ -170,7 +185,7 @@ class OffsetStore:
             if entry is not None and entry[0] is record:
                 self._queue(partition, end_offset, entry[1])
             txn_entry = self._unplaced_txn.get(id(record))
-            if txn_entry is not None and txn_entry[0] is record:
+            if txn_entry is not None and txn_entry.record is record:
                 del self._unplaced_txn[id(record)]  # pending until its marker
 
     def discard(self, records: Iterable[GroupRecord]) -> None:
@@ -181,10 +196,15 @@ class OffsetStore:
             if entry is not None and entry[0] is record:
                 del self._unplaced[id(record)]
             txn_entry = self._unplaced_txn.get(id(record))
-            if txn_entry is not None and txn_entry[0] is record:
+            if txn_entry is not None and txn_entry.record is record:
                 del self._unplaced_txn[id(record)]
-                _, producer_id, group_id, topic_partition, order = txn_entry
-                self._pending.remove_if(producer_id, group_id, topic_partition, order)
+                self._pending.undo(
+                    txn_entry.producer_id,
+                    txn_entry.group_id,
+                    txn_entry.topic_partition,
+                    txn_entry.written,
+                    txn_entry.replaced,
+                )
 
     def promote(self, partition: int, committed_end_offset: int) -> None:
         """Everything before `committed_end_offset` in log `partition` is committed:
@@ -321,16 +341,12 @@ class OffsetStore:
         producer. They enter neither view until `end_transaction`."""
         records: list[GroupRecord] = []
         for topic, partition, committed in offsets:
-            order = self._take_order()
-            pending = PendingOffset(committed, order)
-            self._pending.add(producer_id, group_id, (topic, partition), pending)
+            written = PendingOffset(committed, self._take_order())
+            replaced = self._pending.get(producer_id, group_id, (topic, partition))
+            self._pending.add(producer_id, group_id, (topic, partition), written)
             record = offset_record(group_id, topic, partition, committed)
-            self._unplaced_txn[id(record)] = (
-                record,
-                producer_id,
-                group_id,
-                (topic, partition),
-                order,
+            self._unplaced_txn[id(record)] = _UnplacedTxnOffset(
+                record, producer_id, group_id, (topic, partition), written, replaced
             )
             records.append(record)
         return records

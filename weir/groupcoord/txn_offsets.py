@@ -89,15 +89,27 @@ class PendingTxnOffsets:
         )
         self._producers_by_group.setdefault(group_id, set()).add(producer_id)
 
-    def remove_if(
-        self, producer_id: int, group_id: str, topic_partition: TopicPartition, order: int
+    def get(
+        self, producer_id: int, group_id: str, topic_partition: TopicPartition
+    ) -> PendingOffset | None:
+        return self._by_producer.get(producer_id, {}).get(group_id, {}).get(topic_partition)
+
+    def undo(
+        self,
+        producer_id: int,
+        group_id: str,
+        topic_partition: TopicPartition,
+        written: PendingOffset,
+        replaced: PendingOffset | None,
     ) -> None:
-        """Drop the pending offset written with `order` (its append failed), unless a
-        later TxnOffsetCommit of the same producer replaced it."""
-        offsets = self._by_producer.get(producer_id, {}).get(group_id, {})
-        found = offsets.get(topic_partition)
-        if found is not None and found.order == order:
+        """The append of `written` failed: the offset it replaced is pending again
+        (None: none was), unless something since changed that partition's entry."""
+        if self.get(producer_id, group_id, topic_partition) is not written:
+            return
+        if replaced is None:
             self._drop(producer_id, group_id, topic_partition)
+        else:
+            self.add(producer_id, group_id, topic_partition, replaced)
 
     def drop_partition(self, group_id: str, topic_partition: TopicPartition) -> None:
         """A tombstone of the partition's offset: every transaction's offset of it goes."""
