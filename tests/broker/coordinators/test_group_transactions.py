@@ -16,7 +16,6 @@ from weir.broker.coordinators.group_transactions import commit_transactional_off
 from weir.broker.coordinators.offsets_topic import OFFSETS_TOPIC_NAME, TxnProducer, offsets_replica
 from weir.format.errors import ErrorCode
 from weir.groupcoord.classic_messages import OffsetCommitRequest, OffsetToCommit
-from weir.groupcoord.committed_offsets import CommittedOffset
 
 PARTITION_COUNT = 3
 GROUP = "txn-group"
