@@ -128,7 +128,7 @@ def test_a_typical_response_decodes_with_the_schema(version: int) -> None:
     assert [(p.index, p.base_offset) for p in decoded] == [(i, 1000 * i) for i in range(8)]
 
 
-@pytest.mark.parametrize("version", [2, 12])
-def test_versions_outside_3_to_11_are_refused(version: int) -> None:
+@pytest.mark.parametrize("version", [2, 13])
+def test_versions_outside_3_to_12_are_refused(version: int) -> None:
     with pytest.raises(EncodeError):
         encode_produce_response(version, 1, [])

@@ -1,4 +1,4 @@
-"""A hand-written encoder for Produce responses v3-v11, the hottest response.
+"""A hand-written encoder for Produce responses v3-v12, the hottest response.
 
 The schema encoder (`encode_response` with `PRODUCE_RESPONSE`) builds the same
 bytes from dicts through construct; for an 8-partition response that was about
@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from weir.format.primitives import EncodeError
 
-PRODUCE_RESPONSE_VERSIONS = (3, 11)
+PRODUCE_RESPONSE_VERSIONS = (3, 12)
 FIRST_FLEXIBLE_VERSION = 9
 FIRST_LEADER_HINT_VERSION = 10
 NO_LEADER_HINT = (-1, -1)

@@ -1,7 +1,11 @@
-"""Kafka framing: request/response headers, and encode/decode of every implemented API.
+"""Kafka framing: request/response headers, and encode/decode of every declared API.
 
 `SUPPORTED_VERSIONS` is the registry of what is implemented: an (api, version) is
-listed only when both its request and its response are declared in full.
+listed only when both its request and its response are declared in full. APIs in
+`DECLARED_NOT_SERVED` are declared in full too, so their requests encode and their
+responses decode (for the broker's peer client and the `weir` CLI), but they are not
+served and ApiVersions does not advertise them; serving one is moving it from
+`DECLARED_NOT_SERVED` to `APIS`.
 
 Frames: a request or response on the wire is a 4-byte big-endian size followed by
 the frame. `parse_request_header`, `decode_request` and `decode_response` take the
@@ -59,10 +63,22 @@ from weir.wire.apis.partitions import (
 from weir.wire.apis.produce import PRODUCE
 from weir.wire.apis.records import DELETE_RECORDS
 from weir.wire.apis.topics import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
-from weir.wire.apis.transactions import INIT_PRODUCER_ID
+from weir.wire.apis.transactions import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    DESCRIBE_PRODUCERS,
+    DESCRIBE_TRANSACTIONS,
+    END_TXN,
+    INIT_PRODUCER_ID,
+    LIST_TRANSACTIONS,
+    TXN_OFFSET_COMMIT,
+    WRITE_TXN_MARKERS,
+)
 
 __all__ = [
     "APIS",
+    "DECLARED_APIS",
+    "DECLARED_NOT_SERVED",
     "SUPPORTED_VERSIONS",
     "ApiKey",
     "DecodeError",
@@ -117,6 +133,26 @@ APIS: dict[int, Api] = {
     )
 }
 
+# Declared in full but not served yet (no handler): encode/decode work, ApiVersions
+# does not advertise them.
+DECLARED_NOT_SERVED: dict[int, Api] = {
+    api.key: api
+    for api in (
+        ADD_PARTITIONS_TO_TXN,
+        ADD_OFFSETS_TO_TXN,
+        END_TXN,
+        WRITE_TXN_MARKERS,
+        TXN_OFFSET_COMMIT,
+        DESCRIBE_PRODUCERS,
+        DESCRIBE_TRANSACTIONS,
+        LIST_TRANSACTIONS,
+    )
+    if api.key not in APIS
+}
+
+# Every API this layer can encode and decode: the served ones and the declared ones.
+DECLARED_APIS: dict[int, Api] = {**DECLARED_NOT_SERVED, **APIS}
+
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {key: api.versions for key, api in APIS.items()}
 
 _HEADER_FIXED = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
@@ -150,7 +186,7 @@ def is_supported(api_key: int, api_version: int) -> bool:
 
 def request_header_version(api_key: int, api_version: int) -> int:
     """2 for flexible request versions, else 1 (unknown APIs: 1)."""
-    api = APIS.get(api_key)
+    api = DECLARED_APIS.get(api_key)
     return 2 if api is not None and api.request.is_flexible(api_version) else 1
 
 
@@ -158,7 +194,7 @@ def response_header_version(api_key: int, api_version: int) -> int:
     """1 for flexible response versions, else 0; ApiVersions is always 0 (KIP-511)."""
     if api_key == ApiKey.API_VERSIONS:
         return 0
-    api = APIS.get(api_key)
+    api = DECLARED_APIS.get(api_key)
     return 1 if api is not None and api.response.is_flexible(api_version) else 0
 
 
@@ -205,7 +241,7 @@ def _skip_tag_buffer(frame: memoryview, pos: int) -> int:
 
 
 def _api(api_key: int, api_version: int, error: type[Exception]) -> Api:
-    api = APIS.get(api_key)
+    api = DECLARED_APIS.get(api_key)
     if api is None or not api.versions[0] <= api_version <= api.versions[1]:
         raise error(f"unsupported api {api_key} version {api_version}")
     return api

@@ -1,5 +1,7 @@
-"""Produce (key 0), v3-v11 (v10: KIP-951's leader hints; v11: only a new error code, for
-transactions). Records are zero-copy slices of the request frame."""
+"""Produce (key 0), v3-v12 (v10: KIP-951's leader hints; v11: only a new error code, for
+transactions; v12: the same fields, meaning KIP-890's transaction version 2: a
+transactional batch adds its partition to the transaction implicitly). Records are
+zero-copy slices of the request frame."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from weir.wire.api_keys import ApiKey
 
 PRODUCE_REQUEST = Message(
     "ProduceRequest",
-    valid="3-11",
+    valid="3-12",
     flexible="9+",
     fields=[
         Field("transactional_id", STRING, "3+", nullable="3+", default=None),
@@ -79,7 +81,7 @@ _NODE_ENDPOINT = Struct(
 
 PRODUCE_RESPONSE = Message(
     "ProduceResponse",
-    valid="3-11",
+    valid="3-12",
     flexible="9+",
     fields=[
         Field(
@@ -96,4 +98,4 @@ PRODUCE_RESPONSE = Message(
     ],
 )
 
-PRODUCE = Api(ApiKey.PRODUCE, PRODUCE_REQUEST, PRODUCE_RESPONSE, (3, 11))
+PRODUCE = Api(ApiKey.PRODUCE, PRODUCE_REQUEST, PRODUCE_RESPONSE, (3, 12))

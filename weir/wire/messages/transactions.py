@@ -4,9 +4,28 @@ Do not edit: change the declaration and regenerate."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from weir.wire.apis.transactions import INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE
+from weir.wire.apis.transactions import (
+    ADD_OFFSETS_TO_TXN_REQUEST,
+    ADD_OFFSETS_TO_TXN_RESPONSE,
+    ADD_PARTITIONS_TO_TXN_REQUEST,
+    ADD_PARTITIONS_TO_TXN_RESPONSE,
+    DESCRIBE_PRODUCERS_REQUEST,
+    DESCRIBE_PRODUCERS_RESPONSE,
+    DESCRIBE_TRANSACTIONS_REQUEST,
+    DESCRIBE_TRANSACTIONS_RESPONSE,
+    END_TXN_REQUEST,
+    END_TXN_RESPONSE,
+    INIT_PRODUCER_ID_REQUEST,
+    INIT_PRODUCER_ID_RESPONSE,
+    LIST_TRANSACTIONS_REQUEST,
+    LIST_TRANSACTIONS_RESPONSE,
+    TXN_OFFSET_COMMIT_REQUEST,
+    TXN_OFFSET_COMMIT_RESPONSE,
+    WRITE_TXN_MARKERS_REQUEST,
+    WRITE_TXN_MARKERS_RESPONSE,
+)
 
 
 @dataclass(slots=True)
@@ -25,6 +44,399 @@ class InitProducerIdResponse:
     producer_epoch: int = -1
 
 
+@dataclass(slots=True)
+class AddPartitionsToTxnRequestTopic:
+    name: str = ""
+    partitions: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class AddPartitionsToTxnRequestTransaction:
+    transactional_id: str = ""
+    producer_id: int = 0
+    producer_epoch: int = 0
+    verify_only: bool = False
+    topics: list[AddPartitionsToTxnRequestTopic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class AddPartitionsToTxnRequest:
+    transactions: list[AddPartitionsToTxnRequestTransaction] = field(default_factory=list)
+    v3_and_below_transactional_id: str = ""
+    v3_and_below_producer_id: int = 0
+    v3_and_below_producer_epoch: int = 0
+    v3_and_below_topics: list[AddPartitionsToTxnRequestTopic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class AddPartitionsToTxnResponseResultsByPartition:
+    partition_index: int = 0
+    partition_error_code: int = 0
+
+
+@dataclass(slots=True)
+class AddPartitionsToTxnResponseTopicResult:
+    name: str = ""
+    results_by_partition: list[AddPartitionsToTxnResponseResultsByPartition] = field(
+        default_factory=list
+    )
+
+
+@dataclass(slots=True)
+class AddPartitionsToTxnResponseResultsByTransaction:
+    transactional_id: str = ""
+    topic_results: list[AddPartitionsToTxnResponseTopicResult] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class AddPartitionsToTxnResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    results_by_transaction: list[AddPartitionsToTxnResponseResultsByTransaction] = field(
+        default_factory=list
+    )
+    results_by_topic_v3_and_below: list[AddPartitionsToTxnResponseTopicResult] = field(
+        default_factory=list
+    )
+
+
+@dataclass(slots=True)
+class AddOffsetsToTxnRequest:
+    transactional_id: str = ""
+    producer_id: int = 0
+    producer_epoch: int = 0
+    group_id: str = ""
+
+
+@dataclass(slots=True)
+class AddOffsetsToTxnResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+
+
+@dataclass(slots=True)
+class EndTxnRequest:
+    transactional_id: str = ""
+    producer_id: int = 0
+    producer_epoch: int = 0
+    committed: bool = False
+
+
+@dataclass(slots=True)
+class EndTxnResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+@dataclass(slots=True)
+class WriteTxnMarkersRequestTopic:
+    name: str = ""
+    partition_indexes: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class WriteTxnMarkersRequestMarker:
+    producer_id: int = 0
+    producer_epoch: int = 0
+    transaction_result: bool = False
+    topics: list[WriteTxnMarkersRequestTopic] = field(default_factory=list)
+    coordinator_epoch: int = 0
+    transaction_version: int = 0
+
+
+@dataclass(slots=True)
+class WriteTxnMarkersRequest:
+    markers: list[WriteTxnMarkersRequestMarker] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class WriteTxnMarkersResponsePartition:
+    partition_index: int = 0
+    error_code: int = 0
+
+
+@dataclass(slots=True)
+class WriteTxnMarkersResponseTopic:
+    name: str = ""
+    partitions: list[WriteTxnMarkersResponsePartition] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class WriteTxnMarkersResponseMarker:
+    producer_id: int = 0
+    topics: list[WriteTxnMarkersResponseTopic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class WriteTxnMarkersResponse:
+    markers: list[WriteTxnMarkersResponseMarker] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TxnOffsetCommitRequestPartition:
+    partition_index: int = 0
+    committed_offset: int = 0
+    committed_leader_epoch: int = -1
+    committed_metadata: str | None = None
+
+
+@dataclass(slots=True)
+class TxnOffsetCommitRequestTopic:
+    name: str = ""
+    partitions: list[TxnOffsetCommitRequestPartition] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TxnOffsetCommitRequest:
+    transactional_id: str = ""
+    group_id: str = ""
+    producer_id: int = 0
+    producer_epoch: int = 0
+    generation_id_or_member_epoch: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    topics: list[TxnOffsetCommitRequestTopic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TxnOffsetCommitResponsePartition:
+    partition_index: int = 0
+    error_code: int = 0
+
+
+@dataclass(slots=True)
+class TxnOffsetCommitResponseTopic:
+    name: str = ""
+    partitions: list[TxnOffsetCommitResponsePartition] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TxnOffsetCommitResponse:
+    throttle_time_ms: int = 0
+    topics: list[TxnOffsetCommitResponseTopic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeProducersRequestTopic:
+    name: str = ""
+    partition_indexes: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeProducersRequest:
+    topics: list[DescribeProducersRequestTopic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeProducersResponseActiveProducer:
+    producer_id: int = 0
+    producer_epoch: int = 0
+    last_sequence: int = -1
+    last_timestamp: int = -1
+    coordinator_epoch: int = 0
+    current_txn_start_offset: int = -1
+
+
+@dataclass(slots=True)
+class DescribeProducersResponsePartition:
+    partition_index: int = 0
+    error_code: int = 0
+    error_message: str | None = None
+    active_producers: list[DescribeProducersResponseActiveProducer] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeProducersResponseTopic:
+    name: str = ""
+    partitions: list[DescribeProducersResponsePartition] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeProducersResponse:
+    throttle_time_ms: int = 0
+    topics: list[DescribeProducersResponseTopic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeTransactionsRequest:
+    transactional_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeTransactionsResponseTopic:
+    topic: str = ""
+    partitions: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeTransactionsResponseTransactionState:
+    error_code: int = 0
+    transactional_id: str = ""
+    transaction_state: str = ""
+    transaction_timeout_ms: int = 0
+    transaction_start_time_ms: int = 0
+    producer_id: int = 0
+    producer_epoch: int = 0
+    topics: list[DescribeTransactionsResponseTopic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeTransactionsResponse:
+    throttle_time_ms: int = 0
+    transaction_states: list[DescribeTransactionsResponseTransactionState] = field(
+        default_factory=list
+    )
+
+
+@dataclass(slots=True)
+class ListTransactionsRequest:
+    state_filters: list[str] = field(default_factory=list)
+    producer_id_filters: list[int] = field(default_factory=list)
+    duration_filter: int = -1
+    transactional_id_pattern: str | None = None
+
+
+@dataclass(slots=True)
+class ListTransactionsResponseTransactionState:
+    transactional_id: str = ""
+    producer_id: int = 0
+    transaction_state: str = ""
+
+
+@dataclass(slots=True)
+class ListTransactionsResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    unknown_state_filters: list[str] = field(default_factory=list)
+    transaction_states: list[ListTransactionsResponseTransactionState] = field(default_factory=list)
+
+
 INIT_PRODUCER_ID_REQUEST.bind({(): InitProducerIdRequest})
 INIT_PRODUCER_ID_RESPONSE.bind({(): InitProducerIdResponse})
-__all__ = ["InitProducerIdRequest", "InitProducerIdResponse"]
+ADD_PARTITIONS_TO_TXN_REQUEST.bind(
+    {
+        (): AddPartitionsToTxnRequest,
+        ("transactions",): AddPartitionsToTxnRequestTransaction,
+        ("transactions", "topics"): AddPartitionsToTxnRequestTopic,
+        ("v3_and_below_topics",): AddPartitionsToTxnRequestTopic,
+    }
+)
+ADD_PARTITIONS_TO_TXN_RESPONSE.bind(
+    {
+        (): AddPartitionsToTxnResponse,
+        ("results_by_transaction",): AddPartitionsToTxnResponseResultsByTransaction,
+        ("results_by_transaction", "topic_results"): AddPartitionsToTxnResponseTopicResult,
+        (
+            "results_by_transaction",
+            "topic_results",
+            "results_by_partition",
+        ): AddPartitionsToTxnResponseResultsByPartition,
+        ("results_by_topic_v3_and_below",): AddPartitionsToTxnResponseTopicResult,
+        (
+            "results_by_topic_v3_and_below",
+            "results_by_partition",
+        ): AddPartitionsToTxnResponseResultsByPartition,
+    }
+)
+ADD_OFFSETS_TO_TXN_REQUEST.bind({(): AddOffsetsToTxnRequest})
+ADD_OFFSETS_TO_TXN_RESPONSE.bind({(): AddOffsetsToTxnResponse})
+END_TXN_REQUEST.bind({(): EndTxnRequest})
+END_TXN_RESPONSE.bind({(): EndTxnResponse})
+WRITE_TXN_MARKERS_REQUEST.bind(
+    {
+        (): WriteTxnMarkersRequest,
+        ("markers",): WriteTxnMarkersRequestMarker,
+        ("markers", "topics"): WriteTxnMarkersRequestTopic,
+    }
+)
+WRITE_TXN_MARKERS_RESPONSE.bind(
+    {
+        (): WriteTxnMarkersResponse,
+        ("markers",): WriteTxnMarkersResponseMarker,
+        ("markers", "topics"): WriteTxnMarkersResponseTopic,
+        ("markers", "topics", "partitions"): WriteTxnMarkersResponsePartition,
+    }
+)
+TXN_OFFSET_COMMIT_REQUEST.bind(
+    {
+        (): TxnOffsetCommitRequest,
+        ("topics",): TxnOffsetCommitRequestTopic,
+        ("topics", "partitions"): TxnOffsetCommitRequestPartition,
+    }
+)
+TXN_OFFSET_COMMIT_RESPONSE.bind(
+    {
+        (): TxnOffsetCommitResponse,
+        ("topics",): TxnOffsetCommitResponseTopic,
+        ("topics", "partitions"): TxnOffsetCommitResponsePartition,
+    }
+)
+DESCRIBE_PRODUCERS_REQUEST.bind(
+    {(): DescribeProducersRequest, ("topics",): DescribeProducersRequestTopic}
+)
+DESCRIBE_PRODUCERS_RESPONSE.bind(
+    {
+        (): DescribeProducersResponse,
+        ("topics",): DescribeProducersResponseTopic,
+        ("topics", "partitions"): DescribeProducersResponsePartition,
+        ("topics", "partitions", "active_producers"): DescribeProducersResponseActiveProducer,
+    }
+)
+DESCRIBE_TRANSACTIONS_REQUEST.bind({(): DescribeTransactionsRequest})
+DESCRIBE_TRANSACTIONS_RESPONSE.bind(
+    {
+        (): DescribeTransactionsResponse,
+        ("transaction_states",): DescribeTransactionsResponseTransactionState,
+        ("transaction_states", "topics"): DescribeTransactionsResponseTopic,
+    }
+)
+LIST_TRANSACTIONS_REQUEST.bind({(): ListTransactionsRequest})
+LIST_TRANSACTIONS_RESPONSE.bind(
+    {
+        (): ListTransactionsResponse,
+        ("transaction_states",): ListTransactionsResponseTransactionState,
+    }
+)
+__all__ = [
+    "InitProducerIdRequest",
+    "InitProducerIdResponse",
+    "AddPartitionsToTxnRequestTopic",
+    "AddPartitionsToTxnRequestTransaction",
+    "AddPartitionsToTxnRequest",
+    "AddPartitionsToTxnResponseResultsByPartition",
+    "AddPartitionsToTxnResponseTopicResult",
+    "AddPartitionsToTxnResponseResultsByTransaction",
+    "AddPartitionsToTxnResponse",
+    "AddOffsetsToTxnRequest",
+    "AddOffsetsToTxnResponse",
+    "EndTxnRequest",
+    "EndTxnResponse",
+    "WriteTxnMarkersRequestTopic",
+    "WriteTxnMarkersRequestMarker",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponsePartition",
+    "WriteTxnMarkersResponseTopic",
+    "WriteTxnMarkersResponseMarker",
+    "WriteTxnMarkersResponse",
+    "TxnOffsetCommitRequestPartition",
+    "TxnOffsetCommitRequestTopic",
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponsePartition",
+    "TxnOffsetCommitResponseTopic",
+    "TxnOffsetCommitResponse",
+    "DescribeProducersRequestTopic",
+    "DescribeProducersRequest",
+    "DescribeProducersResponseActiveProducer",
+    "DescribeProducersResponsePartition",
+    "DescribeProducersResponseTopic",
+    "DescribeProducersResponse",
+    "DescribeTransactionsRequest",
+    "DescribeTransactionsResponseTopic",
+    "DescribeTransactionsResponseTransactionState",
+    "DescribeTransactionsResponse",
+    "ListTransactionsRequest",
+    "ListTransactionsResponseTransactionState",
+    "ListTransactionsResponse",
+]
