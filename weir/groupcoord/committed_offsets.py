@@ -77,8 +77,8 @@ class _UnplacedTxnOffset:
     producer_id: int
     group_id: str
     topic_partition: TopicPartition
-    written: PendingOffset
-    replaced: PendingOffset | None
+    written: PendingOffset[CommittedOffset]
+    replaced: PendingOffset[CommittedOffset] | None
 
 
 class OffsetStore:
@@ -94,7 +94,7 @@ class OffsetStore:
         self._uncommitted: dict[int, deque[Uncommitted]] = {}
         # Transactions' offsets waiting for their marker, and the TxnOffsetCommit
         # records not yet appended (by identity: a failed append drops their offsets).
-        self._pending = PendingTxnOffsets()
+        self._pending: PendingTxnOffsets[CommittedOffset] = PendingTxnOffsets()
         self._unplaced_txn: dict[int, _UnplacedTxnOffset] = {}
         # The order of the change that set each latest offset (a counter over every
         # change, in log order when loading): a committed transaction's offset

@@ -19,30 +19,30 @@ deletes, as a tombstone does in Kafka.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:  # committed_offsets owns this store and imports it
-    from weir.groupcoord.committed_offsets import CommittedOffset, TopicPartition
+# The offset value (committed_offsets.CommittedOffset: that module owns this one).
+V = TypeVar("V")
+TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
-class PendingOffset:
+class PendingOffset(Generic[V]):
     """A transactional offset and the order of its record among the store's changes."""
 
-    committed: CommittedOffset
+    committed: V
     order: int
 
 
-if TYPE_CHECKING:
-    # group -> partition -> pending offset
-    GroupPending = dict[str, dict[TopicPartition, PendingOffset]]
+# group -> partition -> pending offset
+GroupPending = dict[str, dict[TopicPartition, PendingOffset[V]]]
 
 
-class PendingTxnOffsets:
+class PendingTxnOffsets(Generic[V]):
     def __init__(self) -> None:
-        self._by_producer: dict[int, GroupPending] = {}
+        self._by_producer: dict[int, GroupPending[V]] = {}
         self._producers_by_group: dict[str, set[int]] = {}
 
     # -- queries -----------------------------------------------------------
@@ -70,11 +70,6 @@ class PendingTxnOffsets:
     def producers(self) -> list[int]:
         return sorted(self._by_producer)
 
-    def of_producer(self, producer_id: int) -> Iterator[tuple[str, TopicPartition, PendingOffset]]:
-        for group_id, offsets in self._by_producer.get(producer_id, {}).items():
-            for topic_partition, pending in offsets.items():
-                yield group_id, topic_partition, pending
-
     # -- changes -------------------------------------------------------------
 
     def add(
@@ -82,7 +77,7 @@ class PendingTxnOffsets:
         producer_id: int,
         group_id: str,
         topic_partition: TopicPartition,
-        pending: PendingOffset,
+        pending: PendingOffset[V],
     ) -> None:
         self._by_producer.setdefault(producer_id, {}).setdefault(group_id, {})[topic_partition] = (
             pending
@@ -91,7 +86,7 @@ class PendingTxnOffsets:
 
     def get(
         self, producer_id: int, group_id: str, topic_partition: TopicPartition
-    ) -> PendingOffset | None:
+    ) -> PendingOffset[V] | None:
         return self._by_producer.get(producer_id, {}).get(group_id, {}).get(topic_partition)
 
     def undo(
@@ -99,8 +94,8 @@ class PendingTxnOffsets:
         producer_id: int,
         group_id: str,
         topic_partition: TopicPartition,
-        written: PendingOffset,
-        replaced: PendingOffset | None,
+        written: PendingOffset[V],
+        replaced: PendingOffset[V] | None,
     ) -> None:
         """The append of `written` failed: the offset it replaced is pending again
         (None: none was), unless something since changed that partition's entry."""
@@ -117,10 +112,10 @@ class PendingTxnOffsets:
             if topic_partition in self._by_producer[producer_id].get(group_id, {}):
                 self._drop(producer_id, group_id, topic_partition)
 
-    def take(self, producer_id: int, belongs: Callable[[str], bool]) -> GroupPending:
+    def take(self, producer_id: int, belongs: Callable[[str], bool]) -> GroupPending[V]:
         """Remove and return the producer's pending offsets of the groups `belongs`
         accepts (those of the offsets partition whose marker was written)."""
-        taken: GroupPending = {}
+        taken: GroupPending[V] = {}
         groups = self._by_producer.get(producer_id, {})
         for group_id in [g for g in groups if belongs(g)]:
             taken[group_id] = groups.pop(group_id)

@@ -12,7 +12,6 @@ import trio
 from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.coordinators.group_service import GroupService, attach_group_service
-from weir.broker.coordinators.group_transactions import commit_transactional_offsets
 from weir.broker.coordinators.offsets_topic import OFFSETS_TOPIC_NAME, TxnProducer, offsets_replica
 from weir.format.errors import ErrorCode
 from weir.groupcoord.classic_messages import OffsetCommitRequest, OffsetToCommit
@@ -40,8 +39,8 @@ def commit_request(*offsets: tuple[int, int]) -> OffsetCommitRequest:
 async def txn_commit(
     service: GroupService, *offsets: tuple[int, int], producer: TxnProducer = PRODUCER
 ) -> list[ErrorCode]:
-    results, pending = commit_transactional_offsets(
-        service, commit_request(*offsets), producer, NOW_MS
+    results, pending = service.commit_transactional_offsets(
+        commit_request(*offsets), producer, NOW_MS
     )
     if pending is not None:
         assert await pending.durable() is ErrorCode.NONE

@@ -37,13 +37,11 @@ from typing import Any
 import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
-from weir.broker.coordinators import group_transactions
-from weir.broker.coordinators.group_transactions import TxnOffsetsVerifier
+from weir.broker.coordinators.group_transactions import TransactionalOffsets, TxnOffsetsVerifier
 from weir.broker.coordinators.offsets_topic import (
     OFFSETS_TOPIC_NAME,
     LoadedMarker,
     LoadedRecord,
-    TxnProducer,
     adopt_offsets_topic,
     append_group_records_now,
     create_offsets_topic,
@@ -69,13 +67,6 @@ log = logging.getLogger(__name__)
 
 # Kafka's default offsets.topic.replication.factor (a cluster uses min(3, brokers)).
 OFFSETS_TOPIC_REPLICATION_FACTOR = 3
-# Append errors that say the log itself failed, or this broker stopped leading,
-# rather than that a producer's batch was refused (a fenced epoch, ...).
-_LOG_FAILURES = (
-    ErrorCode.NOT_COORDINATOR,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.KAFKA_STORAGE_ERROR,
-)
 
 
 @dataclass(frozen=True)
@@ -103,7 +94,7 @@ class PendingWrite:
         return ErrorCode.NONE
 
 
-class GroupService:
+class GroupService(TransactionalOffsets):
     def __init__(self, broker: Broker, settings: GroupSettings) -> None:
         self.broker = broker
         self.settings = settings
@@ -407,37 +398,12 @@ class GroupService:
         self.poke()
         return PendingWrite(self, ends)
 
-    def append_transactional(
-        self, records: Sequence[GroupRecord], group_id: str, producer: TxnProducer
-    ) -> PendingWrite:
-        """Append one group's TxnOffsetCommit records now, in transactional batches of
-        the producer. A batch the log refuses (its producer checks: a fenced epoch)
-        drops their pending offsets and leaves the partition served. Raises LogError."""
-        partition = self.partition_for(group_id)
-        try:
-            end_offset = append_group_records_now(self.broker, partition, records, producer)
-        except LogError as exc:
-            self.offsets.discard(records)
-            if exc.error_code in _LOG_FAILURES:
-                self._append_failed(partition, exc)
-            raise
-        self.offsets.place(partition, end_offset, records)
-        self.poke()
-        return PendingWrite(self, {partition: end_offset})
+    def _pending_write(self, ends: dict[int, int]) -> PendingWrite:
+        return PendingWrite(self, ends)
 
     def loads(self, partition: int) -> bool:
         """Whether this broker holds the groups of offsets partition `partition`."""
         return self.loaded and (self._led is None or partition in self._led)
-
-    def complete_transaction(
-        self, offsets_partition: int, producer_id: int, commit: bool, marker_offset: int
-    ) -> int:
-        """The transaction coordinator wrote producer `producer_id`'s COMMIT (or
-        ABORT) marker at `marker_offset` of offsets partition `offsets_partition`:
-        see `group_transactions.complete_transaction`."""
-        return group_transactions.complete_transaction(
-            self, offsets_partition, producer_id, commit, marker_offset
-        )
 
     def unavailable_error(self, group_id: str) -> ErrorCode:
         """What a group request is answered when `available` is False: the offsets

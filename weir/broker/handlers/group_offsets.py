@@ -15,10 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from weir.broker.coordinators.group_service import GroupService
-from weir.broker.coordinators.group_transactions import (
-    TxnOffsetsCheck,
-    commit_transactional_offsets,
-)
+from weir.broker.coordinators.group_transactions import TxnOffsetsCheck
 from weir.broker.coordinators.offsets_topic import TxnProducer
 from weir.broker.handlers.context import Deferred, RequestContext
 from weir.broker.handlers.groups import group_service
@@ -272,7 +269,7 @@ def handle_txn_offset_commit(
         if not service.available(group_id):  # it moved while the check ran
             _fail_accepted(errors, service.unavailable_error(group_id))
             return _txn_commit_response(request, lambda t, p: errors[(t, p)])
-        results, pending = commit_transactional_offsets(service, commit, producer, ctx.now_ms())
+        results, pending = service.commit_transactional_offsets(commit, producer, ctx.now_ms())
         durable_error = ErrorCode.NONE if pending is None else await pending.durable()
         _merge_results(errors, results, durable_error)
         return _txn_commit_response(request, lambda t, p: errors[(t, p)])
