@@ -186,6 +186,27 @@ class Harness:
         )
         return self._take(self.coord.commit_offsets(req, self.now_ms)).result
 
+    def txn_commit(
+        self,
+        offsets: Sequence[tuple[str, int, int]],
+        *,
+        producer_id: int = 1,
+        generation_id: int = -1,
+        member_id: str = "",
+        instance_id: str | None = None,
+        group_id: str = GROUP,
+    ) -> list[PartitionError]:
+        """A TxnOffsetCommit of producer `producer_id`'s transaction."""
+        req = OffsetCommitRequest(
+            group_id,
+            [OffsetToCommit(t, p, o) for t, p, o in offsets],
+            generation_id=generation_id,
+            member_id=member_id,
+            group_instance_id=instance_id,
+        )
+        reply = self.coord.commit_transactional_offsets(req, producer_id, self.now_ms)
+        return self._take(reply).result
+
     # -- whole flows --
 
     def stable_group(self, *member_kwargs: dict[str, Any]) -> list[JoinGroupResult]:

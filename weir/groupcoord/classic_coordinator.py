@@ -468,6 +468,28 @@ class ClassicGroupCoordinator:
         self._out.records += self.offsets.commit(group.group_id, accepted)
         return self._out.answer(results)
 
+    def commit_transactional_offsets(
+        self, req: OffsetCommitRequest, producer_id: int, now_ms: int
+    ) -> Reply[list[PartitionError]]:
+        """TxnOffsetCommit: the offsets are held pending in the producer's transaction
+        (`OffsetStore.commit_transactional`); an unknown group is created to store
+        offsets only when the request names no generation, as for OffsetCommit."""
+        self._dirty.add(req.group_id)
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if req.generation_id >= 0:
+                return self._out.answer(all_failed(req, ErrorCode.ILLEGAL_GENERATION))
+            group = ClassicGroup(req.group_id, state_timestamp_ms=now_ms)
+        error = validate_offset_commit(group, req, transactional=True)
+        if error is not ErrorCode.NONE:
+            return self._out.answer(all_failed(req, error))
+        self.groups[group.group_id] = group
+        results, accepted = accepted_offsets(req, now_ms, self.settings.offset_metadata_max_bytes)
+        self._out.records += self.offsets.commit_transactional(
+            producer_id, group.group_id, accepted
+        )
+        return self._out.answer(results)
+
     def fetch_offsets(
         self, group_id: str, partitions: Sequence[tuple[str, int]] | None
     ) -> OffsetFetchResult:
@@ -575,11 +597,16 @@ class ClassicGroupCoordinator:
         for group in list(self.groups.values()):
             stored = self.offsets.group_offsets(group.group_id)
             retention_ms = self.settings.offsets_retention_ms
-            expired = expired_offsets(group, stored, now_ms, retention_ms)
+            expired = [
+                tp
+                for tp in expired_offsets(group, stored, now_ms, retention_ms)
+                if not self.offsets.has_pending_transaction(group.group_id, *tp)
+            ]
             self._out.records += self.offsets.delete(group.group_id, expired)
             if (
                 group.state is GroupState.EMPTY
                 and not self.offsets.has_offsets(group.group_id)
+                and not self.offsets.has_open_transactions(group.group_id)
                 and not group.members
                 and not group.pending_members
             ):

@@ -25,9 +25,15 @@ from weir.groupcoord.committed_offsets import CommittedOffset, OffsetStore, Topi
 AcceptedOffset = tuple[str, int, CommittedOffset]
 
 
-def validate_offset_commit(group: ClassicGroup, req: OffsetCommitRequest) -> ErrorCode:
+def validate_offset_commit(
+    group: ClassicGroup, req: OffsetCommitRequest, transactional: bool = False
+) -> ErrorCode:
     """Generation -1 with no member commits into an Empty group; otherwise member,
-    instance id and generation must match, and CompletingRebalance refuses."""
+    instance id and generation must match, and CompletingRebalance refuses.
+
+    A TxnOffsetCommit (`transactional`; its old versions carry no member fields)
+    with generation -1, no member and no instance id commits into any group, and
+    the group's state never refuses it (Kafka's rules)."""
     if group.state is GroupState.DEAD:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if req.generation_id < 0 and group.state is GroupState.EMPTY:
@@ -38,9 +44,9 @@ def validate_offset_commit(group: ClassicGroup, req: OffsetCommitRequest) -> Err
             return error
         if req.generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
-    elif group.state is not GroupState.EMPTY:
+    elif not transactional and group.state is not GroupState.EMPTY:
         return ErrorCode.UNKNOWN_MEMBER_ID
-    if group.state is GroupState.COMPLETING_REBALANCE:
+    if not transactional and group.state is GroupState.COMPLETING_REBALANCE:
         return ErrorCode.REBALANCE_IN_PROGRESS
     return ErrorCode.NONE
 

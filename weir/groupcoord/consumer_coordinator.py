@@ -565,6 +565,17 @@ class ConsumerGroupCoordinator:
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
+    def validate_txn_offset_commit(
+        self, group_id: str, member_id: str, group_instance_id: str | None, member_epoch: int
+    ) -> ErrorCode:
+        """TxnOffsetCommit (Kafka's rules): with no member fields (epoch -1) it commits
+        into any group; otherwise as OffsetCommit, a stale epoch answered
+        ILLEGAL_GENERATION (the error transactional producers know)."""
+        if member_epoch == -1 and not member_id and group_instance_id is None:
+            return ErrorCode.NONE
+        error = self.validate_offset_commit(group_id, member_id, member_epoch)
+        return ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.STALE_MEMBER_EPOCH else error
+
     def validate_offset_fetch(
         self, group_id: str, member_id: str | None, member_epoch: int
     ) -> ErrorCode:

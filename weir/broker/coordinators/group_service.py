@@ -7,7 +7,13 @@ them what they cannot have themselves:
   (Kafka's placement, `weir.groupcoord.placement`), appended at once (state and
   log change together, in order) and answered once durable;
 - loading: when the offsets topic exists, every partition is read back at start
-  and each record handed to its owner (offsets, then KIP-848 groups);
+  and each record handed to its owner (offsets, then KIP-848 groups); records of
+  transactional batches are pending offsets of their producer's transaction,
+  which the markers read back commit or abort (those without a marker stay
+  pending: the transaction coordinator writes it later);
+- transactions: TxnOffsetCommit's records are appended as a transactional batch
+  of the producer (`commit_transactional_offsets`); the transaction coordinator,
+  once it wrote a marker to an offsets partition, calls `complete_transaction`;
 - time: a task calls the coordinators' `advance` at their next deadline and
   expires the offsets of groups that stayed empty past `offsets.retention.minutes`.
 
@@ -31,13 +37,16 @@ from typing import Any
 import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.coordinators.group_transactions import TransactionalOffsets, TxnOffsetsVerifier
 from weir.broker.coordinators.offsets_topic import (
     OFFSETS_TOPIC_NAME,
+    LoadedMarker,
+    LoadedRecord,
     adopt_offsets_topic,
     append_group_records_now,
     create_offsets_topic,
     offsets_replica,
-    read_group_records,
+    read_group_log,
     wait_group_records,
 )
 from weir.controller.controller import ControllerError, is_internal_topic
@@ -85,7 +94,7 @@ class PendingWrite:
         return ErrorCode.NONE
 
 
-class GroupService:
+class GroupService(TransactionalOffsets):
     def __init__(self, broker: Broker, settings: GroupSettings) -> None:
         self.broker = broker
         self.settings = settings
@@ -111,6 +120,8 @@ class GroupService:
         # coordinator of a group is the leader of its partition). None: a single
         # node, which serves every partition.
         self._led: set[int] | None = None if broker.cluster is None else set()
+        # The transaction coordinator's check of a TxnOffsetCommit (see TxnOffsetsCheck).
+        self.txn_offsets_verifier: TxnOffsetsVerifier | None = None
         for group_id in broker.controller.metadata.group_configs:
             self.refresh_group_config(group_id)
 
@@ -267,12 +278,8 @@ class GroupService:
         # A new leader loads its whole log; what is past the high watermark is not
         # committed yet and joins the committed offsets once it is.
         high_watermark = offsets_replica(self.broker, partition).high_watermark
-        for record in read_group_records(self.broker, partition):
-            if record.key is not None:
-                uncommitted = (
-                    (partition, record.offset + 1) if record.offset >= high_watermark else None
-                )
-                self._replay(record.key, record.value, uncommitted)
+        for entry in read_group_log(self.broker, partition):
+            if self._replay_entry(partition, entry, high_watermark) is not None:
                 count += 1
         self.sync_topic_names()
         self.consumer_groups.finish_loading(now_ms)
@@ -308,10 +315,10 @@ class GroupService:
             if (OFFSETS_TOPIC_NAME, partition) in self.broker.offline_partitions:
                 self.mark_failed(partition, LookupError("its log is damaged (offline)"))
                 continue
-            for record in read_group_records(self.broker, partition):
-                if record.key is None:
-                    continue
-                counts[self._replay(record.key, record.value)] += 1
+            for entry in read_group_log(self.broker, partition):
+                kind = self._replay_entry(partition, entry)
+                if kind is not None:
+                    counts[kind] = counts.get(kind, 0) + 1
         self.sync_topic_names()
         self.consumer_groups.finish_loading(now_ms)
         self.classic.finish_loading(now_ms, other_group_ids=set(self.consumer_groups.groups))
@@ -320,14 +327,45 @@ class GroupService:
         log.info("loaded group state from %s: %s", OFFSETS_TOPIC_NAME, counts)
         self.poke()  # the timer task now has deadlines and expiry to watch
 
+    def _replay_entry(
+        self,
+        partition: int,
+        entry: LoadedRecord | LoadedMarker,
+        high_watermark: int | None = None,
+    ) -> str | None:
+        """Apply one record or marker read back from `partition`; what is at or past
+        `high_watermark` (None: everything is committed) joins the committed
+        offsets once committed. Returns the kind of record applied (None: none)."""
+        if isinstance(entry, LoadedMarker):
+            committed = high_watermark is None or entry.offset < high_watermark
+            self.offsets.end_transaction(
+                entry.producer_id,
+                entry.committed,
+                lambda group_id: self.partition_for(group_id) == partition,
+                partition,
+                None if committed else entry.offset + 1,
+            )
+            return "transaction markers"
+        record = entry.record
+        if record.key is None:
+            return None
+        uncommitted = None
+        if high_watermark is not None and record.offset >= high_watermark:
+            uncommitted = (partition, record.offset + 1)
+        return self._replay(record.key, record.value, uncommitted, entry.producer_id)
+
     def _replay(
-        self, key: bytes, value: bytes | None, uncommitted: tuple[int, int] | None = None
+        self,
+        key: bytes,
+        value: bytes | None,
+        uncommitted: tuple[int, int] | None = None,
+        producer_id: int = -1,
     ) -> str:
         """Hand one record to its owner; an unreadable one (malformed, or a non-UTF-8
         id a client wrote before the offsets topic was the broker's) is skipped.
-        `uncommitted`: see `OffsetStore.replay`."""
+        `uncommitted`, `producer_id`: see `OffsetStore.replay`."""
         try:
-            if self.offsets.replay(key, value, uncommitted):
+            if self.offsets.replay(key, value, uncommitted, producer_id):
                 return "offsets"
             if self.classic.replay(key, value):
                 return "classic groups"
@@ -359,6 +397,19 @@ class GroupService:
             self.offsets.place(partition, ends[partition], chunk)
         self.poke()
         return PendingWrite(self, ends)
+
+    def _pending_write(self, ends: dict[int, int]) -> PendingWrite:
+        return PendingWrite(self, ends)
+
+    def loads(self, partition: int) -> bool:
+        """Whether this broker holds the groups of offsets partition `partition`."""
+        return self.loaded and (self._led is None or partition in self._led)
+
+    def unavailable_error(self, group_id: str) -> ErrorCode:
+        """What a group request is answered when `available` is False: the offsets
+        topic is still being created and loaded (COORDINATOR_LOAD_IN_PROGRESS), or
+        another broker, or none until a restart, serves the group (NOT_COORDINATOR)."""
+        return ErrorCode.NOT_COORDINATOR if self.loaded else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
         """The group's offsets whose records are committed in its offsets partition

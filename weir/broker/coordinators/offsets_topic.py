@@ -5,6 +5,12 @@ this module creates the topic, appends the coordinator's records to one of its
 partitions and waits until they are durable, and reads a partition back from
 the start when the broker loads group state.
 
+A TxnOffsetCommit's records are appended as a transactional batch of the
+producer (its id and epoch, no sequence: the log skips the sequence checks for
+the coordinator's own batches, as Kafka's AppendOrigin.COORDINATOR); the
+transaction coordinator's markers end them. Reading back yields each record with
+the producer of its transactional batch, and each marker (`read_group_log`).
+
 Clients cannot create, configure, delete, truncate or produce to the topic
 (`weir.controller.controller.INTERNAL_TOPIC_NAMES`); only these functions
 append to it. A data dir from before that rule may hold an offsets topic a
@@ -15,15 +21,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.partition_replica import PartitionReplica
 from weir.controller.controller import OFFSETS_TOPIC_NAME, ControllerError
 from weir.controller.metadata import TopicRecord
+from weir.format.control_records import read_end_txn_marker
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import (
+    BatchHeader,
     InvalidBatch,
     Record,
+    RecordInput,
     build_batch,
     decode_records,
     iter_batch_headers,
@@ -45,6 +55,33 @@ LOAD_READ_BYTES_MAX = 4 * 1024 * 1024
 RECORDS_PER_BATCH_MAX = 10_000
 
 KeyValue = tuple[bytes, bytes | None]  # a record's key and value; a None value is a tombstone
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+
+
+@dataclass(frozen=True, slots=True)
+class TxnProducer:
+    """The producer whose transaction a TxnOffsetCommit's records belong to."""
+
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedRecord:
+    """A record read back, with the producer of its transactional batch (-1: none)."""
+
+    record: Record
+    producer_id: int = NO_PRODUCER_ID
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedMarker:
+    """A transaction marker read back: producer `producer_id`'s transaction ended."""
+
+    offset: int
+    producer_id: int
+    committed: bool
 
 
 def ensure_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord:
@@ -131,18 +168,43 @@ def offsets_replica(broker: Broker, partition: int) -> PartitionReplica:
     return replica
 
 
-def append_group_records_now(broker: Broker, partition: int, records: Sequence[KeyValue]) -> int:
+def append_group_records_now(
+    broker: Broker,
+    partition: int,
+    records: Sequence[KeyValue],
+    producer: TxnProducer | None = None,
+) -> int:
     """Append `records` to the partition (not yet durable) and return the offset
-    to wait for with `wait_group_records`. Raises weir.log.errors.LogError."""
+    to wait for with `wait_group_records`; with `producer`, in transactional
+    batches of that producer. Raises weir.log.errors.LogError (the log's
+    producer checks: e.g. INVALID_PRODUCER_EPOCH for a fenced producer)."""
     replica = offsets_replica(broker, partition)
     if not replica.is_leader:
         raise LogError(ErrorCode.NOT_COORDINATOR, _not_leading_reason(broker, replica))
     now_ms = wall_clock_ms()
     next_offset = replica.log.log_end_offset
     for start in range(0, len(records), RECORDS_PER_BATCH_MAX):
-        chunk = records[start : start + RECORDS_PER_BATCH_MAX]
-        batch = build_batch([(key, value, []) for key, value in chunk], timestamp_ms=now_ms)
-        result = replica.log.append(batch, leader_epoch=replica.leader_epoch, now_ms=now_ms)
+        chunk: list[RecordInput] = [
+            (key, value, []) for key, value in records[start : start + RECORDS_PER_BATCH_MAX]
+        ]
+        if producer is None:
+            batch = build_batch(chunk, timestamp_ms=now_ms)
+            result = replica.log.append(batch, leader_epoch=replica.leader_epoch, now_ms=now_ms)
+        else:
+            batch = build_batch(
+                chunk,
+                timestamp_ms=now_ms,
+                producer_id=producer.producer_id,
+                producer_epoch=producer.producer_epoch,
+                base_sequence=NO_SEQUENCE,
+                is_transactional=True,
+            )
+            result = replica.log.append(
+                batch,
+                leader_epoch=replica.leader_epoch,
+                now_ms=now_ms,
+                origin_coordinator=True,  # the LOG helper's keyword: no sequence checks
+            )
         next_offset = result.last_offset + 1
     return next_offset
 
@@ -179,7 +241,15 @@ async def wait_group_records(broker: Broker, partition: int, end_offset: int) ->
 
 def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
     """Every record of the partition from its log start to its durable end,
-    in log order (tombstones included: their value is None)."""
+    in log order (tombstones included: their value is None); markers left out."""
+    for entry in read_group_log(broker, partition):
+        if isinstance(entry, LoadedRecord):
+            yield entry.record
+
+
+def read_group_log(broker: Broker, partition: int) -> Iterator[LoadedRecord | LoadedMarker]:
+    """Every record and transaction marker of the partition from its log start
+    to its durable end (a cluster's leader: its log end), in log order."""
     replica = offsets_replica(broker, partition)
     offset = replica.log.log_start_offset
     # A cluster's new leader loads all it has: it never truncates its own log.
@@ -190,23 +260,39 @@ def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
         result = replica.log.read(offset, bytes_max=LOAD_READ_BYTES_MAX, end_offset=end_offset)
         if not result.records:
             break
-        for record in _decode_batches(result.records, partition):
-            if record.offset >= offset:
-                yield record
+        for entry in _decode_batches(result.records, partition):
+            entry_offset = entry.offset if isinstance(entry, LoadedMarker) else entry.record.offset
+            if entry_offset >= offset:
+                yield entry
         offset = result.next_offset
 
 
-def _decode_batches(records: bytes | bytearray, partition: int) -> Iterator[Record]:
-    """The records of each batch; a batch that cannot be decoded (a client wrote
-    it before clients were refused: bad compressed data, inflating past
-    BATCH_INFLATE_BYTES_MAX) is skipped with a warning instead of failing the load.
-    The broker's own batches are uncompressed and were checked when appended."""
+def _decode_batches(
+    records: bytes | bytearray, partition: int
+) -> Iterator[LoadedRecord | LoadedMarker]:
+    """The records of each batch, or its marker; a batch that cannot be decoded (a
+    client wrote it before clients were refused: bad compressed data, inflating
+    past BATCH_INFLATE_BYTES_MAX) is skipped with a warning instead of failing the
+    load. The broker's own batches are uncompressed and were checked when appended."""
     view = memoryview(records)
     for position, header in iter_batch_headers(view):
         batch = view[position : position + header.size]
         try:
-            yield from decode_records(batch, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX)
+            if header.is_control:
+                yield from _marker_of(batch, header)
+                continue
+            producer_id = header.producer_id if header.is_transactional else NO_PRODUCER_ID
+            for record in decode_records(batch, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX):
+                yield LoadedRecord(record, producer_id)
         except InvalidBatch as exc:
             log.warning("%s-%d: skipping the unreadable rest of the batch at offsets %d..%d: %s",
                         OFFSETS_TOPIC_NAME, partition, header.base_offset,
                         header.last_offset, exc)  # fmt: skip
+
+
+def _marker_of(batch: memoryview, header: BatchHeader) -> Iterator[LoadedMarker]:
+    """The transaction marker of a control batch; none when compaction emptied it.
+    Raises InvalidBatch (InvalidControlRecord: another control type)."""
+    marker = read_end_txn_marker(batch)
+    if marker is not None:
+        yield LoadedMarker(header.base_offset, header.producer_id, marker.committed)
