@@ -118,6 +118,7 @@ APIS: dict[int, Api] = {
         ADD_OFFSETS_TO_TXN,
         END_TXN,
         WRITE_TXN_MARKERS,
+        TXN_OFFSET_COMMIT,
         DESCRIBE_PRODUCERS,
         DESCRIBE_TRANSACTIONS,
         LIST_TRANSACTIONS,

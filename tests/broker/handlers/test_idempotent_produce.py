@@ -66,12 +66,6 @@ async def test_init_producer_id_hands_out_distinct_ids_with_epoch_zero(
     assert first.producer_id >= 0 and second.producer_id == first.producer_id + 1
 
 
-async def test_transactional_id_is_refused_until_transactions_exist(broker: Broker) -> None:
-    response = await init_producer_id(broker, transactional_id="tx-1")
-    assert response.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert response.producer_id == -1
-
-
 async def test_retried_produce_gets_the_first_offset_and_is_stored_once(broker: Broker) -> None:
     producer = await init_producer_id(broker)
     assert (await produce(broker, producer.producer_id, 0, 0)).base_offset == 0

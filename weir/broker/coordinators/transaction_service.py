@@ -31,6 +31,8 @@ import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.cluster.peer_client import PeerError, PeerPool
+from weir.broker.coordinators.group_service import GroupService
+from weir.broker.coordinators.group_transactions import TxnOffsetsCheck
 from weir.broker.coordinators.state_topic import (
     append_state_records_now,
     create_state_topic,
@@ -39,7 +41,11 @@ from weir.broker.coordinators.state_topic import (
     wait_state_records,
 )
 from weir.broker.coordinators.txn_markers import PEER_TIMEOUT_S, MarkerWriter
-from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME, ControllerError
+from weir.controller.controller import (
+    OFFSETS_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+    ControllerError,
+)
 from weir.format.errors import ErrorCode
 from weir.format.versioned_records import RecordFormatError
 from weir.groupcoord.placement import java_string_hash
@@ -479,6 +485,27 @@ class TransactionService:
                     )
         return {tp: errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR) for tp in partitions}
 
+    async def check_txn_offsets(self, check: TxnOffsetsCheck) -> ErrorCode:
+        """The group coordinator's question before a TxnOffsetCommit is appended:
+        is the group's offsets partition in the producer's transaction (KIP-890
+        part 1), or (v5, transaction version 2) add it. The coordinator's
+        retriable errors become COORDINATOR_LOAD_IN_PROGRESS (clients retry it
+        without looking the group coordinator up again)."""
+        partition = (OFFSETS_TOPIC_NAME, check.offsets_partition)
+        errors = await self.verify_for_produce(
+            check.transactional_id,
+            check.producer_id,
+            check.producer_epoch,
+            [partition],
+            check.add_partition,
+        )
+        error = errors[partition]
+        if error in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if error == ErrorCode.TRANSACTION_ABORTABLE and not check.add_partition:
+            return ErrorCode.INVALID_TXN_STATE
+        return error
+
     # -- markers ---------------------------------------------------------------
 
     def _send_markers(self, markers: Iterable[MarkerRequest]) -> None:
@@ -584,6 +611,8 @@ def attach_transaction_service(broker: Broker) -> TransactionService:
     )
     service.load_if_present(wall_clock_ms())
     broker.transactions = service
+    if isinstance(broker.groups, GroupService):
+        broker.groups.txn_offsets_verifier = service.check_txn_offsets
     broker.internal_state_owners.append(service)
     broker.leadership_listeners.append(service.sync_leadership)
     return service

@@ -52,6 +52,7 @@ HANDLERS: dict[int, Handler[Any, Any]] = {
     ApiKey.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets_to_txn,
     ApiKey.END_TXN: transactions.handle_end_txn,
     ApiKey.WRITE_TXN_MARKERS: transactions.handle_write_txn_markers,
+    ApiKey.TXN_OFFSET_COMMIT: group_offsets.handle_txn_offset_commit,
     ApiKey.DESCRIBE_PRODUCERS: transactions.handle_describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
     ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
