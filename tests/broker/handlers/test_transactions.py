@@ -306,18 +306,17 @@ async def test_list_and_describe_producers_show_the_open_transaction(broker: Bro
     producer = await init(broker)
     await add_partitions(broker, producer, 0)
     await produce(broker, producer, 0)
-    listed = await call(
-        broker,
-        handle_list_transactions,
-        ApiKey.LIST_TRANSACTIONS,
-        2,
-        {"state_filters": ["Ongoing"], "producer_id_filters": [], "transactional_id_pattern": "tx-.*"},
-    )
+    body = {
+        "state_filters": ["Ongoing"],
+        "producer_id_filters": [],
+        "transactional_id_pattern": "tx-.*",
+    }
+    listed = await call(broker, handle_list_transactions, ApiKey.LIST_TRANSACTIONS, 2, body)
     assert [(t.transactional_id, t.transaction_state) for t in listed.transaction_states] == [
         (TXN_ID, "Ongoing")
     ]
-    body = {"topics": [{"name": "t", "partition_indexes": [0]}]}
-    producers = await call(broker, handle_describe_producers, ApiKey.DESCRIBE_PRODUCERS, 0, body)
+    wanted = {"topics": [{"name": "t", "partition_indexes": [0]}]}
+    producers = await call(broker, handle_describe_producers, ApiKey.DESCRIBE_PRODUCERS, 0, wanted)
     active = producers.topics[0].partitions[0].active_producers
     assert [(p.producer_id, p.current_txn_start_offset) for p in active] == [(producer[0], 0)]
 
