@@ -356,3 +356,19 @@ def test_a_follower_learns_transactions_and_aborts_from_replicated_batches(
     assert aborted_entries(follower) == [AbortedTxn(PID, 0, 4, 2)]
     assert follower.ongoing_transaction_first_offset(OTHER_PID) == 2
     assert follower.ongoing_transaction_first_offset(PID) is None
+
+
+def test_deleted_segments_take_their_aborted_index_with_them(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log()
+    txn_data(log, batch, now_ms, 0)
+    marker(log, now_ms, commit=False)  # 2
+    log.roll()
+    log.append(batch(2), leader_epoch=0, now_ms=now_ms)
+    log.flush()
+    index_path = log.segments[0].txn_index.path
+    assert index_path.exists()
+    log.delete_records_before(3)
+    assert not index_path.exists()
+    assert log.aborted_transactions(3, log.log_end_offset) == []
