@@ -37,7 +37,7 @@ A pass keeps, for every key, only its latest record; offsets never change.
   timestamp, attribute bit 6), so the horizon survives restarts; a later pass
   after the horizon removes it.
 - Transactions (Kafka's rules, KIP-98 and KIP-534), from the log's
-  aborted-transaction indexes (`_Transactions`): a transactional batch of an
+  aborted-transaction indexes (`TransactionsInRange`): a transactional batch of an
   aborted transaction is removed and its keys are never mapped (a key keeps
   its last committed value); a committed transaction's batches are compacted
   like any. A marker stays while any batch of its transaction remains in
@@ -116,12 +116,17 @@ from weir.format.record_batch import (
     verify_crc,
 )
 from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
+from weir.log.compaction_transactions import (
+    TransactionsInRange,
+    keep_txn_index_file,
+    retain_control,
+)
 from weir.log.config import INT64_MAX, LogConfig
 from weir.log.descriptors import SEGMENT_FILES_COUNT, DescriptorCache
 from weir.log.errors import LogError, RecordErrors, record_errors_message
 from weir.log.segment import SEGMENT_SUFFIXES, AppendedBatch, Segment, segment_file_name
 from weir.log.settings import BATCH_INFLATE_BYTES_MAX
-from weir.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
+from weir.log.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -207,40 +212,6 @@ class CleaningPlan:
     index_interval_bytes: int
     # The aborted transactions overlapping the inputs, from every segment's index.
     aborted: tuple[AbortedTxn, ...] = ()
-
-
-class _Transactions:
-    """What a pass knows of the transactions in its range: which transactional
-    batches were aborted (from the aborted-transaction indexes), and, walking
-    the batches in log order, whether a marker's transaction still has a batch
-    in the log (Kafka's CleanedTransactionMetadata)."""
-
-    def __init__(self, aborted: Sequence[AbortedTxn]) -> None:
-        self._aborted: dict[int, list[AbortedTxn]] = {}
-        for entry in aborted:
-            self._aborted.setdefault(entry.producer_id, []).append(entry)
-        self.by_marker = {entry.last_offset: entry for entry in aborted}
-        # Producers with a transactional batch read since their last marker.
-        self._batches_read: set[int] = set()
-
-    def aborted(self, header: BatchHeader) -> bool:
-        """Whether a transactional data batch belongs to an aborted transaction."""
-        for entry in self._aborted.get(header.producer_id, ()):
-            if entry.first_offset <= header.base_offset <= entry.last_offset:
-                return True
-        return False
-
-    def read_data(self, header: BatchHeader) -> None:
-        if header.is_transactional:
-            self._batches_read.add(header.producer_id)
-
-    def read_marker(self, header: BatchHeader) -> bool:
-        """A marker read after its transaction's batches: True when none of them
-        was read in this pass (the marker may go, after its delete horizon)."""
-        if header.producer_id in self._batches_read:
-            self._batches_read.discard(header.producer_id)
-            return False
-        return True
 
 
 @dataclass
@@ -565,7 +536,7 @@ def build_cleaned_segments(plan: CleaningPlan) -> CleaningResult:
     if cleaning.exists():
         shutil.rmtree(cleaning)
     os.mkdir(cleaning)
-    transactions = _Transactions(plan.aborted)
+    transactions = TransactionsInRange(plan.aborted)
     for index, item in enumerate(plan.inputs):
         if item.base_offset >= cleaned_offset:
             break
@@ -577,7 +548,7 @@ def _build_offset_map(plan: CleaningPlan) -> tuple[dict[bytes, int], int]:
     """key -> latest offset over the dirty section, and where the map ends: the
     end of the range, or the base of the first batch whose keys did not fit."""
     offsets: dict[bytes, int] = {}
-    transactions = _Transactions(plan.aborted)
+    transactions = TransactionsInRange(plan.aborted)
     for item in plan.inputs:
         if item.end_offset <= plan.first_dirty_offset:
             continue
@@ -602,7 +573,7 @@ def _clean_segment(
     cleaning: Path,
     offsets: dict[bytes, int],
     result: CleaningResult,
-    transactions: _Transactions,
+    transactions: TransactionsInRange,
     *,
     keep_when_empty: bool,
 ) -> None:
@@ -616,7 +587,15 @@ def _clean_segment(
         changed = False
         for header, data in _read_batches(item):
             if header.is_control:
-                retained = _retain_control(header, data, result, transactions)
+                retained, horizon_ms = retain_control(
+                    header, data, transactions, now_ms=plan.now_ms,
+                    delete_retention_ms=plan.delete_retention_ms,
+                    cleaned_offset=result.cleaned_offset,
+                )  # fmt: skip
+                if horizon_ms is not None:
+                    result.note_horizon(horizon_ms)
+                if retained is None:
+                    result.records_removed += header.records_count
             else:
                 retained = _retain(header, data, offsets, result, item, transactions)
             changed = changed or retained is not data
@@ -635,7 +614,7 @@ def _clean_segment(
             output.delete()
             return
         output.seal()
-        _keep_txn_index_file(item, output)
+        keep_txn_index_file(item.log_path, item.base_offset, output)
         for synced in output.files:
             os.fsync(synced.fd)
         output.close()
@@ -645,59 +624,13 @@ def _clean_segment(
         raise
 
 
-def _keep_txn_index_file(item: _Input, output: Segment) -> None:
-    """A segment that had an aborted-transaction index gets one, empty if no
-    entry is kept, so the move replaces the old file rather than keep it."""
-    name = segment_file_name(item.base_offset, TXN_INDEX_SUFFIX)
-    if len(output.txn_index) or not (item.log_path.parent / name).exists():
-        return
-    fd = os.open(output.txn_index.path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _retain_control(
-    header: BatchHeader, data: bytes, result: CleaningResult, transactions: _Transactions
-) -> bytes | None:
-    """A transaction marker stays while its transaction has a batch in the log;
-    then it is stamped with a delete horizon, and dropped once that passed."""
-    plan = result.plan
-    removable = transactions.read_marker(header)
-    if not header.is_transactional or header.base_offset >= result.cleaned_offset:
-        return data
-    if not removable:
-        return data
-    horizon_ms = header.delete_horizon_ms
-    if horizon_ms is not None:
-        if plan.now_ms >= horizon_ms:
-            result.records_removed += header.records_count
-            return None
-        result.note_horizon(horizon_ms)
-        return data
-    try:
-        records = list(
-            decode_records(
-                data, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX, include_control=True
-            )
-        )
-    except InvalidBatch:
-        return data
-    if not records:
-        return data
-    horizon_ms = min(INT64_MAX, plan.now_ms + plan.delete_retention_ms)
-    result.note_horizon(horizon_ms)
-    return rebuild_batch(header, records, delete_horizon_ms=horizon_ms)
-
-
 def _retain(
     header: BatchHeader,
     data: bytes,
     offsets: dict[bytes, int],
     result: CleaningResult,
     item: _Input,
-    transactions: _Transactions,
+    transactions: TransactionsInRange,
 ) -> bytes | None:
     """`data` itself when the batch stays as it is, a rebuilt batch holding the
     records kept, or None when no record is kept."""
