@@ -227,3 +227,148 @@ def test_a_marker_without_an_open_transaction_is_written_and_ends_nothing(
     assert aborted_entries(log) == []
     log.flush()
     assert log.last_stable_offset == 1
+
+
+def crash(log: PartitionLog) -> None:
+    """The process dies: what was written stays (the page cache), no clean close."""
+    log.flush()
+    for segment in log.segments:
+        segment.close()
+
+
+def test_an_open_transaction_keeps_the_lso_after_a_crash_until_its_marker(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log(segment_bytes=1024)
+    log.append(batch(2), leader_epoch=0, now_ms=now_ms)
+    txn_data(log, batch, now_ms, 0)  # 2-3
+    for sequence in range(0, 40, 2):  # other producers' data past several rolls
+        log.append(
+            batch(2, producer_id=7, producer_epoch=0, base_sequence=sequence),
+            leader_epoch=0, now_ms=now_ms,
+        )  # fmt: skip
+    assert len(log.segments) > 2
+    crash(log)
+    reopened = open_log(segment_bytes=1024)
+    assert reopened.ongoing_transaction_first_offset(PID) == 2
+    assert reopened.last_stable_offset == 2
+    marker(reopened, now_ms, commit=True)
+    reopened.flush()
+    assert reopened.last_stable_offset == reopened.log_end_offset
+
+
+def test_the_aborted_index_and_open_transactions_survive_a_clean_close(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log()
+    txn_data(log, batch, now_ms, 0)  # 0-1
+    txn_data(log, batch, now_ms, 0, pid=OTHER_PID)  # 2-3
+    marker(log, now_ms, commit=False)  # 4
+    log.close()
+    reopened = open_log()
+    assert aborted_entries(reopened) == [AbortedTxn(PID, 0, 4, 2)]
+    assert reopened.ongoing_transaction_first_offset(OTHER_PID) == 2
+    assert reopened.last_stable_offset == 2
+
+
+def test_a_lost_aborted_index_is_rebuilt_after_a_crash(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log()
+    txn_data(log, batch, now_ms, 0)
+    marker(log, now_ms, commit=False)  # 2
+    txn_data(log, batch, now_ms, 0, pid=OTHER_PID, count=3)  # 3-5
+    marker(log, now_ms, commit=False, pid=OTHER_PID)  # 6
+    log.roll()  # a producer snapshot at 7: the replay from it alone misses both aborts
+    log.append(batch(2), leader_epoch=0, now_ms=now_ms)
+    crash(log)  # before a recovery point covered the sealed segment
+    index_path = log.segments[0].txn_index.path
+    index_path.unlink()  # never synced: lost with the machine
+    reopened = open_log()
+    assert aborted_entries(reopened) == [AbortedTxn(PID, 0, 2, 3), AbortedTxn(OTHER_PID, 3, 6, 7)]
+    assert index_path.exists()
+
+
+def test_a_damaged_aborted_index_of_a_sealed_segment_is_rebuilt(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log()
+    txn_data(log, batch, now_ms, 0)
+    marker(log, now_ms, commit=False)  # 2
+    log.roll()
+    log.append(batch(2), leader_epoch=0, now_ms=now_ms)
+    log.close()
+    sealed = log.segments[0].txn_index.path
+    sealed.write_bytes(b"\x00\x07" + b"\xff" * 32)  # an unknown version
+    reopened = open_log()
+    assert aborted_entries(reopened) == [AbortedTxn(PID, 0, 2, 3)]
+    assert reopened.aborted_transactions(0, reopened.log_end_offset) == [(PID, 0)]
+
+
+def test_truncating_away_an_abort_marker_reopens_its_transaction(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log()
+    txn_data(log, batch, now_ms, 0)  # 0-1
+    assert marker(log, now_ms, commit=False) == 2
+    log.flush()
+    assert log.last_stable_offset == 3
+    log.truncate_to(2)
+    assert aborted_entries(log) == []
+    assert log.ongoing_transaction_first_offset(PID) == 0
+    assert log.last_stable_offset == 0
+    assert marker(log, now_ms, commit=True) == 2
+    log.flush()
+    assert log.last_stable_offset == 3
+
+
+def test_the_lso_waits_for_the_marker_to_pass_a_replicated_high_watermark(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log()
+    log.update_high_watermark(0)
+    txn_data(log, batch, now_ms, 0)  # 0-1
+    marker(log, now_ms, commit=True)  # 2
+    log.flush()
+    log.update_high_watermark(2)  # the data replicated, the marker not yet
+    assert log.last_stable_offset == 0
+    log.update_high_watermark(3)
+    assert log.last_stable_offset == 3
+    assert log.last_stable_offset <= log.high_watermark
+
+
+def test_a_follower_learns_transactions_and_aborts_from_replicated_batches(
+    open_log: OpenLog, tmp_path: object, batch: MakeBatch, now_ms: int
+) -> None:
+    leader = open_log()
+    txn_data(leader, batch, now_ms, 0)  # 0-1
+    txn_data(leader, batch, now_ms, 0, pid=OTHER_PID)  # 2-3
+    marker(leader, now_ms, commit=False)  # 4
+    leader.flush()
+    stored = leader.read(0, bytes_max=1 << 20, end_offset=leader.log_end_offset).records
+    leader.close()
+    import shutil
+
+    shutil.rmtree(leader.directory)
+    follower = open_log()
+    follower.append_replicated(stored, now_ms=now_ms)
+    assert bytes(follower.read(0, bytes_max=1 << 20, end_offset=5).records) == bytes(stored)
+    assert aborted_entries(follower) == [AbortedTxn(PID, 0, 4, 2)]
+    assert follower.ongoing_transaction_first_offset(OTHER_PID) == 2
+    assert follower.ongoing_transaction_first_offset(PID) is None
+
+
+def test_deleted_segments_take_their_aborted_index_with_them(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    log = open_log()
+    txn_data(log, batch, now_ms, 0)
+    marker(log, now_ms, commit=False)  # 2
+    log.roll()
+    log.append(batch(2), leader_epoch=0, now_ms=now_ms)
+    log.flush()
+    index_path = log.segments[0].txn_index.path
+    assert index_path.exists()
+    log.delete_records_before(3)
+    assert not index_path.exists()
+    assert log.aborted_transactions(3, log.log_end_offset) == []

@@ -69,6 +69,12 @@ class PartitionReplica:
         return self.log.durable_end_offset
 
     @property
+    def last_stable_offset(self) -> int:
+        """The LSO (read_committed's end): the first offset of the oldest
+        transaction not yet decided and replicated, else the high watermark."""
+        return self.log.last_stable_offset_at(self.high_watermark)
+
+    @property
     def is_leader(self) -> bool:
         return self.replication is None or self.replication.is_leader
 

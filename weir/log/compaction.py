@@ -2,8 +2,10 @@
 
 A pass keeps, for every key, only its latest record; offsets never change.
 
-- Range: only sealed segments wholly below the durable end offset
-  (`PartitionLog.compaction_inputs`), from the log's first segment up to the
+- Range: only sealed segments wholly below the durable end offset and the
+  last stable offset (`PartitionLog.compaction_inputs`: nothing of a
+  transaction still open or not yet decided is cleaned), from the log's first
+  segment up to the
   first segment holding a record younger than `min.compaction.lag.ms`. The
   active segment is never touched.
 - Dirty section: from the cleaned offset (`cleaner-offset-checkpoint`: every
@@ -18,9 +20,7 @@ A pass keeps, for every key, only its latest record; offsets never change.
 - Rewrite: every segment from the log start up to the map's end is read batch
   by batch. A record is dropped when the map holds a later offset for its key,
   or when it is a tombstone (null value) whose batch's delete horizon has
-  passed. Records without a key are kept. Control batches and transactional
-  batches are kept byte for byte (there is no transaction coordinator yet to
-  say which were aborted). A batch that needs decompressing beyond
+  passed. Records without a key are kept. A batch that needs decompressing beyond
   `BATCH_INFLATE_BYTES_MAX` is kept as it is and its keys are not mapped.
 - Rewritten batches (`weir.format.record_batch.rebuild_batch`) keep their base
   offset, last offset delta, leader epoch, producer id/epoch/sequence and
@@ -36,6 +36,16 @@ A pass keeps, for every key, only its latest record; offsets never change.
   KIP-534's delete horizon (now + `delete.retention.ms`, in the batch's base
   timestamp, attribute bit 6), so the horizon survives restarts; a later pass
   after the horizon removes it.
+- Transactions (Kafka's rules, KIP-98 and KIP-534), from the log's
+  aborted-transaction indexes (`TransactionsInRange`): a transactional batch of an
+  aborted transaction is removed and its keys are never mapped (a key keeps
+  its last committed value); a committed transaction's batches are compacted
+  like any. A marker stays while any batch of its transaction remains in
+  the log (a pass that still read one keeps it); once none does, the first
+  pass stamps the marker with a delete horizon (now + `delete.retention.ms`)
+  and a pass after that removes it. A kept ABORT marker keeps its entry in
+  the cleaned segment's `.txnindex`; a segment that had one gets one, even
+  empty, so the move replaces the old file.
 - A segment where nothing changes is not rewritten.
 
 The heavy work (`build_cleaned_segments`: reading, decompressing, rewriting,
@@ -87,7 +97,7 @@ import logging
 import os
 import shutil
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -106,11 +116,17 @@ from weir.format.record_batch import (
     verify_crc,
 )
 from weir.log.checkpoint import fsync_directory, read_checkpoint, write_checkpoint
+from weir.log.compaction_transactions import (
+    TransactionsInRange,
+    keep_txn_index_file,
+    retain_control,
+)
 from weir.log.config import INT64_MAX, LogConfig
 from weir.log.descriptors import SEGMENT_FILES_COUNT, DescriptorCache
 from weir.log.errors import LogError, RecordErrors, record_errors_message
 from weir.log.segment import SEGMENT_SUFFIXES, AppendedBatch, Segment, segment_file_name
 from weir.log.settings import BATCH_INFLATE_BYTES_MAX
+from weir.log.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +143,8 @@ class CleanablePartition(Protocol):
     def closed(self) -> bool: ...
 
     def compaction_inputs(self) -> list[tuple[Segment, int]]: ...
+
+    def aborted_txns_between(self, start_offset: int, end_offset: int) -> list[AbortedTxn]: ...
 
     def swap_cleaned_segments(self, old: list[Segment], new: list[Segment]) -> None: ...
 
@@ -192,6 +210,8 @@ class CleaningPlan:
     keys_max: int
     index_bytes_max: int
     index_interval_bytes: int
+    # The aborted transactions overlapping the inputs, from every segment's index.
+    aborted: tuple[AbortedTxn, ...] = ()
 
 
 @dataclass
@@ -303,6 +323,15 @@ class LogCleaner:
 
     def plan(self, partition: CleanablePartition, now_ms: int) -> CleaningPlan | None:
         """The pass due on `partition` now, or None."""
+        plan = self._plan_without_transactions(partition, now_ms)
+        if plan is None:
+            return None
+        start, end = plan.inputs[0].base_offset, plan.end_offset
+        return replace(plan, aborted=tuple(partition.aborted_txns_between(start, end)))
+
+    def _plan_without_transactions(
+        self, partition: CleanablePartition, now_ms: int
+    ) -> CleaningPlan | None:
         config = partition.config
         inputs = _cleanable_inputs(partition, now_ms)
         if not inputs:
@@ -507,10 +536,11 @@ def build_cleaned_segments(plan: CleaningPlan) -> CleaningResult:
     if cleaning.exists():
         shutil.rmtree(cleaning)
     os.mkdir(cleaning)
+    transactions = TransactionsInRange(plan.aborted)
     for index, item in enumerate(plan.inputs):
         if item.base_offset >= cleaned_offset:
             break
-        _clean_segment(item, cleaning, offsets, result, keep_when_empty=index == 0)
+        _clean_segment(item, cleaning, offsets, result, transactions, keep_when_empty=index == 0)
     return result
 
 
@@ -518,12 +548,15 @@ def _build_offset_map(plan: CleaningPlan) -> tuple[dict[bytes, int], int]:
     """key -> latest offset over the dirty section, and where the map ends: the
     end of the range, or the base of the first batch whose keys did not fit."""
     offsets: dict[bytes, int] = {}
+    transactions = TransactionsInRange(plan.aborted)
     for item in plan.inputs:
         if item.end_offset <= plan.first_dirty_offset:
             continue
         for header, data in _read_batches(item):
-            if header.last_offset < plan.first_dirty_offset or not _cleanable(header):
+            if header.last_offset < plan.first_dirty_offset or header.is_control:
                 continue
+            if header.is_transactional and transactions.aborted(header):
+                continue  # an aborted record never shadows a committed one
             records = _decode(header, data, item)
             if records is None:
                 continue
@@ -535,15 +568,12 @@ def _build_offset_map(plan: CleaningPlan) -> tuple[dict[bytes, int], int]:
     return offsets, plan.end_offset
 
 
-def _cleanable(header: BatchHeader) -> bool:
-    return not (header.is_control or header.is_transactional)
-
-
 def _clean_segment(
     item: _Input,
     cleaning: Path,
     offsets: dict[bytes, int],
     result: CleaningResult,
+    transactions: TransactionsInRange,
     *,
     keep_when_empty: bool,
 ) -> None:
@@ -556,12 +586,26 @@ def _clean_segment(
     try:
         changed = False
         for header, data in _read_batches(item):
-            retained = _retain(header, data, offsets, result, item)
+            if header.is_control:
+                retained, horizon_ms = retain_control(
+                    header, data, transactions, now_ms=plan.now_ms,
+                    delete_retention_ms=plan.delete_retention_ms,
+                    cleaned_offset=result.cleaned_offset,
+                )  # fmt: skip
+                if horizon_ms is not None:
+                    result.note_horizon(horizon_ms)
+                if retained is None:
+                    result.records_removed += header.records_count
+            else:
+                retained = _retain(header, data, offsets, result, item, transactions)
             changed = changed or retained is not data
             if retained is not None:
                 kept = parse_batch_header(retained)
                 batch = AppendedBatch(0, kept.last_offset, kept.max_timestamp, kept.size)
                 output.append(retained, [batch], plan.index_interval_bytes)
+                aborted = transactions.by_marker.get(kept.base_offset) if kept.is_control else None
+                if aborted is not None:
+                    output.append_aborted_txn(aborted)
         if not changed:
             output.delete()
             return
@@ -570,6 +614,7 @@ def _clean_segment(
             output.delete()
             return
         output.seal()
+        keep_txn_index_file(item.log_path, item.base_offset, output)
         for synced in output.files:
             os.fsync(synced.fd)
         output.close()
@@ -585,12 +630,17 @@ def _retain(
     offsets: dict[bytes, int],
     result: CleaningResult,
     item: _Input,
+    transactions: TransactionsInRange,
 ) -> bytes | None:
     """`data` itself when the batch stays as it is, a rebuilt batch holding the
     records kept, or None when no record is kept."""
     plan = result.plan
-    if not _cleanable(header) or header.base_offset >= result.cleaned_offset:
+    transactions.read_data(header)
+    if header.base_offset >= result.cleaned_offset:
         return data
+    if header.is_transactional and transactions.aborted(header):
+        result.records_removed += header.records_count
+        return None
     records = _decode(header, data, item)
     if records is None:
         return data

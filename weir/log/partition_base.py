@@ -2,7 +2,8 @@
 
 Directory `<topic>-<partition>/` holds:
 
-- `<20-digit base offset>.log|.index|.timeindex`: the segments (see segment.py);
+- `<20-digit base offset>.log|.index|.timeindex`: the segments (see segment.py),
+  and `.txnindex`, a segment's aborted transactions (transaction_index.py);
 - `leader-epoch-checkpoint`: epoch -> start offset (see epoch_cache.py);
 - `log-start-offset-checkpoint`: the log start offset set by DeleteRecords;
 - `recovery-point-offset-checkpoint`: R such that every segment wholly below R

@@ -198,14 +198,21 @@ class ProducerStateMixin(PartitionLogState):
         [fetch_offset, upper_bound_offset) (Kafka's collectAbortedTxns): the
         segments' indexes from the one holding `fetch_offset` on, until an
         entry's LSO at completion reaches the upper bound."""
-        aborted: list[tuple[int, int]] = []
-        if upper_bound_offset <= fetch_offset:
+        return [
+            (entry.producer_id, entry.first_offset)
+            for entry in self.aborted_txns_between(fetch_offset, upper_bound_offset)
+        ]
+
+    def aborted_txns_between(self, start_offset: int, end_offset: int) -> list[AbortedTxn]:
+        """The index entries of `aborted_transactions` (compaction's too)."""
+        aborted: list[AbortedTxn] = []
+        if end_offset <= start_offset:
             return aborted
-        for segment in self._segments[self._segment_index(fetch_offset) :]:
+        for segment in self._segments[self._segment_index(start_offset) :]:
             if not len(segment.txn_index):
                 continue
-            found = segment.txn_index.collect(fetch_offset, upper_bound_offset)
-            aborted.extend((entry.producer_id, entry.first_offset) for entry in found.aborted)
+            found = segment.txn_index.collect(start_offset, end_offset)
+            aborted.extend(found.aborted)
             if found.complete:
                 break
         return aborted

@@ -19,8 +19,18 @@
 5. What was scanned is fsynced (the process may have died with it only in the
    page cache), the directory is fsynced, and the recovery point is written.
    Only then does `durable_end_offset` equal the log end offset.
+6. Producer state and transactions (partition_producers.py): each segment's
+   aborted-transaction index (`.txnindex`) must pass its sanity check, else
+   it is emptied; after an unclean shutdown its entries of markers at or
+   above the fsynced point (max of the recovery point and the durable offset
+   checkpoint) are dropped. The producer table is loaded from the newest
+   snapshot at or below the lowest such point, and every batch after it is
+   replayed: data batches open transactions, markers complete them, and an
+   abort the index lacks is appended to its segment's index (fsynced). The
+   open transactions give the LSO.
 
-Steps 2-3 are `SegmentLoader`; 4-5 are `PartitionLog._finish_recovery`. This
+Steps 2-3 are `SegmentLoader`; 4-5 are `PartitionLog._finish_recovery`; 6 is
+`PartitionLog._load_producer_state`. This
 module also reads the directory's single-offset checkpoints for `weir repair`.
 """
 
@@ -201,11 +211,12 @@ def write_clean_shutdown_marker(directory: Path) -> None:
 
 
 def remove_stray_files(directory: Path) -> None:
-    """Temporary checkpoint files, and index files whose log file is gone."""
+    """Temporary checkpoint files, and index files (aborted-transaction indexes
+    too) whose log file is gone."""
     names = set(os.listdir(directory))
     for name in names:
         stem, _, suffix = name.rpartition(".")
-        orphan_index = suffix in ("index", "timeindex") and f"{stem}.log" not in names
+        orphan_index = suffix in ("index", "timeindex", "txnindex") and f"{stem}.log" not in names
         if name.endswith(".tmp") or orphan_index:
             os.unlink(directory / name)
 

@@ -98,14 +98,17 @@ class RetentionMixin(RollMixin):
             self.epoch_cache.truncate_from_start(offset)
 
     def compaction_inputs(self) -> list[tuple[Segment, int]]:
-        """The sealed segments wholly below the durable end offset, oldest first,
-        each with the next segment's base offset (where its offset range ends).
-        Never the active segment; empty while the log is closed or offline."""
+        """The sealed segments wholly below the durable end offset and the last
+        stable offset (Kafka's cleaner never passes the first unstable offset),
+        oldest first, each with the next segment's base offset (where its
+        offset range ends). Never the active segment; empty while the log is
+        closed or offline."""
         if self._closed or self._failure is not None:
             return []
+        limit = min(self.durable_end_offset, self.last_stable_offset)
         inputs = []
         for segment, following in zip(self._segments, self._segments[1:]):  # noqa: B905
-            if following.base_offset > self.durable_end_offset:
+            if following.base_offset > limit:
                 break
             inputs.append((segment, following.base_offset))
         return inputs

@@ -95,6 +95,14 @@ class Replication:
     # The broker's lease is alive (the cluster member's view): a fenced leader refuses produces.
     fenced: Callable[[], bool] = lambda: False
 
+    def __post_init__(self) -> None:
+        # From now on the log's high watermark is this one (its LSO follows it).
+        self.replica.log.update_high_watermark(self.high_watermark)
+
+    def set_high_watermark(self, high_watermark: int) -> None:
+        self.high_watermark = high_watermark
+        self.replica.log.update_high_watermark(high_watermark)
+
     @property
     def leader_epoch(self) -> int:
         return self.state.leader_epoch
@@ -142,7 +150,7 @@ class Replication:
                     self.followers[replica_id] = FollowerProgress(caught_up_ms=now_ms)
             for replica_id in [r for r in self.followers if r not in self.replicas]:
                 del self.followers[replica_id]
-        self.high_watermark = min(self.high_watermark, partition_log.log_end_offset)
+        self.set_high_watermark(min(self.high_watermark, partition_log.log_end_offset))
         self.advance_high_watermark()
         self.notify()
 
@@ -202,7 +210,7 @@ class Replication:
         candidate = min(ends)
         if candidate <= self.high_watermark:
             return False
-        self.high_watermark = candidate
+        self.set_high_watermark(candidate)
         assert self.high_watermark <= self.replica.log.log_end_offset, "HW <= LEO"
         self.replica.wake_fetchers()
         self.notify()
@@ -405,8 +413,8 @@ class ReplicaFetcher:
                         partition_log.directory.name, partition_log.log_end_offset, point.offset,
                         self.leader_id, leader_epoch)  # fmt: skip
             partition_log.truncate_to(point.offset)
-        followed.replication.high_watermark = min(
-            followed.replication.high_watermark, partition_log.log_end_offset
+        followed.replication.set_high_watermark(
+            min(followed.replication.high_watermark, partition_log.log_end_offset)
         )
         followed.truncated = point.complete
 
@@ -492,8 +500,8 @@ class ReplicaFetcher:
                 return None
         leader_hw = getattr(answer, "high_watermark")  # noqa: B009
         replication = followed.replication
-        replication.high_watermark = max(
-            replication.high_watermark, min(leader_hw, partition_log.log_end_offset)
+        replication.set_high_watermark(
+            max(replication.high_watermark, min(leader_hw, partition_log.log_end_offset))
         )
         return partition_log.log_end_offset
 

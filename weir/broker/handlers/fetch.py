@@ -1,4 +1,6 @@
-"""Fetch v4–v16: stored batches up to the high watermark, long-polled. Topics by
+"""Fetch v4–v16: stored batches up to the high watermark (read_committed: up to
+the last stable offset, with the aborted transactions of the returned range
+listed so the client drops their records), long-polled. Topics by
 name (v4-v12) or by id (v13+); a partition this broker does not lead names its
 leader (CurrentLeader, and from v16 the leader's endpoint: KIP-951). A follower's
 fetch (its replica id: a field before v15, ReplicaState from v15) reads up to the
@@ -43,6 +45,7 @@ from weir.wire.messages.fetch import (
     FetchRequestPartition,
     FetchRequestTopic,
     FetchResponse,
+    FetchResponseAbortedTransaction,
     FetchResponseCurrentLeader,
     FetchResponseDivergingEpoch,
     FetchResponseNodeEndpoint,
@@ -52,6 +55,7 @@ from weir.wire.messages.fetch import (
 
 # A consumer fetch; followers (replica_id >= 0) arrive with replication.
 CONSUMER_REPLICA_ID = -1
+READ_COMMITTED = 1  # isolation_level
 INVALID_SESSION_ID = 0
 FINAL_SESSION_EPOCH = -1
 # Warm-ups of a fetch's cold ranges before its read may wait on the loop.
@@ -75,6 +79,8 @@ class FetchPlan:
     # A follower's fetch (its broker id): reads up to the log end, not the high
     # watermark, and parks for appends rather than for commits.
     replica_id: int = CONSUMER_REPLICA_ID
+    # A consumer's read_committed fetch: up to the LSO, aborted transactions listed.
+    read_committed: bool = False
     waiters: list[trio.Event] = field(default_factory=list)
     # What the last read found outside the page cache (its answer is not sent).
     cold: list[ColdRange] = field(default_factory=list)
@@ -104,6 +110,9 @@ def handle_fetch(
             limits.fetch_response_bytes_max,
         ),
         replica_id=replica_id,
+        read_committed=(
+            request.isolation_level == READ_COMMITTED and replica_id == CONSUMER_REPLICA_ID
+        ),
     )
     wait_s = min(max(request.max_wait_ms, 0), limits.fetch_wait_ms_max) / 1000
     deadline = trio.current_time() + wait_s
@@ -303,10 +312,12 @@ def _read_partition(
     if epoch_error != ErrorCode.NONE:
         return _partition_error(index, epoch_error, replica), 0, 0
     high_watermark = replica.high_watermark
+    last_stable_offset = replica.log.last_stable_offset_at(high_watermark)
     # A follower reads up to the log end: it replicates what is not committed yet.
-    read_end = (
-        high_watermark if plan.replica_id == CONSUMER_REPLICA_ID else replica.log.log_end_offset
-    )
+    if plan.replica_id != CONSUMER_REPLICA_ID:
+        read_end = replica.log.log_end_offset
+    else:
+        read_end = last_stable_offset if plan.read_committed else high_watermark
     fetch_offset = request_part.fetch_offset
     diverging = _diverging_epoch(replica, request_part.last_fetched_epoch, fetch_offset)
     if diverging is not None:
@@ -336,14 +347,22 @@ def _read_partition(
         # KIP-74: only the first non-empty partition may exceed the byte limits.
         if not first and len(records) > bytes_max:
             records = b""
+    aborted: list[FetchResponseAbortedTransaction] = []
+    if plan.read_committed and records:
+        aborted = [
+            FetchResponseAbortedTransaction(producer_id=producer_id, first_offset=first_offset)
+            for producer_id, first_offset in replica.log.aborted_transactions(
+                fetch_offset, next_offset
+            )
+        ]
     return (
         FetchResponsePartition(
             partition_index=index,
             error_code=ErrorCode.NONE,
             high_watermark=high_watermark,
-            last_stable_offset=high_watermark,
+            last_stable_offset=last_stable_offset,
             log_start_offset=log_start_offset,
-            aborted_transactions=[],
+            aborted_transactions=aborted,
             preferred_read_replica=-1,
             records=records,
         ),
@@ -384,7 +403,7 @@ def _partition_error(
         partition_index=index,
         error_code=error,
         high_watermark=replica.high_watermark if replica else -1,
-        last_stable_offset=replica.high_watermark if replica else -1,
+        last_stable_offset=replica.last_stable_offset if replica else -1,
         log_start_offset=replica.log.log_start_offset if replica else -1,
         aborted_transactions=None,
         preferred_read_replica=-1,

@@ -7,7 +7,12 @@ has none: the local log starts at the log start offset, so EARLIEST_LOCAL is
 EARLIEST; nothing is tiered or awaiting upload, so LATEST_TIERED and
 EARLIEST_PENDING_UPLOAD find no offset (-1, no timestamp, no leader epoch).
 v10 adds `timeout_ms`, which bounds remote-storage lookups; Weir has none to wait
-for and ignores it."""
+for and ignores it.
+
+Under isolation_level read_committed (v2+) the last fetchable offset is the
+partition's last stable offset, not its high watermark, as Kafka's: LATEST
+answers the LSO, and a timestamp lookup (MAX_TIMESTAMP included) finds no
+offset at or past it."""
 
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 NO_TIMESTAMP = -1
+READ_COMMITTED = 1  # isolation_level
 # The first version whose requests may carry each special timestamp.
 SPECIAL_TIMESTAMP_VERSION_MIN = {
     MAX_TIMESTAMP: 7,
@@ -43,7 +49,12 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
     topics = []
     for topic in request.topics:
         partitions = [
-            _list_partition(broker.lookup(topic.name, p.partition_index), p, ctx.api_version)
+            _list_partition(
+                broker.lookup(topic.name, p.partition_index),
+                p,
+                ctx.api_version,
+                request.isolation_level == READ_COMMITTED,
+            )  # fmt: skip
             for p in topic.partitions
         ]
         topics.append(ListOffsetsResponseTopic(name=topic.name, partitions=partitions))
@@ -51,7 +62,10 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
 
 
 def _list_partition(
-    replica: PartitionReplica | ErrorCode, request_part: ListOffsetsRequestPartition, version: int
+    replica: PartitionReplica | ErrorCode,
+    request_part: ListOffsetsRequestPartition,
+    version: int,
+    read_committed: bool = False,
 ) -> ListOffsetsResponsePartition:
     index = request_part.partition_index
     if isinstance(replica, ErrorCode):
@@ -63,8 +77,9 @@ def _list_partition(
     if version < SPECIAL_TIMESTAMP_VERSION_MIN.get(timestamp, 0):
         return _result(index, ErrorCode.UNSUPPORTED_VERSION)
     epoch = replica.leader_epoch
+    fetchable_end = replica.last_stable_offset if read_committed else replica.high_watermark
     if timestamp == LATEST_TIMESTAMP:
-        return _result(index, ErrorCode.NONE, NO_TIMESTAMP, replica.high_watermark, epoch)
+        return _result(index, ErrorCode.NONE, NO_TIMESTAMP, fetchable_end, epoch)
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return _result(index, ErrorCode.NONE, NO_TIMESTAMP, replica.log.log_start_offset, epoch)
     if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
@@ -75,7 +90,7 @@ def _list_partition(
         found = replica.log.offset_for_timestamp(timestamp)
     else:
         return _result(index, ErrorCode.UNSUPPORTED_VERSION)
-    if found is None or found[0] >= replica.high_watermark:
+    if found is None or found[0] >= fetchable_end:
         return _result(index, ErrorCode.NONE, NO_TIMESTAMP, -1, -1)
     offset, found_timestamp = found
     return _result(index, ErrorCode.NONE, found_timestamp, offset, epoch)
