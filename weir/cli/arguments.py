@@ -174,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_topic_commands(commands, common)
     _add_group_commands(commands, common)
+    _add_txn_commands(commands, common)
     _add_cluster_commands(commands, common)
     _add_broker_commands(commands, common)
 
@@ -647,12 +648,130 @@ def _add_group_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     reset.add_argument("--execute", action="store_true", help="commit the plan")
 
 
+FIND_HANGING_TIMEOUT_MINUTES_DEFAULT = 15
+
+
+def _add_txn_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    txn = commands.add_parser(
+        "txn", help="list, describe transactions; find and abort hanging ones"
+    )
+    actions = txn.add_subparsers(dest="txn_command", metavar="ACTION", required=True)
+    listing = actions.add_parser(
+        "list", parents=[common], help="transactional ids, their coordinator, producer and state"
+    )
+    listing.add_argument("--state", dest="states", action="append", default=[], metavar="STATE",
+                         help="only in this state (Empty, Ongoing, PrepareCommit, PrepareAbort, "
+                              "CompleteCommit, CompleteAbort, ...); repeatable")  # fmt: skip
+    listing.add_argument("--producer-id", dest="producer_ids", action="append", default=[],
+                         type=non_negative_int, metavar="ID",
+                         help="only of this producer id; repeatable")  # fmt: skip
+    listing.add_argument(
+        "--duration-filter-ms",
+        # kafka-transactions.sh spells it --duration-filter (KIP-994)
+        "--duration-filter",
+        dest="duration_filter_ms",
+        type=non_negative_int,
+        metavar="MS",
+        help="only transactions running longer than this",
+    )
+    listing.add_argument("--transactional-id-pattern", metavar="REGEX",
+                         help="only transactional ids matching this regular expression "
+                              "(Java syntax, matched by the broker)")  # fmt: skip
+    describe = actions.add_parser(
+        "describe", parents=[common], help="state, producer and partitions of a transactional id"
+    )
+    describe.add_argument("transactional_id", metavar="TRANSACTIONAL-ID", nargs="?",
+                          help="the transactional id")  # fmt: skip
+    describe.add_argument("--transactional-id", dest="transactional_id_option",
+                          metavar="TRANSACTIONAL-ID",
+                          help="the same, as kafka-transactions.sh spells it")  # fmt: skip
+    abort = actions.add_parser(
+        "abort",
+        parents=[common],
+        help="abort a hanging transaction on one partition (writes an abort marker)",
+        description="Write an abort marker for one producer's open transaction on one "
+        "partition, as kafka-transactions.sh abort does. Name the transaction by the "
+        "offset it starts at (see `weir txn find-hanging`), or by its producer id, "
+        "producer epoch and coordinator epoch.",
+    )
+    abort.add_argument("--topic", required=True, help="the partition's topic")
+    abort.add_argument(
+        "--partition", type=non_negative_int, required=True, help="the partition's index"
+    )
+    abort.add_argument(
+        "--start-offset",
+        type=non_negative_int,
+        metavar="OFFSET",
+        help="the offset the open transaction starts at",
+    )
+    abort.add_argument(
+        "--producer-id",
+        type=non_negative_int,
+        metavar="ID",
+        help="the producer id (with --producer-epoch and --coordinator-epoch)",
+    )
+    abort.add_argument(
+        "--producer-epoch", type=non_negative_int, metavar="EPOCH", help="the producer epoch"
+    )
+    abort.add_argument(
+        "--coordinator-epoch",
+        type=_int,
+        metavar="EPOCH",
+        help="the coordinator epoch (-1, as DescribeProducers may say, counts as 0)",
+    )
+    hanging = actions.add_parser(
+        "find-hanging",
+        parents=[common],
+        help="open transactions no coordinator will end (they hold back read_committed reads)",
+    )
+    hanging.add_argument("--broker-id", type=non_negative_int, metavar="ID",
+                         help="search the partitions this broker has a replica of")  # fmt: skip
+    hanging.add_argument("--topic", help="search this topic's partitions")
+    hanging.add_argument("--partition", type=non_negative_int, help="only this partition")
+    hanging.add_argument(
+        "--max-transaction-timeout",
+        dest="max_transaction_timeout_minutes",
+        type=non_negative_int,
+        metavar="MINUTES",
+        default=FIND_HANGING_TIMEOUT_MINUTES_DEFAULT,
+        help="the longest transaction timeout in use: transactions open longer are "
+        f"checked (default {FIND_HANGING_TIMEOUT_MINUTES_DEFAULT})",
+    )
+
+
+def _check_txn(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.txn_command == "describe":
+        given = [t for t in (args.transactional_id, args.transactional_id_option) if t is not None]
+        if len(given) != 1:
+            parser.error("txn describe: give the transactional id once")
+        args.transactional_id = given[0]
+    elif args.txn_command == "abort":
+        by_producer = (args.producer_id, args.producer_epoch, args.coordinator_epoch)
+        if args.start_offset is not None and any(v is not None for v in by_producer):
+            parser.error(
+                "txn abort: --start-offset excludes --producer-id, --producer-epoch and "
+                "--coordinator-epoch"
+            )
+        if args.start_offset is None and any(v is None for v in by_producer):
+            parser.error(
+                "txn abort: name the transaction with --start-offset, or with all of "
+                "--producer-id, --producer-epoch and --coordinator-epoch"
+            )
+    elif args.txn_command == "find-hanging":
+        if args.topic is None and args.broker_id is None:
+            parser.error("txn find-hanging: give --topic or --broker-id to limit the search")
+        if args.partition is not None and args.topic is None:
+            parser.error("txn find-hanging: --partition needs --topic")
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """Parse and cross-check options; argparse exits with code 2 on misuse."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command in ("produce", "consume"):
         _check_produce_consume(parser, args)
+    if args.command == "txn":
+        _check_txn(parser, args)
     if args.command == "topic" and args.topic_command == "alter-config":
         if not args.set_configs and not args.delete_configs:
             parser.error("topic alter-config: give --set KEY=VALUE and/or --delete KEY")

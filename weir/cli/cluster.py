@@ -21,6 +21,7 @@ from weir.wire.protocol import ApiKey
 
 LEADER_WAIT_MS_MAX = 3_000
 COORDINATOR_KEY_TYPE_GROUP = 0
+COORDINATOR_KEY_TYPE_TRANSACTION = 1
 # A group's coordinator is not there yet (a cluster creates the offsets topic on the
 # first group request), is loading, or has moved: ask again, after finding it again.
 COORDINATOR_MOVING_ERRORS = frozenset(
@@ -250,24 +251,29 @@ class Cluster:
     def group_coordinator(self, group_id: str, *, wait_ms: int) -> KafkaClient:
         """The connection to `group_id`'s coordinator, asking again for up to `wait_ms`
         while it is not available."""
+        node_id = self.coordinator_id(
+            group_id, COORDINATOR_KEY_TYPE_GROUP, f"group '{group_id}'", wait_ms=wait_ms
+        )
+        return self.broker(node_id)
+
+    def coordinator_id(self, key: str, key_type: int, subject: str, *, wait_ms: int) -> int:
+        """The node id of `key`'s coordinator (FindCoordinator with `key_type`), asking
+        again for up to `wait_ms` while it is not available; its address is known after.
+        `subject` names the key in error messages ("group 'g'")."""
         deadline = time.monotonic() + wait_ms / 1000
         while True:
             response = self.request_any(
                 ApiKey.FIND_COORDINATOR,
-                {
-                    "key": group_id,
-                    "key_type": COORDINATOR_KEY_TYPE_GROUP,
-                    "coordinator_keys": [group_id],
-                },
+                {"key": key, "key_type": key_type, "coordinator_keys": [key]},
             )
             found = response["coordinators"][0] if "coordinators" in response else response
             error = int(found["error_code"])
             if error == ErrorCode.NONE:
                 break
             if error not in COORDINATOR_MOVING_ERRORS or time.monotonic() >= deadline:
-                raise kafka_error(error, action=f"find the coordinator of group '{group_id}'")
+                raise kafka_error(error, action=f"find the coordinator of {subject}")
             time.sleep(LEADER_RETRY_INTERVAL_S)
         node_id = int(found["node_id"])
         if node_id not in self._nodes:
             self.metadata([])  # learn the brokers' addresses
-        return self.broker(node_id)
+        return node_id

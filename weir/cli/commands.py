@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
-from weir.cli import cluster_commands, group_commands, topic_commands
+from weir.cli import cluster_commands, group_commands, topic_commands, txn_commands
 from weir.cli.cluster import COORDINATOR_MOVING_ERRORS, Cluster
 from weir.cli.consume_command import ConsumeOptions, Consumer, printer
 from weir.cli.errors import KafkaCodeError
@@ -35,6 +35,8 @@ def run_command(args: argparse.Namespace, cluster: Cluster, stdin: BinaryIO, std
         return _run_topic_command(args, cluster, stdout)
     if args.command == "group":
         return _run_group_command(args, cluster, stdout)
+    if args.command == "txn":
+        return _run_txn_command(args, cluster, stdout)
     if args.command == "cluster":
         return _run_cluster_command(args, cluster, stdout)
     if args.command == "broker":
@@ -137,6 +139,63 @@ def _group_action(
         )
         return document, group_commands.render_reset_plan
     raise AssertionError(f"unknown group action {action!r}")
+
+
+def _run_txn_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:
+    """The action, run again while a transaction coordinator is loading or moving (as
+    for groups: such an answer changed nothing)."""
+    deadline = time.monotonic() + COORDINATOR_SETTLE_MS / 1000
+    while True:
+        try:
+            document, render = _txn_action(args, cluster)
+            break
+        except KafkaCodeError as exc:
+            if exc.code not in COORDINATOR_MOVING_ERRORS or time.monotonic() >= deadline:
+                raise
+            time.sleep(COORDINATOR_RETRY_INTERVAL_S)
+    stdout.write(render_json(document) if args.output_format == JSON else render(document))
+    return EXIT_OK
+
+
+def _txn_action(
+    args: argparse.Namespace, cluster: Cluster
+) -> tuple[dict[str, Any], Callable[[dict[str, Any]], str]]:
+    action = args.txn_command
+    if action == "list":
+        filters = txn_commands.ListFilters(
+            states=tuple(args.states),
+            producer_ids=tuple(args.producer_ids),
+            duration_ms=args.duration_filter_ms,
+            transactional_id_pattern=args.transactional_id_pattern,
+        )
+        return txn_commands.list_transactions(
+            cluster, filters
+        ), txn_commands.render_transaction_list
+    if action == "describe":
+        document = txn_commands.describe_transaction(cluster, args.transactional_id)
+        return document, txn_commands.render_transaction_description
+    if action == "abort":
+        if args.start_offset is not None:
+            spec = txn_commands.find_abort_spec(
+                cluster, args.topic, args.partition, args.start_offset
+            )
+        else:
+            spec = txn_commands.abort_spec_from_arguments(
+                args.topic, args.partition, args.producer_id, args.producer_epoch,
+                args.coordinator_epoch,
+            )  # fmt: skip
+        return txn_commands.abort_transaction(cluster, spec), txn_commands.render_aborted
+    if action == "find-hanging":
+        document = txn_commands.find_hanging(
+            cluster,
+            broker_id=args.broker_id,
+            topic=args.topic,
+            partition=args.partition,
+            max_transaction_timeout_ms=args.max_transaction_timeout_minutes
+            * txn_commands.MINUTE_MS,
+        )
+        return document, txn_commands.render_hanging
+    raise AssertionError(f"unknown txn action {action!r}")
 
 
 def _run_cluster_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:

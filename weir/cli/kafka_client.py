@@ -1,8 +1,9 @@
 """A small blocking Kafka-protocol client: one socket to one broker.
 
 On connect it sends ApiVersions and, for every API, picks the highest version
-that the broker advertises, the wire layer implements and this CLI's request
-bodies are written for. Every request has a deadline; connection failures and
+that the broker advertises, the wire layer declares (served by Weir or not: the
+transaction admin APIs are declared before Weir serves them) and this CLI's
+request bodies are written for. Every request has a deadline; connection failures and
 bad frames become `BrokerConnectionError` / `BrokerProtocolError` with one-line messages.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 from weir.cli.errors import BrokerConnectionError, BrokerProtocolError
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import (
-    APIS,
+    DECLARED_APIS,
     SUPPORTED_VERSIONS,
     ApiKey,
     DecodeError,
@@ -74,6 +75,10 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 2),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.WRITE_TXN_MARKERS: (1, 2),  # Kafka 4 refuses v0
 }
 
 
@@ -202,7 +207,8 @@ class KafkaClient:
     def version(self, api_key: int) -> int:
         """The highest version of `api_key` both sides support; BrokerProtocolError if none."""
         ours = CLIENT_VERSIONS.get(api_key)
-        wire = SUPPORTED_VERSIONS.get(api_key)
+        declared = DECLARED_APIS.get(api_key)
+        wire = None if declared is None else declared.versions
         broker = self.broker_versions.get(api_key)
         if ours is None or wire is None:
             raise BrokerProtocolError(f"this client does not implement {api_name(api_key)}")
@@ -395,7 +401,7 @@ class KafkaClient:
                 f"v{version} response: {exc}"
             ) from None
         # The commands read responses as mappings of the version's own fields.
-        return correlation_id, APIS[api_key].response.as_container(body, version)
+        return correlation_id, DECLARED_APIS[api_key].response.as_container(body, version)
 
     def _require_socket(self) -> socket.socket:
         if self._sock is None:
