@@ -2,10 +2,10 @@
 
 `compat_tests/java/` is a Maven project of JUnit 5 tests (producer with every codec,
 classic and KIP-848 groups, a SIGKILLed member, assign/seek/pause, read_committed, the
-AdminClient); this wrapper runs it once per client version against a fresh broker, fails
-with the names and messages of its failing tests, and checks that the broker neither
-counted a request error nor closed a connection during the run (a client the broker
-cannot serve shows up there even when the client retries and passes).
+AdminClient, transactions); this wrapper runs it once per client version against a fresh
+broker, fails with the names and messages of its failing tests, and checks that the broker
+neither counted a request error nor closed a connection during the run (a client the
+broker cannot serve shows up there even when the client retries and passes).
 """
 
 from __future__ import annotations
@@ -111,5 +111,6 @@ def test_java_client_suite_passes_and_every_request_is_served(
         "KilledMemberTest",
         "PatternSubscriptionTest",
         "ProducerTest",
+        "TransactionsTest",
     }, classes
     assert java_broker.connection_trouble() == {}
