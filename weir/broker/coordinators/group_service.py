@@ -49,6 +49,7 @@ from weir.broker.coordinators.offsets_topic import (
     read_group_log,
     wait_group_records,
 )
+from weir.broker.coordinators.state_topic import unserved_partitions
 from weir.controller.controller import ControllerError, is_internal_topic
 from weir.format.errors import ErrorCode
 from weir.format.versioned_records import RecordFormatError
@@ -182,25 +183,10 @@ class GroupService(TransactionalOffsets):
 
     def unavailable_partitions(self) -> dict[int, str]:
         """The offsets partitions whose groups this broker should serve but cannot,
-        and why: its log failed; or (a cluster) it leads the partition in etcd but is
-        fenced (its lease may have ended) or has not loaded it."""
-        cluster = self.broker.cluster
-        topic = self.broker.controller.topic(OFFSETS_TOPIC_NAME)
-        if self._led is None or cluster is None or topic is None:
-            return dict(self._failed_partitions)
-        unavailable: dict[int, str] = {}
-        for partition in range(topic.partition_count):
-            if cluster.partition_state(topic, partition).leader != cluster.node_id:
-                continue  # another broker serves its groups (a failed log moves it)
-            if partition in self._failed_partitions:
-                unavailable[partition] = self._failed_partitions[partition]
-            elif partition in self._led:
-                continue
-            elif cluster.fenced():
-                unavailable[partition] = "fenced: this broker cannot renew its etcd lease"
-            else:
-                unavailable[partition] = "leads it but has not loaded it yet"
-        return unavailable
+        and why (see `unserved_partitions`)."""
+        return unserved_partitions(
+            self.broker, OFFSETS_TOPIC_NAME, self._led, self._failed_partitions
+        )
 
     def load_if_present(self, now_ms: int) -> None:
         """At start: load group state when the offsets topic already exists, after

@@ -24,8 +24,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.coordinators.state_topic import create_state_topic, wait_state_records
 from weir.broker.partition_replica import PartitionReplica
-from weir.controller.controller import OFFSETS_TOPIC_NAME, ControllerError
+from weir.controller.controller import OFFSETS_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
 from weir.format.control_records import read_end_txn_marker
 from weir.format.errors import ErrorCode
@@ -102,28 +103,9 @@ async def create_offsets_topic(
 ) -> TopicRecord:
     """`ensure_offsets_topic` with its file work on the disk executor (in a cluster,
     replicated; another broker may create it first, and that one is used)."""
-
-    def plan() -> TopicRecord:
-        return broker.controller.plan_topic(
-            OFFSETS_TOPIC_NAME,
-            partition_count,
-            replication_factor,
-            configs=OFFSETS_TOPIC_CONFIGS,
-            internal=True,
-        )
-
-    existing = broker.controller.topic(OFFSETS_TOPIC_NAME)
-    if existing is not None:
-        return existing
-    try:
-        record = await broker.topic_changes.create_topic(plan)
-    except ControllerError as exc:
-        existing = broker.controller.topic(OFFSETS_TOPIC_NAME)
-        if exc.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and existing is not None:
-            return existing
-        raise
-    log.info("created %s with %d partitions", OFFSETS_TOPIC_NAME, partition_count)
-    return record
+    return await create_state_topic(
+        broker, OFFSETS_TOPIC_NAME, partition_count, replication_factor, OFFSETS_TOPIC_CONFIGS
+    )
 
 
 def adopt_offsets_topic(broker: Broker, partition_count: int) -> TopicRecord | None:
@@ -225,18 +207,7 @@ async def wait_group_records(broker: Broker, partition: int, end_offset: int) ->
     """Return once everything before `end_offset` in the partition is durable (in
     a cluster: committed, below the high watermark over the ISR). Raises LogError,
     with NOT_COORDINATOR when this broker stopped leading the partition."""
-    replica = offsets_replica(broker, partition)
-    await replica.log.wait_durable(end_offset)
-    replication = replica.replication
-    if replication is None:
-        replica.wake_fetchers()
-        return
-    replication.durable_end_moved()
-    error = await replication.wait_committed(end_offset)
-    if error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-        raise LogError(ErrorCode.NOT_COORDINATOR, "the offsets partition moved to another broker")
-    if error != ErrorCode.NONE:
-        raise LogError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"not committed: {error.name}")
+    await wait_state_records(broker, OFFSETS_TOPIC_NAME, partition, end_offset)
 
 
 def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:

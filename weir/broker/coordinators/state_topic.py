@@ -1,9 +1,10 @@
 """A coordinator's internal, compacted state topic: create it, append to a partition,
 wait until durable, read a partition back.
 
-`__transaction_state` goes through these functions; `offsets_topic` keeps its own
-for `__consumer_offsets` (which also adopts a topic a client created in old data
-dirs). Only the broker appends to an internal topic
+`__transaction_state` goes through these functions; `offsets_topic` uses them for
+`__consumer_offsets` and adds what only that topic needs (adopting a topic a client
+created in old data dirs, transactional offset batches, reading markers back).
+Only the broker appends to an internal topic
 (`weir.controller.controller.INTERNAL_TOPIC_NAMES`).
 """
 
@@ -62,6 +63,32 @@ async def create_state_topic(
         raise
     log.info("created %s with %d partitions", name, partition_count)
     return record
+
+
+def unserved_partitions(
+    broker: Broker, name: str, led: set[int] | None, failed: Mapping[int, str]
+) -> dict[int, str]:
+    """The partitions of a coordinator's state topic whose state this broker should
+    serve but cannot, and why: its log failed (`failed`); or, in a cluster (`led`:
+    the partitions loaded here), it leads the partition in etcd but is fenced (its
+    lease may have ended) or has not loaded it yet."""
+    cluster = broker.cluster
+    topic = broker.controller.topic(name)
+    if led is None or cluster is None or topic is None:
+        return dict(failed)
+    unavailable: dict[int, str] = {}
+    for partition in range(topic.partition_count):
+        if cluster.partition_state(topic, partition).leader != cluster.node_id:
+            continue  # another broker serves it (a failed log moves it)
+        if partition in failed:
+            unavailable[partition] = failed[partition]
+        elif partition in led:
+            continue
+        elif cluster.fenced():
+            unavailable[partition] = "fenced: this broker cannot renew its etcd lease"
+        else:
+            unavailable[partition] = "leads it but has not loaded it yet"
+    return unavailable
 
 
 def state_replica(broker: Broker, name: str, partition: int) -> PartitionReplica:

@@ -38,6 +38,7 @@ from weir.broker.coordinators.state_topic import (
     create_state_topic,
     read_state_records,
     state_replica,
+    unserved_partitions,
     wait_state_records,
 )
 from weir.broker.coordinators.txn_markers import PEER_TIMEOUT_S, MarkerWriter
@@ -188,23 +189,9 @@ class TransactionService:
 
     def unavailable_partitions(self) -> dict[int, str]:
         """Partitions whose ids this broker should serve but cannot, and why."""
-        cluster = self.broker.cluster
-        topic = self.broker.controller.topic(TRANSACTION_STATE_TOPIC_NAME)
-        if self._led is None or cluster is None or topic is None:
-            return dict(self._failed_partitions)
-        unavailable: dict[int, str] = {}
-        for partition in range(topic.partition_count):
-            if cluster.partition_state(topic, partition).leader != cluster.node_id:
-                continue
-            if partition in self._failed_partitions:
-                unavailable[partition] = self._failed_partitions[partition]
-            elif partition not in self._led:
-                unavailable[partition] = (
-                    "fenced: this broker cannot renew its etcd lease"
-                    if cluster.fenced()
-                    else "leads it but has not loaded it yet"
-                )
-        return unavailable
+        return unserved_partitions(
+            self.broker, TRANSACTION_STATE_TOPIC_NAME, self._led, self._failed_partitions
+        )
 
     def mark_failed(self, partition: int, error: Exception) -> None:
         if partition not in self._failed_partitions:
