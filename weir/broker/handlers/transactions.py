@@ -17,7 +17,6 @@ as transaction version 2's implicit add.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 
 import trio
@@ -29,6 +28,7 @@ from weir.broker.handlers.context import Deferred, RequestContext
 from weir.broker.handlers.groups import group_service
 from weir.controller.controller import OFFSETS_TOPIC_NAME, ControllerError
 from weir.format.errors import ErrorCode
+from weir.groupcoord.topic_regex import TopicRegexError, compile_topic_regex
 from weir.txn.transaction_records import TopicPartition
 from weir.wire.messages.transactions import (
     AddOffsetsToTxnRequest,
@@ -414,13 +414,15 @@ def handle_list_transactions(
 ) -> ListTransactionsResponse:
     """The transactions of the ids this broker coordinates (clients ask every
     broker). v1's duration filter keeps those running longer than it; v2's pattern
-    is a regular expression the whole id must match (Java's `matches`)."""
+    is a regular expression the whole id must match (Java's `matches`), run by RE2
+    as the KIP-848 subscriptions are (linear time: a hostile pattern cannot stall
+    the broker)."""
     service = transaction_service(ctx.broker)
     pattern = None
     if request.transactional_id_pattern:
         try:
-            pattern = re.compile(request.transactional_id_pattern)
-        except re.error:
+            pattern = compile_topic_regex(request.transactional_id_pattern)
+        except TopicRegexError:
             return ListTransactionsResponse(
                 throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION
             )
