@@ -261,6 +261,24 @@ def test_a_transaction_past_its_timeout_is_fenced_and_aborted() -> None:
     assert state(broker) == TxnState.COMPLETE_ABORT
 
 
+def test_a_timed_out_version_2_transaction_is_fenced_by_one_bump_as_kafka_does() -> None:
+    """Kafka 4.4 (measured with kafka-clients 4.4): one bump; the fenced producer's
+    late commit presents the epoch before, is taken for a retry, and is refused as
+    INVALID_TXN_STATE (the client's InvalidTxnStateException)."""
+    broker = Broker()
+    c = broker.coordinator
+    broker.call(c.init_producer_id("tx", 1000, NOW_MS))
+    broker.call(c.add_partitions("tx", 1000, 0, [TP0], NOW_MS, transaction_version=2))
+    broker.handle(c.advance(NOW_MS + 1001))
+    [marker] = broker.markers
+    assert (marker.commit, marker.producer_epoch, marker.transaction_version) == (False, 1, 2)
+    broker.write_markers()
+    assert state(broker) == TxnState.COMPLETE_ABORT
+    late_commit = broker.call(c.end_txn("tx", 1000, 0, True, NOW_MS, 2))
+    assert late_commit.error == ErrorCode.INVALID_TXN_STATE
+    assert broker.call(c.init_producer_id("tx", 1000, NOW_MS)).producer_epoch == 2
+
+
 def test_the_timeout_is_bounded_by_the_broker_maximum() -> None:
     broker = Broker(TransactionSettings(max_timeout_ms=60_000))
     c = broker.coordinator

@@ -168,12 +168,18 @@ class ProducerStateMixin(PartitionLogState):
         """The LSO for the caller's view of the high watermark (a replica's)."""
         return self.producer_state.last_stable_offset(high_watermark)
 
-    def ongoing_transaction_first_offset(self, producer_id: int) -> int | None:
-        """The first offset of the producer's open transaction here, or None (the
-        Produce handler's KIP-890 check: a transactional batch of a producer with
-        none open needs the coordinator's verification first)."""
+    def ongoing_transaction_first_offset(
+        self, producer_id: int, producer_epoch: int | None = None
+    ) -> int | None:
+        """The first offset of the producer's open transaction here (of that epoch,
+        when given), or None (the Produce handler's KIP-890 check: a transactional
+        batch of a producer with none open, or with one of an older epoch, whose
+        marker is still on its way under transaction version 2, needs the
+        coordinator's verification first)."""
         entry = self.producer_state.entry(producer_id)
         if entry is None or not entry.in_transaction:
+            return None
+        if producer_epoch is not None and entry.epoch != producer_epoch:
             return None
         return entry.txn_first_offset
 

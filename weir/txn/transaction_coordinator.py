@@ -350,14 +350,14 @@ class TransactionCoordinator:
         )
 
     def _fence_and_abort(self, txn: TransactionMetadata, now_ms: int) -> None:
-        """Kafka's PrepareEpochFence: bump the epoch (fencing the producer), then abort
-        as the coordinator's own transaction version says (version 2 bumps again)."""
+        """Kafka's PrepareEpochFence: bump the epoch once (fencing the producer), then
+        abort under the transaction's own version, as Kafka 4.4 does: the abort marker
+        carries the bumped epoch, newer than the transaction's batches; a late EndTxn
+        of the fenced producer is PRODUCER_FENCED under version 1, and under version 2
+        (its epoch is the one before: a retry's) INVALID_TXN_STATE for a commit."""
+        txn.last_producer_epoch = txn.producer_epoch
         txn.producer_epoch = min(txn.producer_epoch + 1, EPOCH_MAX)
-        txn.last_producer_epoch = NO_PRODUCER_EPOCH
-        version = self.settings.transaction_version
-        if version >= 2 and txn.producer_epoch < EPOCH_MAX:
-            txn.last_producer_epoch = txn.producer_epoch
-            txn.producer_epoch += 1
+        version = txn.client_transaction_version or self.settings.transaction_version
         self._prepare_end(txn, False, version, NO_PRODUCER_ID, now_ms)
 
     def _prepare_end(

@@ -357,3 +357,19 @@ async def test_an_open_transaction_is_reloaded_after_a_restart_and_times_out(
     assert await completed(restarted) == TxnState.COMPLETE_ABORT
     assert partition_log(restarted).last_stable_offset == 2
     restarted.close()
+
+
+async def test_a_batch_of_the_next_epoch_is_checked_while_the_last_marker_is_on_its_way(
+    broker: Broker,
+) -> None:
+    """Transaction version 2: the producer's next transaction (epoch + 1) may reach a
+    partition before the last transaction's marker. Such a batch must not join the
+    open transaction of the older epoch unchecked (its marker, of epoch + 1, would
+    then be refused as not newer and the partition's LSO stuck): it is checked by
+    the coordinator, which answers CONCURRENT_TRANSACTIONS until the end completed."""
+    producer = await init(broker)
+    await add_partitions(broker, producer, 0)
+    await produce(broker, producer, 0)
+    log = partition_log(broker)
+    assert log.ongoing_transaction_first_offset(producer[0], producer[1]) == 0
+    assert log.ongoing_transaction_first_offset(producer[0], producer[1] + 1) is None

@@ -347,7 +347,10 @@ class TransactionService:
     def _report_durable(self, records: Sequence[TransactionRecord], end_offset: int) -> None:
         fresh = [r for r in records if self._durable_ends.get(r.transactional_id, -1) < end_offset]
         for record in fresh:
-            self._durable_ends[record.transactional_id] = end_offset
+            if record.value is None:  # the id expired: nothing more to order
+                self._durable_ends.pop(record.transactional_id, None)
+            else:
+                self._durable_ends[record.transactional_id] = end_offset
         self.coordinator.records_durable(fresh)
 
     def _append_failed(self, partition: int, error: Exception) -> None:

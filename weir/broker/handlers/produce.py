@@ -307,7 +307,9 @@ def _verification_needed(
     if header is None:
         return None
     service = transaction_service(broker)
-    ongoing = replica.log.ongoing_transaction_first_offset(header.producer_id)
+    ongoing = replica.log.ongoing_transaction_first_offset(
+        header.producer_id, header.producer_epoch
+    )
     if ongoing is not None and not service.produce_order.busy(header.producer_id):
         return None
     return Verification(partition, transactional_id, header.producer_id, header.producer_epoch)
