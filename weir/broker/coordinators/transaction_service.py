@@ -135,12 +135,10 @@ class TransactionService:
         self.coordinator = TransactionCoordinator(
             settings, broker.producer_ids.take, self.partition_for
         )
-        self.peers = PeerPool(
-            f"weir-txn-coordinator-{broker.config.node_id}",
-            frame_bytes_max=broker.config.limits.frame_bytes_max,
-            timeout_s=PEER_TIMEOUT_S,
-        )
-        self.markers = MarkerWriter(broker, self.peers)
+        # Two pools: a marker write waits for its ISR (up to the produce timeout),
+        # and a leader's KIP-890 check must not queue behind one.
+        self.verification_peers = self._peer_pool("weir-txn-verification")
+        self.markers = MarkerWriter(broker, self._peer_pool("weir-txn-markers"))
         self.produce_order = ProduceOrder()
         self.loaded = False
         self._preparing = False
@@ -156,6 +154,13 @@ class TransactionService:
         self._delivering: set[tuple[str, int, int]] = set()
         # Effects of loading at start, before `run` hosts their writes.
         self._queued: list[Effects] = []
+
+    def _peer_pool(self, client_id: str) -> PeerPool:
+        return PeerPool(
+            f"{client_id}-{self.broker.config.node_id}",
+            frame_bytes_max=self.broker.config.limits.frame_bytes_max,
+            timeout_s=PEER_TIMEOUT_S,
+        )
 
     @property
     def internal_topic_name(self) -> str:
@@ -458,7 +463,7 @@ class TransactionService:
         )
         node_id, host, port = node
         try:
-            response: AddPartitionsToTxnResponse = await self.peers.request(
+            response: AddPartitionsToTxnResponse = await self.verification_peers.request(
                 node_id, (host, port), ApiKey.ADD_PARTITIONS_TO_TXN, 5, request
             )
         except PeerError as exc:
