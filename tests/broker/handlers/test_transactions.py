@@ -373,3 +373,34 @@ async def test_a_batch_of_the_next_epoch_is_checked_while_the_last_marker_is_on_
     log = partition_log(broker)
     assert log.ongoing_transaction_first_offset(producer[0], producer[1]) == 0
     assert log.ongoing_transaction_first_offset(producer[0], producer[1] + 1) is None
+
+
+async def test_the_next_transactions_first_batch_waits_for_the_last_markers(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Version 2 starts the next transaction as soon as EndTxn answers; a batch that
+    arrives while the last transaction's markers are being written is held by its
+    leader (Kafka's add.partitions.to.txn.retry) instead of being sent back."""
+    service = service_of(broker)
+    release = trio.Event()
+    write = service.markers.write
+
+    async def held(request: Any, partitions: Any) -> Any:
+        await release.wait()
+        return await write(request, partitions)
+
+    monkeypatch.setattr(service.markers, "write", held)
+    producer = await init(broker)
+    await produce(broker, producer, 0, version=12)
+    ended = await end(broker, producer, commit=True, version=5)
+    next_epoch = (producer[0], ended.producer_epoch)
+
+    async def release_soon() -> None:
+        await trio.sleep(0.1)
+        release.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(release_soon)
+        response = await produce(broker, next_epoch, 0, version=12)
+    assert response.error_code == ErrorCode.NONE
+    assert partition_log(broker).ongoing_transaction_first_offset(*next_epoch) == 2

@@ -73,6 +73,11 @@ TRANSACTION_STATE_CONFIGS = {
     "segment.bytes": str(100 * 1024 * 1024),
     "compression.type": "producer",
 }
+# A leader's check of a transactional batch retries CONCURRENT_TRANSACTIONS this long,
+# from the first backoff doubling to the max (Kafka's add.partitions.to.txn.retry.*).
+VERIFICATION_RETRY_MS = 5_000
+VERIFICATION_BACKOFF_MS = 20
+VERIFICATION_BACKOFF_MAX_MS = 100
 # Marker retries: the first after this, doubling up to the max.
 MARKER_RETRY_BACKOFF_MS = 50
 MARKER_RETRY_BACKOFF_MAX_MS = 1_000
@@ -390,7 +395,34 @@ class TransactionService:
         partition: is the partition in the producer's open transaction? With `add`
         (Produce v12, transaction version 2) the coordinator adds it instead (the
         client sent no AddPartitionsToTxn). Asks this broker's coordinator, or the
-        coordinator's broker with AddPartitionsToTxn v5."""
+        coordinator's broker with AddPartitionsToTxn v5.
+
+        CONCURRENT_TRANSACTIONS (the producer's last transaction is still writing its
+        markers: version 2 starts the next one as soon as EndTxn answers) is retried
+        here, as Kafka's `add.partitions.to.txn.retry.backoff.ms` does, for up to
+        `VERIFICATION_RETRY_MS`, so the batch is not sent back to the client for a
+        wait of a few milliseconds."""
+        backoff_ms = VERIFICATION_BACKOFF_MS
+        deadline_s = trio.current_time() + VERIFICATION_RETRY_MS / 1000
+        while True:
+            errors = await self._verify_once(
+                transactional_id, producer_id, producer_epoch, partitions, add
+            )
+            if ErrorCode.CONCURRENT_TRANSACTIONS not in errors.values():
+                return errors
+            if trio.current_time() + backoff_ms / 1000 > deadline_s:
+                return errors
+            await trio.sleep(backoff_ms / 1000)
+            backoff_ms = min(backoff_ms * 2, VERIFICATION_BACKOFF_MAX_MS)
+
+    async def _verify_once(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+        add: bool,
+    ) -> dict[TopicPartition, ErrorCode]:
         if self.available(transactional_id):
             return await self.verify_here(
                 transactional_id, producer_id, producer_epoch, partitions, add
