@@ -8,6 +8,9 @@ them in turn, `--rounds` times, and prints each round and the medians:
     .venv/bin/python benchmarks/compare_builds.py before=/tmp/weir-before after=. \\
         --value-bytes 100 --records-per-batch 32 --rounds 5
 
+`--api fetch --isolation-levels 0,1` measures each build's read_uncommitted
+and read_committed fetches side by side (as `NAME/ru` and `NAME/rc`).
+
 CPU includes the broker's threads and its child processes (the syncfs helper).
 The builds alternate within each round because this machine's speed drifts by
 10-30% over minutes: compare the medians, not one round.
@@ -46,27 +49,38 @@ def start_with_data(build: SourceBuild, args: argparse.Namespace) -> None:
         run_request_cost(build, args, "produce", requests=500)
 
 
-def run_request_cost(build: SourceBuild, args: argparse.Namespace, api: str, requests: int) -> str:
+def run_request_cost(
+    build: SourceBuild, args: argparse.Namespace, api: str, requests: int, isolation_level: int = 0
+) -> str:
     assert build.process is not None
     result = subprocess.run(
         [str(PYTHON), str(REPO_ROOT / "benchmarks" / "request_cost.py"),
          "--port", str(build.port), "--pid", str(build.process.pid), "--api", api,
          "--value-bytes", str(args.value_bytes), "--records-per-batch",
          str(args.records_per_batch), "--all-partitions", "--requests", str(requests),
-         "--depth", str(args.depth)],
+         "--depth", str(args.depth), "--isolation-level", str(isolation_level)],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return result.stdout
 
 
-def measure(build: SourceBuild, measures: Measures, args: argparse.Namespace) -> None:
-    stdout = run_request_cost(build, args, args.api, args.requests)
+def measure(
+    build: SourceBuild, measures: Measures, args: argparse.Namespace, isolation_level: int
+) -> None:
+    stdout = run_request_cost(build, args, args.api, args.requests, isolation_level)
     match = COST_LINE.search(stdout)
     if match is None:
         raise SystemExit(f"{build.name}: unexpected output {stdout!r}")
     measures.rates.append(float(match[1].replace(",", "")))
     measures.cpu_us.append(float(match[2]))
-    print(f"  {build.name:>10}: {stdout.strip().splitlines()[0]}", flush=True)
+    name = measure_name(build.name, isolation_level, args)
+    print(f"  {name:>10}: {stdout.strip().splitlines()[0]}", flush=True)
+
+
+def measure_name(build_name: str, isolation_level: int, args: argparse.Namespace) -> str:
+    if len(args.isolation_levels) == 1:
+        return build_name
+    return f"{build_name}/{'rc' if isolation_level else 'ru'}"
 
 
 def main() -> None:
@@ -79,16 +93,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--api", choices=["produce", "fetch"], default="produce")
     parser.add_argument("--base-port", type=int, default=47100)
+    parser.add_argument(
+        "--isolation-levels", default="0",
+        help="fetch: comma-separated isolation levels (0 read_uncommitted, 1 read_committed)",
+    )  # fmt: skip
     args = parser.parse_args()
+    args.isolation_levels = [int(level) for level in args.isolation_levels.split(",")]
     builds = parse_builds(args.builds, args.base_port, "compare")
-    measures = {build.name: Measures() for build in builds}
+    names = [
+        (build, level, measure_name(build.name, level, args))
+        for build in builds
+        for level in args.isolation_levels
+    ]
+    measures = {name: Measures() for _, _, name in names}
     try:
         for build in builds:
             start_with_data(build, args)
         for round_number in range(1, args.rounds + 1):
             print(f"round {round_number}", flush=True)
-            for build in builds if round_number % 2 else reversed(builds):
-                measure(build, measures[build.name], args)
+            for build, level, name in names if round_number % 2 else reversed(names):
+                measure(build, measures[name], args, level)
     finally:
         for build in builds:
             stop(build)
@@ -97,13 +121,14 @@ def main() -> None:
         f"{args.records_per_batch} records per batch, 8 partitions per request, "
         f"depth {args.depth}):"
     )
-    reference = statistics.median(measures[builds[0].name].cpu_us)
-    for build in builds:
-        cpu = statistics.median(measures[build.name].cpu_us)
-        rate = statistics.median(measures[build.name].rates)
+    first = names[0][2]
+    reference = statistics.median(measures[first].cpu_us)
+    for _, _, name in names:
+        cpu = statistics.median(measures[name].cpu_us)
+        rate = statistics.median(measures[name].rates)
         print(
-            f"  {build.name:>10}: {rate:8,.0f} requests/s, "
-            f"{cpu:5.0f} µs CPU/request ({cpu / reference:.2f}x of {builds[0].name})"
+            f"  {name:>10}: {rate:8,.0f} requests/s, "
+            f"{cpu:5.0f} µs CPU/request ({cpu / reference:.2f}x of {first})"
         )
 
 

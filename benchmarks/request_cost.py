@@ -58,6 +58,7 @@ def fetch_frame(args: argparse.Namespace, correlation_id: int) -> bytes:
         "max_wait_ms": 0,
         "min_bytes": 1,
         "max_bytes": args.fetch_bytes * args.partitions,
+        "isolation_level": args.isolation_level,
         "session_id": 0,
         "session_epoch": -1,
         "topics": [{"topic": args.topic, "partitions": partitions}],
@@ -124,6 +125,10 @@ def main() -> None:
     parser.add_argument("--pid", type=int, required=True, help="the broker process")
     parser.add_argument("--api", choices=["produce", "fetch", "api-versions"], default="produce")
     parser.add_argument("--fetch-bytes", type=int, default=64 * 1024, help="per partition")
+    parser.add_argument(
+        "--isolation-level", type=int, choices=[0, 1], default=0,
+        help="fetch: 0 read_uncommitted, 1 read_committed",
+    )  # fmt: skip
     parser.add_argument("--topic", default="bench")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--value-bytes", type=int, default=100)

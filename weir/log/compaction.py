@@ -579,9 +579,10 @@ def _clean_segment(
 ) -> None:
     """Write the cleaned copy of one segment under `cleaning/`, unless nothing changes."""
     plan = result.plan
-    # A cache of its own: this runs on a worker thread, and the three files stay
-    # open until synced (from the descriptors reserved for the broker's own work).
-    own_files = DescriptorCache(SEGMENT_FILES_COUNT)
+    # A cache of its own: this runs on a worker thread, and the three files (four
+    # with a kept ABORT marker's `.txnindex`) stay open until synced (from the
+    # descriptors reserved for the broker's own work).
+    own_files = DescriptorCache(SEGMENT_FILES_COUNT + 1)
     output = Segment(cleaning, item.base_offset, plan.index_bytes_max, own_files)
     try:
         changed = False
