@@ -30,9 +30,9 @@ from typing import Any
 import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
-from weir.broker.cluster.peer_client import PeerError, PeerPool
+from weir.broker.cluster.peer_client import PeerPool
 from weir.broker.coordinators.group_service import GroupService
-from weir.broker.coordinators.group_transactions import TxnOffsetsCheck
+from weir.broker.coordinators.produce_order import ProduceOrder
 from weir.broker.coordinators.state_topic import (
     append_state_records_now,
     create_state_topic,
@@ -42,8 +42,8 @@ from weir.broker.coordinators.state_topic import (
     wait_state_records,
 )
 from weir.broker.coordinators.txn_markers import PEER_TIMEOUT_S, MarkerWriter
+from weir.broker.coordinators.txn_verification import TransactionVerification
 from weir.controller.controller import (
-    OFFSETS_TOPIC_NAME,
     TRANSACTION_STATE_TOPIC_NAME,
     ControllerError,
 )
@@ -54,14 +54,7 @@ from weir.log.errors import LogError
 from weir.txn.pending import Effects, MarkerRequest, Reply
 from weir.txn.transaction_coordinator import TransactionCoordinator, TransactionSettings
 from weir.txn.transaction_metadata import PREPARE_STATES
-from weir.txn.transaction_records import TopicPartition, TransactionRecord
-from weir.wire.api_keys import ApiKey
-from weir.wire.messages.transactions import (
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnRequestTopic,
-    AddPartitionsToTxnRequestTransaction,
-    AddPartitionsToTxnResponse,
-)
+from weir.txn.transaction_records import TransactionRecord
 
 log = logging.getLogger(__name__)
 
@@ -73,56 +66,9 @@ TRANSACTION_STATE_CONFIGS = {
     "segment.bytes": str(100 * 1024 * 1024),
     "compression.type": "producer",
 }
-# A leader's check of a transactional batch retries CONCURRENT_TRANSACTIONS this long,
-# from the first backoff doubling to the max (Kafka's add.partitions.to.txn.retry.*).
-VERIFICATION_RETRY_MS = 5_000
-VERIFICATION_BACKOFF_MS = 20
-VERIFICATION_BACKOFF_MAX_MS = 100
 # Marker retries: the first after this, doubling up to the max.
 MARKER_RETRY_BACKOFF_MS = 50
 MARKER_RETRY_BACKOFF_MAX_MS = 1_000
-
-
-class Turn:
-    """A produce request's place in its producer's queue (`ProduceOrder.enter`):
-    `async with turn:` waits for the requests before it, then lets the next go."""
-
-    def __init__(self, order: ProduceOrder, producer_id: int, previous: trio.Event | None) -> None:
-        self._order = order
-        self._producer_id = producer_id
-        self._previous = previous
-        self.done = trio.Event()
-
-    async def __aenter__(self) -> None:
-        if self._previous is not None:
-            await self._previous.wait()
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self.done.set()
-        self._order.leave(self._producer_id, self)
-
-
-class ProduceOrder:
-    """Transactional produce requests of one producer that wait for their
-    coordinator's check are appended in the order they arrived (their sequence
-    numbers follow each other), and so are the producer's later requests."""
-
-    def __init__(self) -> None:
-        self._last: dict[int, Turn] = {}
-
-    def enter(self, producer_id: int) -> Turn:
-        """Take the next place now, on the reader, in request order."""
-        previous = self._last.get(producer_id)
-        turn = Turn(self, producer_id, previous.done if previous is not None else None)
-        self._last[producer_id] = turn
-        return turn
-
-    def leave(self, producer_id: int, turn: Turn) -> None:
-        if self._last.get(producer_id) is turn:
-            del self._last[producer_id]
-
-    def busy(self, producer_id: int) -> bool:
-        return producer_id in self._last
 
 
 def transaction_partition(transactional_id: str, partition_count: int) -> int:
@@ -132,7 +78,7 @@ def transaction_partition(transactional_id: str, partition_count: int) -> int:
     return (0 if hash_code == -(2**31) else abs(hash_code)) % partition_count
 
 
-class TransactionService:
+class TransactionService(TransactionVerification):
     def __init__(self, broker: Broker, settings: TransactionSettings, partition_count: int) -> None:
         self.broker = broker
         self.settings = settings
@@ -380,158 +326,6 @@ class TransactionService:
             return
         if isinstance(error, LogError):
             self.mark_failed(partition, error)
-
-    # -- a partition leader's check of a transactional batch (KIP-890) -----------
-
-    async def verify_for_produce(
-        self,
-        transactional_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        partitions: Sequence[TopicPartition],
-        add: bool,
-    ) -> dict[TopicPartition, ErrorCode]:
-        """Before a leader appends the first transactional batch of a producer to a
-        partition: is the partition in the producer's open transaction? With `add`
-        (Produce v12, transaction version 2) the coordinator adds it instead (the
-        client sent no AddPartitionsToTxn). Asks this broker's coordinator, or the
-        coordinator's broker with AddPartitionsToTxn v5.
-
-        CONCURRENT_TRANSACTIONS (the producer's last transaction is still writing its
-        markers: version 2 starts the next one as soon as EndTxn answers) is retried
-        here, as Kafka's `add.partitions.to.txn.retry.backoff.ms` does, for up to
-        `VERIFICATION_RETRY_MS`, so the batch is not sent back to the client for a
-        wait of a few milliseconds."""
-        backoff_ms = VERIFICATION_BACKOFF_MS
-        deadline_s = trio.current_time() + VERIFICATION_RETRY_MS / 1000
-        while True:
-            errors = await self._verify_once(
-                transactional_id, producer_id, producer_epoch, partitions, add
-            )
-            if ErrorCode.CONCURRENT_TRANSACTIONS not in errors.values():
-                return errors
-            if trio.current_time() + backoff_ms / 1000 > deadline_s:
-                return errors
-            await trio.sleep(backoff_ms / 1000)
-            backoff_ms = min(backoff_ms * 2, VERIFICATION_BACKOFF_MAX_MS)
-
-    async def _verify_once(
-        self,
-        transactional_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        partitions: Sequence[TopicPartition],
-        add: bool,
-    ) -> dict[TopicPartition, ErrorCode]:
-        if self.available(transactional_id):
-            return await self.verify_here(
-                transactional_id, producer_id, producer_epoch, partitions, add
-            )
-        node = self.coordinator_node(transactional_id)
-        if node is None or node[0] == self.broker.config.node_id:
-            return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        return await self._verify_remote(
-            node, transactional_id, producer_id, producer_epoch, partitions, add
-        )
-
-    async def verify_here(
-        self,
-        transactional_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        partitions: Sequence[TopicPartition],
-        add: bool,
-    ) -> dict[TopicPartition, ErrorCode]:
-        if not add:
-            return self.coordinator.verify_partitions(
-                transactional_id, producer_id, producer_epoch, partitions
-            )
-        reply = self.coordinator.add_partitions(
-            transactional_id, producer_id, producer_epoch, partitions, wall_clock_ms(),
-            transaction_version=2,
-        )  # fmt: skip
-        error = await self.settle(reply)
-        return dict.fromkeys(partitions, reply.pending.result if error == ErrorCode.NONE else error)
-
-    def coordinator_node(self, transactional_id: str) -> tuple[int, str, int] | None:
-        """(node id, host, port) of the id's coordinator: this broker on a single
-        node; in a cluster the live leader of its partition; None when unknown."""
-        cluster = self.broker.cluster
-        advertised = self.broker.config.advertised
-        if cluster is None:
-            return self.broker.config.node_id, advertised.host, advertised.port
-        topic = self.broker.controller.topic(TRANSACTION_STATE_TOPIC_NAME)
-        if topic is None:
-            return None
-        leader = cluster.partition_state(topic, self.partition_for(transactional_id)).leader
-        peer = next((b for b in cluster.live_brokers() if b.node_id == leader), None)
-        return None if peer is None else (peer.node_id, peer.host, peer.port)
-
-    async def _verify_remote(
-        self,
-        node: tuple[int, str, int],
-        transactional_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        partitions: Sequence[TopicPartition],
-        add: bool,
-    ) -> dict[TopicPartition, ErrorCode]:
-        topics: dict[str, list[int]] = {}
-        for topic, index in partitions:
-            topics.setdefault(topic, []).append(index)
-        request = AddPartitionsToTxnRequest(
-            transactions=[
-                AddPartitionsToTxnRequestTransaction(
-                    transactional_id=transactional_id,
-                    producer_id=producer_id,
-                    producer_epoch=producer_epoch,
-                    verify_only=not add,
-                    topics=[
-                        AddPartitionsToTxnRequestTopic(name=name, partitions=indexes)
-                        for name, indexes in topics.items()
-                    ],
-                )
-            ]
-        )
-        node_id, host, port = node
-        try:
-            response: AddPartitionsToTxnResponse = await self.verification_peers.request(
-                node_id, (host, port), ApiKey.ADD_PARTITIONS_TO_TXN, 5, request
-            )
-        except PeerError as exc:
-            log.info("AddPartitionsToTxn to broker %d failed: %s", node_id, exc)
-            return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if response.error_code != ErrorCode.NONE:
-            return dict.fromkeys(partitions, ErrorCode(response.error_code))
-        errors: dict[TopicPartition, ErrorCode] = {}
-        for result in response.results_by_transaction:
-            for topic_result in result.topic_results:
-                for partition in topic_result.results_by_partition:
-                    errors[(topic_result.name, partition.partition_index)] = ErrorCode(
-                        partition.partition_error_code
-                    )
-        return {tp: errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR) for tp in partitions}
-
-    async def check_txn_offsets(self, check: TxnOffsetsCheck) -> ErrorCode:
-        """The group coordinator's question before a TxnOffsetCommit is appended:
-        is the group's offsets partition in the producer's transaction (KIP-890
-        part 1), or (v5, transaction version 2) add it. The coordinator's
-        retriable errors become COORDINATOR_LOAD_IN_PROGRESS (clients retry it
-        without looking the group coordinator up again)."""
-        partition = (OFFSETS_TOPIC_NAME, check.offsets_partition)
-        errors = await self.verify_for_produce(
-            check.transactional_id,
-            check.producer_id,
-            check.producer_epoch,
-            [partition],
-            check.add_partition,
-        )
-        error = errors[partition]
-        if error in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if error == ErrorCode.TRANSACTION_ABORTABLE and not check.add_partition:
-            return ErrorCode.INVALID_TXN_STATE
-        return error
 
     # -- markers ---------------------------------------------------------------
 

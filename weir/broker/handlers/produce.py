@@ -24,7 +24,8 @@ from dataclasses import dataclass, field, fields
 import trio
 
 from weir.broker.broker import Broker
-from weir.broker.coordinators.transaction_service import Turn, transaction_service
+from weir.broker.coordinators.produce_order import Turn
+from weir.broker.coordinators.transaction_service import transaction_service
 from weir.broker.handlers.context import Deferred, EncodedResponse, RequestContext
 from weir.broker.partition_replica import PartitionReplica
 from weir.controller.controller import is_internal_topic
