@@ -215,3 +215,113 @@ def test_a_list_transactions_pattern_cannot_stall_the_broker(
     assert response.error_code in (ErrorCode.NONE, ErrorCode.INVALID_REGULAR_EXPRESSION)
     if pattern != "(a+)+$":
         assert response.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+
+
+def fetch_committed(broker: WeirProcess, topic: str) -> Any:
+    body = {
+        "replica_id": -1,
+        "max_wait_ms": 0,
+        "min_bytes": 0,
+        "max_bytes": 1 << 20,
+        "isolation_level": 1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+            }
+        ],
+    }
+    return call(broker, ApiKey.FETCH, 11, body).responses[0].partitions[0]
+
+
+def test_a_delayed_end_txn_and_marker_of_the_last_transaction_leave_the_next_one_alone(
+    module_broker: WeirProcess, topic: str
+) -> None:
+    """Transaction version 2 (EndTxn v5, Produce v12): the replay of the first
+    transaction's EndTxn and of its marker, while the second is open, is refused and
+    changes nothing; the second commits and only its record is read committed."""
+    transactional_id = f"tx-{uuid.uuid4()}"
+    producer = init_producer(module_broker, transactional_id)
+    first = produce_v12(
+        module_broker, topic, transactional_id, (producer.producer_id, producer.producer_epoch)
+    )
+    assert first.error_code == ErrorCode.NONE
+    end = {
+        "transactional_id": transactional_id,
+        "producer_id": producer.producer_id,
+        "producer_epoch": producer.producer_epoch,
+        "committed": False,
+    }
+    ended = call(module_broker, ApiKey.END_TXN, 5, end)
+    assert ended.error_code == ErrorCode.NONE
+    next_epoch = ended.producer_epoch
+    assert next_epoch == producer.producer_epoch + 1
+    second = produce_v12(
+        module_broker, topic, transactional_id, (producer.producer_id, next_epoch), retries=50
+    )
+    assert second.error_code == ErrorCode.NONE
+    # The replays: the same EndTxn (and a commit of it), and the marker written for it.
+    for replay in (end, dict(end, committed=True)):
+        assert call(module_broker, ApiKey.END_TXN, 5, replay).error_code == (
+            ErrorCode.PRODUCER_FENCED
+        )
+    marker = {
+        "markers": [
+            {
+                "producer_id": producer.producer_id,
+                "producer_epoch": next_epoch,
+                "transaction_result": False,
+                "topics": [{"name": topic, "partition_indexes": [0]}],
+                "coordinator_epoch": 0,
+                "transaction_version": 2,
+            }
+        ]
+    }
+    replayed = call(module_broker, ApiKey.WRITE_TXN_MARKERS, 2, marker)
+    assert replayed.markers[0].topics[0].partitions[0].error_code == (
+        ErrorCode.INVALID_PRODUCER_EPOCH
+    )
+    open_now = fetch_committed(module_broker, topic)
+    assert open_now.last_stable_offset == second.base_offset  # still open
+    commit = dict(end, producer_epoch=next_epoch, committed=True)
+    assert call(module_broker, ApiKey.END_TXN, 5, commit).error_code == ErrorCode.NONE
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        stable = fetch_committed(module_broker, topic)
+        if stable.last_stable_offset == stable.high_watermark:
+            break
+        time.sleep(0.05)
+    assert stable.last_stable_offset == stable.high_watermark == second.base_offset + 2
+    assert [a.producer_id for a in stable.aborted_transactions] == [producer.producer_id]
+    assert stable.aborted_transactions[0].first_offset == first.base_offset
+
+
+def produce_v12(
+    broker: WeirProcess,
+    topic: str,
+    transactional_id: str,
+    producer: tuple[int, int],
+    retries: int = 0,
+) -> Any:
+    """A transactional Produce v12 (the partition joins implicitly); retried while the
+    broker answers a retriable error (the last transaction still completing)."""
+    producer_id, epoch = producer
+    records = build_batch(
+        [(b"k", f"e{epoch}".encode(), [])],
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    body = {
+        "transactional_id": transactional_id,
+        "acks": -1,
+        "timeout_ms": 10_000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+    }
+    for _ in range(retries + 1):
+        answer = call(broker, ApiKey.PRODUCE, 12, body).responses[0].partition_responses[0]
+        if answer.error_code != ErrorCode.NOT_ENOUGH_REPLICAS:
+            return answer
+        time.sleep(0.1)
+    return answer
