@@ -2,15 +2,14 @@
 
 `__consumer_offsets` and `__transaction_state` cannot be created (also with
 validate_only), reconfigured, extended, deleted, truncated (DeleteRecords) or produced
-to; committed offsets survive every such attempt and a restart; a transactional batch
-and a batch of a producer id the broker never issued are refused; a client-made
+to; committed offsets survive every such attempt and a restart; a batch of a producer
+id the broker never issued is refused; a client-made
 `__consumer_offsets` left in a data dir by an older Weir is made the broker's at start
 without losing a committed offset.
 
-confluent-kafka cannot send a transactional batch here (InitProducerId with a
-transactional id is refused, so `init_transactions()` fails first) nor choose its
-producer id, so those batches are built by kafka-python's record codec and sent in a
-Produce v3 request encoded by hand, as test_hostile_input.py does.
+confluent-kafka cannot choose its producer id, so those batches are built by
+kafka-python's record codec and sent in a Produce v3 request encoded by hand, as
+test_hostile_input.py does (transactional batches: test_transaction_hostile_input.py).
 """
 
 from __future__ import annotations
@@ -242,19 +241,6 @@ def test_producing_to_internal_topics_is_refused(broker: WeirProcess) -> None:
         for correlation_id, topic in enumerate(INTERNAL_TOPICS, start=2):
             batch = record_batch(producer_id, transactional=False)
             assert produce_v3(sock, topic, batch, correlation_id) == INVALID_TOPIC_EXCEPTION
-
-
-def test_a_transactional_batch_is_refused(broker: WeirProcess, topic: str) -> None:
-    create_topic(broker.bootstrap, topic)
-    transactional = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": topic})
-    with pytest.raises(KafkaException) as refused:
-        transactional.init_transactions(TIMEOUT_S)
-    assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    with connect(broker) as sock:
-        producer_id = init_producer_id(sock)  # an id the broker issued
-        batch = record_batch(producer_id, transactional=True)
-        assert produce_v3(sock, topic, batch) == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert end_offset(broker, topic) == 0
 
 
 def test_an_idempotent_batch_of_a_never_issued_producer_id_is_refused(
