@@ -16,10 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from confluent_kafka import Producer
 
 from compat_tests.harness import WeirProcess, clean_environment, unique_topic_name
 from compat_tests.maven import KAFKA_TOOLS_DIR, require_maven_build
 from compat_tests.test_java_client import start_group_broker
+from compat_tests.wire_client import connect, round_trip
+from weir.wire.api_keys import ApiKey
 
 TOOL_TIMEOUT_S = 60
 # bin/kafka-topics.sh, kafka-console-producer.sh, ... -> their main classes in Kafka 4.x.
@@ -257,3 +260,53 @@ def test_producer_and_consumer_perf_tests_move_every_record(broker: WeirProcess)
     assert float(stats["data.consumed.in.MB"]) == pytest.approx(
         records * record_bytes / 1024 / 1024, abs=0.001
     )
+
+
+TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
+
+
+def test_kafka_transactions_lists_describes_finds_and_aborts_an_open_transaction(
+    broker: WeirProcess,
+) -> None:
+    """bin/kafka-transactions.sh against a transaction confluent-kafka holds open:
+    list, describe, describe-producers, find-hanging (an ongoing transaction is not
+    hanging) and abort, after which read_committed reaches the high watermark."""
+    topic = unique_topic_name("tools-txn")
+    transactional_id = f"{topic}-tx"
+    create_topic(broker, topic, 1)
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap, "transactional.id": transactional_id}
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open-1")
+    producer.produce(topic, value=b"open-2")
+    producer.flush(30)
+    server = ("--bootstrap-server", broker.bootstrap)
+
+    listed = run_tool(TRANSACTIONS, *server, "list")
+    row = next(line.split() for line in listed.lines if transactional_id in line)
+    assert "Ongoing" in row
+    described = run_tool(TRANSACTIONS, *server, "describe", "--transactional-id", transactional_id)
+    assert "Ongoing" in described.stdout and f"{topic}-0" in described.stdout
+    producers = run_tool(
+        TRANSACTIONS, *server, "describe-producers", "--topic", topic, "--partition", "0"
+    )
+    assert len(producers.lines) == 2  # the header and the producer, its transaction from 0
+    assert producers.lines[1].split()[-1] == "0"
+    hanging = run_tool(
+        TRANSACTIONS, *server, "find-hanging", "--broker-id", "1", "--max-transaction-timeout", "0"
+    )
+    assert not [line for line in hanging.lines if topic in line], hanging.stdout
+    run_tool(
+        TRANSACTIONS, *server, "abort", "--topic", topic, "--partition", "0", "--start-offset", "0"
+    )
+    body = {
+        "replica_id": -1,
+        "isolation_level": 1,
+        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+    }
+    with connect(broker) as sock:
+        stable = round_trip(sock, ApiKey.LIST_OFFSETS, 7, body).topics[0].partitions[0].offset
+    assert stable == 3  # two records and the abort marker: nothing open
+    del producer
