@@ -80,6 +80,10 @@ class TruncationMixin(DurabilityMixin, ProducerStateMixin):
         Raises LogError(KAFKA_STORAGE_ERROR), the log gone offline, when the disk fails."""
         self._check_writable()
         if offset >= self.log_end_offset:
+            # No record goes, but an epoch this log led without writing in it
+            # starts at its end: a follower drops it (as Kafka's truncateTo does).
+            with self._failing_on_disk_errors():
+                self.epoch_cache.truncate_from_end(self.log_end_offset)
             return
         with self._failing_on_disk_errors():
             self._generation += 1

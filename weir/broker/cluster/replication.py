@@ -405,14 +405,16 @@ class ReplicaFetcher:
         the log's new latest epoch) before fetching."""
         partition_log = followed.replica.log
         if partition_log.log_end_offset == partition_log.log_start_offset:
-            followed.truncated = True  # nothing to compare
+            # Nothing to compare; an epoch this log led without writing goes.
+            partition_log.truncate_to(partition_log.log_end_offset)
+            followed.truncated = True
             return
         point = partition_log.truncation_point(leader_epoch, end_offset)
         if point.offset < partition_log.log_end_offset:
             log.warning("%s: truncating from %d to %d to match leader %d (epoch %d)",
                         partition_log.directory.name, partition_log.log_end_offset, point.offset,
                         self.leader_id, leader_epoch)  # fmt: skip
-            partition_log.truncate_to(point.offset)
+        partition_log.truncate_to(point.offset)
         followed.replication.set_high_watermark(
             min(followed.replication.high_watermark, partition_log.log_end_offset)
         )

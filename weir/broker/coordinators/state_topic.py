@@ -25,7 +25,7 @@ from weir.format.record_batch import (
     decode_records,
     iter_batch_headers,
 )
-from weir.log.errors import LogError
+from weir.log.errors import LogError, LogTruncated
 from weir.log.settings import BATCH_INFLATE_BYTES_MAX
 
 log = logging.getLogger(__name__)
@@ -117,9 +117,14 @@ def append_state_records_now(
 async def wait_state_records(broker: Broker, name: str, partition: int, end_offset: int) -> None:
     """Return once everything before `end_offset` is durable (in a cluster: below the
     high watermark over the ISR). Raises LogError: NOT_COORDINATOR when this broker
-    stopped leading the partition, COORDINATOR_NOT_AVAILABLE when not committed."""
+    stopped leading the partition (also when the records were truncated away: the
+    coordinator's memory then reloads from the new leader's log, not a failed log),
+    COORDINATOR_NOT_AVAILABLE when not committed."""
     replica = state_replica(broker, name, partition)
-    await replica.log.wait_durable(end_offset)
+    try:
+        await replica.log.wait_durable(end_offset)
+    except LogTruncated as exc:  # a new leader truncated this follower's log
+        raise LogError(ErrorCode.NOT_COORDINATOR, f"{name}-{partition}: {exc}") from exc
     replication = replica.replication
     if replication is None:
         replica.wake_fetchers()

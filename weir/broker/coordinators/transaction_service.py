@@ -32,7 +32,6 @@ import trio
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.cluster.peer_client import PeerPool
 from weir.broker.coordinators.group_service import GroupService
-from weir.broker.coordinators.produce_order import ProduceOrder
 from weir.broker.coordinators.state_topic import (
     append_state_records_now,
     create_state_topic,
@@ -90,7 +89,6 @@ class TransactionService(TransactionVerification):
         # and a leader's KIP-890 check must not queue behind one.
         self.verification_peers = self._peer_pool("weir-txn-verification")
         self.markers = MarkerWriter(broker, self._peer_pool("weir-txn-markers"))
-        self.produce_order = ProduceOrder()
         self.loaded = False
         self._preparing = False
         self.background: trio.Nursery | None = None

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field, fields
 import trio
 
 from weir.broker.broker import Broker
-from weir.broker.coordinators.produce_order import Turn
 from weir.broker.coordinators.transaction_service import transaction_service
 from weir.broker.handlers.context import Deferred, EncodedResponse, RequestContext
 from weir.broker.partition_replica import PartitionReplica
@@ -90,7 +89,10 @@ class Verification:
 def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[ProduceResponse]:
     """Appends now, on the reader; the Deferred waits for durability and answers.
     A transactional batch the partition has no open transaction for waits for its
-    coordinator's check first (KIP-890), in the producer's order of requests."""
+    coordinator's check first (KIP-890), in the Deferred: a connection's writer
+    awaits its Deferreds one at a time in request order, so a producer's later
+    requests to that partition (also checked: the first is not appended yet) are
+    appended after it and their sequences follow each other."""
     broker = ctx.broker
     acks = request.acks
     results: list[tuple[str, list[PartitionOutcome]]] = []
@@ -103,12 +105,11 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[Pro
         ]
         results.append((topic.name, outcomes))
     waiting = [(name, o) for name, outcomes in results for o in outcomes if o.verification]
-    turn = _take_turn(broker, waiting)
 
     async def finish() -> EncodedResponse | None:
         if waiting:
             assert transactional_id is not None
-            await _verify_then_append(ctx, waiting, transactional_id, acks, turn)
+            await _verify_then_append(ctx, waiting, transactional_id, acks)
         appended = [o for _, outcomes in results for o in outcomes if o.replica is not None]
         timed_out = not await _wait_durable(broker, appended, acks)
         if acks == 0:
@@ -126,42 +127,30 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[Pro
     return Deferred(finish)
 
 
-def _take_turn(broker: Broker, waiting: list[tuple[str, PartitionOutcome]]) -> Turn | None:
-    """A place in the producer's queue, taken now (in request order)."""
-    if not waiting:
-        return None
-    verification = waiting[0][1].verification
-    assert verification is not None
-    return transaction_service(broker).produce_order.enter(verification.producer_id)
-
-
 async def _verify_then_append(
     ctx: RequestContext,
     waiting: list[tuple[str, PartitionOutcome]],
     transactional_id: str,
     acks: int,
-    turn: Turn | None,
 ) -> None:
-    assert turn is not None
     service = transaction_service(ctx.broker)
     add = ctx.api_version >= 12 and service.settings.transaction_version >= 2
-    async with turn:
-        by_producer: dict[tuple[int, int], list[tuple[str, PartitionOutcome]]] = {}
-        for name, outcome in waiting:
-            verification = outcome.verification
-            assert verification is not None
-            key = (verification.producer_id, verification.producer_epoch)
-            by_producer.setdefault(key, []).append((name, outcome))
-        for (producer_id, producer_epoch), outcomes in by_producer.items():
-            errors = await service.verify_for_produce(
-                transactional_id,
-                producer_id,
-                producer_epoch,
-                [(name, o.index) for name, o in outcomes],
-                add,
-            )
-            for name, outcome in outcomes:
-                _append_verified(ctx, name, outcome, acks, errors[(name, outcome.index)])
+    by_producer: dict[tuple[int, int], list[tuple[str, PartitionOutcome]]] = {}
+    for name, outcome in waiting:
+        verification = outcome.verification
+        assert verification is not None
+        key = (verification.producer_id, verification.producer_epoch)
+        by_producer.setdefault(key, []).append((name, outcome))
+    for (producer_id, producer_epoch), outcomes in by_producer.items():
+        errors = await service.verify_for_produce(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            [(name, o.index) for name, o in outcomes],
+            add,
+        )
+        for name, outcome in outcomes:
+            _append_verified(ctx, name, outcome, acks, errors[(name, outcome.index)])
 
 
 def _append_verified(
@@ -299,19 +288,17 @@ def _verification_needed(
     partition: ProduceRequestPartitionData,
     transactional_id: str,
 ) -> Verification | None:
-    """A transactional batch of a producer with no open transaction on this
-    partition (or with earlier requests still being checked) must be checked by
-    its coordinator before it is appended."""
+    """A transactional batch of a producer with no open transaction of its epoch on
+    this partition must be checked by its coordinator before it is appended."""
     records = partition.records
     assert records is not None
     header = _first_transactional_header(records)
     if header is None:
         return None
-    service = transaction_service(broker)
     ongoing = replica.log.ongoing_transaction_first_offset(
         header.producer_id, header.producer_epoch
     )
-    if ongoing is not None and not service.produce_order.busy(header.producer_id):
+    if ongoing is not None:
         return None
     return Verification(partition, transactional_id, header.producer_id, header.producer_epoch)
 
