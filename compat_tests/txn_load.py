@@ -205,6 +205,10 @@ class TxnProducer:
             )
             time.sleep(POLL_INTERVAL_S)  # polling the producer thread's progress
 
+    @property
+    def transactions_begun(self) -> int:
+        return self._count
+
     def _committed(self) -> int:
         return self.journal.outcomes().get(Outcome.COMMITTED.value, 0)
 
