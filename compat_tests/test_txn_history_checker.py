@@ -3,6 +3,8 @@ history (hand-made histories: no broker needed)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from compat_tests.txn_history import (
     READ_COMMITTED,
     READ_UNCOMMITTED,
@@ -70,7 +72,7 @@ def run(
     )
 
 
-def only(found: TxnAnomalies, kind: str) -> list[object]:
+def only(found: TxnAnomalies, kind: str) -> list[Any]:
     """The instances of `kind`; fails when any other kind was found too."""
     assert set(found.found()) == {kind}, found.summary()
     return found.found()[kind]

@@ -383,9 +383,16 @@ class TxnConsumer:
                     self.errors.append(str(error))
                     continue
                 value = message.value()
-                tp = (message.topic(), message.partition())
-                records.append(Record(tp, message.offset(), value.decode() if value else ""))
+                tp, offset = position(message)
+                records.append(Record(tp, offset, value.decode() if value else ""))
             self.log.poll(records)
+
+
+def position(message: Message) -> tuple[Tp, int]:
+    """A consumed message's partition and offset (an EOF event's offset is its end)."""
+    topic, partition, offset = message.topic(), message.partition(), message.offset()
+    assert topic is not None and partition is not None
+    return (topic, partition), -1 if offset is None else offset
 
 
 def latest_offsets(
@@ -459,14 +466,14 @@ def scan(bootstrap: str, partitions: Sequence[Tp], isolation: str, timeout_s: fl
         while len(at_end) < len(read):
             assert time.monotonic() < deadline, f"{isolation} scan did not reach the end: {at_end}"
             for message in consumer.consume(500, 0.2):
-                tp = (message.topic(), message.partition())
+                tp, offset = position(message)
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
                         at_end.add(tp)
                     continue
                 value = message.value()
-                read[tp].append((message.offset(), value.decode() if value else ""))
+                read[tp].append((offset, value.decode() if value else ""))
     finally:
         consumer.close()
     return read
