@@ -26,8 +26,8 @@ commits again:
 At the end the transaction history checker (compat_tests/txn_history.py) reads
 every partition back at both isolation levels and reports its anomalies. The run
 prints a JSON summary (also written to --out): faults by kind, transactions by
-outcome, anomalies, producers that stalled, the brokers' tracebacks. Exit code 0
-only with no anomaly, no stall and no traceback.
+outcome, anomalies, producers that stalled, faults not healed within 90 s (the run
+goes on), the brokers' tracebacks. Exit code 0 only with none of those.
 """
 
 from __future__ import annotations
@@ -204,7 +204,11 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 kind = rng.choice(args.kinds)
                 fault_started = time.monotonic()
                 what = inject(kind, cluster, partitions, producers, process, rng)
-                heal_s = heal(cluster, topics)
+                try:
+                    heal_s = heal(cluster, topics)
+                except AssertionError as exc:  # noted; the run goes on
+                    summary.setdefault("unhealed", []).append({"after": what, "error": str(exc)})
+                    heal_s = HEAL_TIMEOUT_S
                 progress_s = _progress(producers, summary, kind)
                 summary["faults"].append({
                     "kind": kind, "what": what, "at_s": round(fault_started - started, 1),
@@ -275,7 +279,8 @@ def main(argv: list[str]) -> int:
     text = json.dumps(summary, indent=2)
     print(text)
     args.out.write_text(text + "\n")
-    ok = not summary["anomalies"] and not summary["stalls"] and not summary["tracebacks"]
+    ok = not (summary["anomalies"] or summary["stalls"] or summary["tracebacks"]
+              or summary.get("unhealed"))  # fmt: skip
     return 0 if ok else 1
 
 
