@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from tests.log.test_partition_append_replicated import everything, open_at
 from tests.log.test_partition_truncation import converge
 from weir.log.flusher import GroupFlusher
@@ -18,7 +16,6 @@ from weir.log.flusher import GroupFlusher
 MakeBatch = Callable[..., bytes]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: truncate_to at the log end keeps the epoch cache")
 def test_a_follower_drops_an_epoch_it_led_without_writing(
     tmp_path: Path, flusher: GroupFlusher, batch: MakeBatch, now_ms: int
 ) -> None:
