@@ -372,3 +372,23 @@ def test_deleted_segments_take_their_aborted_index_with_them(
     log.delete_records_before(3)
     assert not index_path.exists()
     assert log.aborted_transactions(3, log.log_end_offset) == []
+
+
+def test_deleting_records_into_an_open_transaction_keeps_the_lso_at_the_log_start(
+    open_log: OpenLog, batch: MakeBatch, now_ms: int
+) -> None:
+    """Kafka's rule: the first unstable offset is never below the log start, so
+    read_committed consumers are not sent below it (DeleteRecords is bounded by the
+    high watermark, not the LSO)."""
+    log = open_log()
+    txn_data(log, batch, now_ms, 0, count=4)  # 0-3, open
+    log.append(batch(2), leader_epoch=0, now_ms=now_ms)  # 4-5
+    log.flush()
+    assert log.last_stable_offset == 0
+    log.delete_records_before(2)
+    assert log.log_start_offset == 2
+    assert log.last_stable_offset == 2
+    assert log.last_stable_offset_at(log.high_watermark) == 2
+    marker(log, now_ms, commit=False)
+    log.flush()
+    assert log.last_stable_offset == log.log_end_offset

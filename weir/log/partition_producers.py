@@ -162,11 +162,14 @@ class ProducerStateMixin(PartitionLogState):
         """The LSO: the first offset of the oldest transaction still open (or
         whose marker is not below the high watermark yet), else the high
         watermark. Never above the high watermark."""
-        return self.producer_state.last_stable_offset(self.high_watermark)
+        return self.last_stable_offset_at(self.high_watermark)
 
     def last_stable_offset_at(self, high_watermark: int) -> int:
-        """The LSO for the caller's view of the high watermark (a replica's)."""
-        return self.producer_state.last_stable_offset(high_watermark)
+        """The LSO for the caller's view of the high watermark (a replica's). Never
+        below the log start (Kafka's rule: DeleteRecords may cut into an open
+        transaction, which then holds read_committed consumers at the log start)."""
+        stable = self.producer_state.last_stable_offset(high_watermark)
+        return min(max(stable, self.log_start_offset), high_watermark)
 
     def ongoing_transaction_first_offset(
         self, producer_id: int, producer_epoch: int | None = None
