@@ -114,3 +114,25 @@ def test_offsets_and_group_lag_under_kafka_exporter_names(
 def test_process_metrics_are_exposed(module_broker: WeirProcess) -> None:
     assert module_broker.metric_samples("process_cpu_seconds_total")[""] > 0
     assert module_broker.metric_samples("process_resident_memory_bytes")[""] > 0
+
+
+def test_an_open_transaction_shows_in_the_transaction_states_and_the_last_stable_offset(
+    module_broker: WeirProcess, topic: str
+) -> None:
+    create_topic(module_broker.bootstrap, topic)
+    producer = Producer(
+        {"bootstrap.servers": module_broker.bootstrap, "transactional.id": f"{topic}-tx"}
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open")
+    producer.flush(30)
+    assert module_broker.metric_samples("weir_transactions")['state="Ongoing"'] >= 1
+    label = f'partition="0",topic="{topic}"'
+    assert module_broker.metric_samples("weir_partition_high_watermark")[label] == 1
+    assert module_broker.metric_samples("weir_partition_last_stable_offset")[label] == 0
+    producer.abort_transaction(30)
+    deadline = time.monotonic() + 10
+    while module_broker.metric_samples("weir_partition_last_stable_offset")[label] < 2:
+        assert time.monotonic() < deadline, "the abort marker did not move the LSO"
+        time.sleep(0.05)

@@ -545,6 +545,12 @@ class Broker:
             lambda: self._partition_samples(lambda r: r.high_watermark),
         )
         self.metrics.register_gauge(
+            "weir_partition_last_stable_offset",
+            "Offset up to which read_committed consumers read (the first offset of the "
+            "oldest open transaction, else the high watermark), per partition.",
+            lambda: self._partition_samples(lambda r: r.last_stable_offset),
+        )
+        self.metrics.register_gauge(
             "weir_partition_log_start_offset",
             "First offset still in the log, per partition.",
             lambda: self._partition_samples(lambda r: r.log.log_start_offset),

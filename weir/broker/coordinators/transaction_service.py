@@ -53,7 +53,7 @@ from weir.log.errors import LogError
 from weir.txn.pending import Effects, MarkerRequest, Reply
 from weir.txn.transaction_coordinator import TransactionCoordinator, TransactionSettings
 from weir.txn.transaction_metadata import PREPARE_STATES
-from weir.txn.transaction_records import TransactionRecord
+from weir.txn.transaction_records import TransactionRecord, TxnState
 
 log = logging.getLogger(__name__)
 
@@ -376,6 +376,15 @@ class TransactionService(TransactionVerification):
             return
         self.background.start_soon(self.settle, effects)
 
+    def state_counts(self) -> list[tuple[dict[str, str], float]]:
+        """The `weir_transactions` samples: ids per state, every state listed."""
+        counts = dict.fromkeys((state.kafka_name for state in TxnState), 0)
+        for transactional_id in self.coordinator.transactional_ids():
+            txn = self.coordinator.metadata(transactional_id)
+            if txn is not None:
+                counts[txn.state.kafka_name] += 1
+        return [({"state": name}, float(count)) for name, count in counts.items()]
+
     # -- time ------------------------------------------------------------------
 
     def poke(self) -> None:
@@ -430,6 +439,11 @@ def attach_transaction_service(broker: Broker) -> TransactionService:
     )
     service.load_if_present(wall_clock_ms())
     broker.transactions = service
+    broker.metrics.register_gauge(
+        "weir_transactions",
+        "Transactional ids this broker coordinates, per state (Kafka's state names).",
+        service.state_counts,
+    )
     if isinstance(broker.groups, GroupService):
         broker.groups.txn_offsets_verifier = service.check_txn_offsets
     broker.internal_state_owners.append(service)
