@@ -120,6 +120,38 @@ def test_the_file_search_matches_the_pure_one_across_read_chunks(
         assert index.collect(start, end) == collect_aborted_txns(entries, start, end)
 
 
+def test_a_search_reads_only_from_the_first_marker_at_or_past_the_fetch_offset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read_committed fetch near the log end must not decode the whole index (it
+    did: 1.9x read_uncommitted's broker CPU, BENCHMARKS.md); appends and truncation
+    keep the bisection's marker offsets true."""
+    monkeypatch.setattr(transaction_index, "READ_CHUNK_ENTRIES", 4)
+    index = TransactionIndex(tmp_path / "t.txnindex", 0)
+    entries = [AbortedTxn(i, 10 * i, 10 * i + 5, 10 * i + 6) for i in range(40)]
+    for entry in entries[:30]:
+        index.append(entry)
+    assert index.collect(100, 300) == collect_aborted_txns(entries[:30], 100, 300)
+    for entry in entries[30:]:
+        index.append(entry)  # the marker offsets follow appends
+    decoded: list[int] = []
+    real_decode = transaction_index.decode_aborted_txns
+
+    def counting(data: bytes | bytearray | memoryview) -> list[AbortedTxn]:
+        found = real_decode(data)
+        decoded.extend(e.last_offset for e in found)
+        return found
+
+    monkeypatch.setattr(transaction_index, "decode_aborted_txns", counting)
+    assert index.collect(352, 380) == collect_aborted_txns(entries, 352, 380)
+    assert min(decoded) >= 345  # only from the chunk holding marker 355 on
+    decoded.clear()
+    assert index.collect(396, 500) == collect_aborted_txns(entries, 396, 500)
+    assert index.collect(1_000, 2_000).aborted == [] and decoded == []  # past the last
+    index.truncate_to(200)  # markers 205.. go, and the bisection follows
+    assert index.collect(100, 300) == collect_aborted_txns(entries[:20], 100, 300)
+
+
 def test_truncate_to_drops_entries_with_a_marker_at_or_after_the_offset(
     index: TransactionIndex,
 ) -> None:

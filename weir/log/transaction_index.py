@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import os
 import struct
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +115,10 @@ class TransactionIndex:
         self.base_offset = base_offset
         self._size_bytes = 0
         self._last_offset: int | None = None
+        # Each entry's marker offset, in order, read on the first search that needs
+        # it and kept up to date by appends (8 bytes an entry): a search decodes only
+        # the entries from the first one that can overlap.
+        self._marker_offsets: array[int] | None = None
         try:
             size = os.stat(path).st_size
         except FileNotFoundError:
@@ -157,6 +163,8 @@ class TransactionIndex:
             os.close(fd)
         self._size_bytes += ABORTED_TXN_BYTES
         self._last_offset = entry.last_offset
+        if self._marker_offsets is not None:
+            self._marker_offsets.append(entry.last_offset)
 
     def entries(self) -> Iterator[AbortedTxn]:
         """Every entry, read `READ_CHUNK_ENTRIES` at a time."""
@@ -165,10 +173,21 @@ class TransactionIndex:
 
     def collect(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
         """Entries overlapping [fetch_offset, upper_bound_offset): see
-        `collect_aborted_txns`."""
-        if not self._size_bytes:
+        `collect_aborted_txns`. Entries whose marker is below `fetch_offset` can
+        neither overlap nor end the search (their LSO at completion is at most their
+        marker + 1), so the scan starts at the first marker at or past it, found by
+        bisection; an index whose last marker is below it is not read at all (a
+        consumer at the log's end)."""
+        if self._last_offset is None or self._last_offset < fetch_offset:
             return TxnIndexSearchResult([], False)
-        return collect_aborted_txns(self.entries(), fetch_offset, upper_bound_offset)
+        first = bisect_left(self._markers(), fetch_offset)
+        entries = (e for _, chunk in self._chunks(first * ABORTED_TXN_BYTES) for e in chunk)
+        return collect_aborted_txns(entries, fetch_offset, upper_bound_offset)
+
+    def _markers(self) -> array[int]:
+        if self._marker_offsets is None:
+            self._marker_offsets = array("q", (e.last_offset for e in self.entries()))
+        return self._marker_offsets
 
     def truncate_to(self, offset: int) -> None:
         """Drop the entries whose marker is at or after `offset` (the log was
@@ -224,13 +243,14 @@ class TransactionIndex:
         self.path.unlink(missing_ok=True)
         self._size_bytes = 0
         self._last_offset = None
+        self._marker_offsets = None
 
     # -- internals -------------------------------------------------------
 
-    def _chunks(self) -> Iterator[tuple[int, list[AbortedTxn]]]:
-        """(byte position, entries) of each chunk of the file up to its known size;
-        no descriptor is held between chunks (a caller may stop early)."""
-        position = 0
+    def _chunks(self, position: int = 0) -> Iterator[tuple[int, list[AbortedTxn]]]:
+        """(byte position, entries) of each chunk of the file from `position` up to
+        its known size; no descriptor is held between chunks (a caller may stop
+        early)."""
         chunk_bytes = READ_CHUNK_ENTRIES * ABORTED_TXN_BYTES
         while position < self._size_bytes:
             wanted = min(chunk_bytes, self._size_bytes - position)
@@ -254,3 +274,4 @@ class TransactionIndex:
         os.truncate(self.path, size_bytes)
         self._size_bytes = size_bytes
         self._last_offset = last_offset
+        self._marker_offsets = None
