@@ -319,12 +319,14 @@ class TransactionCoordinator:
         if txn.state == TxnState.ONGOING:
             return self._end_ongoing(txn, commit, now_ms, transaction_version)
         wanted_complete = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-        wanted_prepare = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         if txn.state == wanted_complete:  # a retry of the end that completed
             return self._outbox.answer(
                 ProducerIdResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
             )
-        if txn.state == wanted_prepare:
+        if txn.state in PREPARE_STATES:
+            # Kafka answers any end while the markers are written (a state change in
+            # progress) with CONCURRENT_TRANSACTIONS, the opposite result too: the
+            # client retries and is answered once the transaction completed.
             return self._outbox.answer(ProducerIdResult(ErrorCode.CONCURRENT_TRANSACTIONS))
         return self._outbox.answer(ProducerIdResult(ErrorCode.INVALID_TXN_STATE))
 

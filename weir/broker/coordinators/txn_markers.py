@@ -88,6 +88,21 @@ async def write_marker_here(broker: Broker, marker: Marker, topic: str, index: i
     return await _wait_committed(broker, replica, result.last_offset + 1)
 
 
+async def write_markers_here(
+    broker: Broker, marker: Marker, partitions: Iterable[TopicPartition]
+) -> dict[TopicPartition, ErrorCode]:
+    """`write_marker_here` on each partition at once (their fsyncs share rounds)."""
+    errors: dict[TopicPartition, ErrorCode] = {}
+
+    async def write(partition: TopicPartition) -> None:
+        errors[partition] = await write_marker_here(broker, marker, *partition)
+
+    async with trio.open_nursery() as nursery:
+        for partition in dict.fromkeys(partitions):
+            nursery.start_soon(write, partition)
+    return errors
+
+
 async def _wait_committed(broker: Broker, replica: PartitionReplica, end_offset: int) -> ErrorCode:
     timeout_s = broker.config.limits.produce_timeout_ms_max / 1000
     with trio.move_on_after(timeout_s):
@@ -114,7 +129,9 @@ class MarkerWriter:
     async def write(
         self, request: MarkerRequest, partitions: Iterable[TopicPartition]
     ) -> set[TopicPartition]:
-        """Write the marker to `partitions`; return those written (or gone)."""
+        """Write the marker to `partitions`, all at once (the partitions led here
+        share fsync rounds; each other leader gets one WriteTxnMarkers); return
+        those written (or gone)."""
         marker = Marker(
             request.producer_id,
             request.producer_epoch,
@@ -123,27 +140,30 @@ class MarkerWriter:
             request.transaction_version,
         )
         written: set[TopicPartition] = set()
-        remote: dict[int, list[TopicPartition]] = {}
+        by_leader: dict[int, list[TopicPartition]] = {}
         for topic, index in sorted(partitions):
             leader = self._leader(topic, index)
             if leader is None:
                 written.add((topic, index))  # deleted: nothing to mark
-            elif leader == -1:
-                continue  # no leader now: retried
-            elif leader == self.broker.config.node_id:
-                error = await write_marker_here(self.broker, marker, topic, index)
-                if self._settled(request, topic, index, error):
-                    written.add((topic, index))
-            else:
-                remote.setdefault(leader, []).append((topic, index))
-        for node_id, remote_partitions in remote.items():
-            errors = await self._write_remote(node_id, marker, remote_partitions)
-            written |= {
-                (topic, index)
-                for (topic, index), error in errors.items()
-                if self._settled(request, topic, index, error)
-            }
+            elif leader != -1:  # -1: no leader now, retried
+                by_leader.setdefault(leader, []).append((topic, index))
+        errors: dict[TopicPartition, ErrorCode] = {}
+
+        async def write_to(node_id: int, led: list[TopicPartition]) -> None:
+            errors.update(await self._write_to_leader(node_id, marker, led))
+
+        async with trio.open_nursery() as nursery:
+            for node_id, led in by_leader.items():
+                nursery.start_soon(write_to, node_id, led)
+        written |= {tp for tp, error in errors.items() if self._settled(request, *tp, error)}
         return written
+
+    async def _write_to_leader(
+        self, node_id: int, marker: Marker, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        if node_id != self.broker.config.node_id:
+            return await self._write_remote(node_id, marker, partitions)
+        return await write_markers_here(self.broker, marker, partitions)
 
     def _settled(self, request: MarkerRequest, topic: str, index: int, error: ErrorCode) -> bool:
         if error == ErrorCode.NONE:

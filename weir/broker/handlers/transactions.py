@@ -19,11 +19,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-import trio
-
 from weir.broker.broker import Broker
 from weir.broker.coordinators.transaction_service import TransactionService, transaction_service
-from weir.broker.coordinators.txn_markers import Marker, write_marker_here
+from weir.broker.coordinators.txn_markers import Marker, write_markers_here
 from weir.broker.handlers.context import Deferred, RequestContext
 from weir.broker.handlers.groups import group_service
 from weir.controller.controller import OFFSETS_TOPIC_NAME, ControllerError
@@ -336,7 +334,7 @@ def handle_write_txn_markers(
                 requested.transaction_version,
             )
             partitions = [(t.name, p) for t in requested.topics for p in t.partition_indexes]
-            errors = await _write_all(ctx.broker, marker, partitions)
+            errors = await write_markers_here(ctx.broker, marker, partitions)
             markers.append(
                 WriteTxnMarkersResponseMarker(
                     producer_id=requested.producer_id, topics=_marker_topics(errors)
@@ -345,20 +343,6 @@ def handle_write_txn_markers(
         return WriteTxnMarkersResponse(markers=markers)
 
     return Deferred(finish)
-
-
-async def _write_all(
-    broker: Broker, marker: Marker, partitions: Sequence[TopicPartition]
-) -> dict[TopicPartition, ErrorCode]:
-    errors: dict[TopicPartition, ErrorCode] = {}
-
-    async def write(partition: TopicPartition) -> None:
-        errors[partition] = await write_marker_here(broker, marker, *partition)
-
-    async with trio.open_nursery() as nursery:
-        for partition in dict.fromkeys(partitions):
-            nursery.start_soon(write, partition)
-    return {tp: errors[tp] for tp in dict.fromkeys(partitions)}
 
 
 def _marker_topics(errors: dict[TopicPartition, ErrorCode]) -> list[WriteTxnMarkersResponseTopic]:
