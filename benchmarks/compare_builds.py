@@ -8,6 +8,11 @@ them in turn, `--rounds` times, and prints each round and the medians:
     .venv/bin/python benchmarks/compare_builds.py before=/tmp/weir-before after=. \\
         --value-bytes 100 --records-per-batch 32 --rounds 5
 
+`--api fetch --isolation read_uncommitted,read_committed` measures every build at
+both isolation levels in each round (alternating) and compares each against the
+first build's first level: read_committed's cost next to read_uncommitted's. A
+build from before transactions ignores the isolation level.
+
 CPU includes the broker's threads and its child processes (the syncfs helper).
 The builds alternate within each round because this machine's speed drifts by
 10-30% over minutes: compare the medians, not one round.
@@ -46,27 +51,46 @@ def start_with_data(build: SourceBuild, args: argparse.Namespace) -> None:
         run_request_cost(build, args, "produce", requests=500)
 
 
-def run_request_cost(build: SourceBuild, args: argparse.Namespace, api: str, requests: int) -> str:
+def run_request_cost(
+    build: SourceBuild,
+    args: argparse.Namespace,
+    api: str,
+    requests: int,
+    isolation: str = "read_uncommitted",
+) -> str:
     assert build.process is not None
     result = subprocess.run(
         [str(PYTHON), str(REPO_ROOT / "benchmarks" / "request_cost.py"),
          "--port", str(build.port), "--pid", str(build.process.pid), "--api", api,
          "--value-bytes", str(args.value_bytes), "--records-per-batch",
          str(args.records_per_batch), "--all-partitions", "--requests", str(requests),
-         "--depth", str(args.depth)],
+         "--depth", str(args.depth), "--isolation", isolation],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return result.stdout
 
 
-def measure(build: SourceBuild, measures: Measures, args: argparse.Namespace) -> None:
-    stdout = run_request_cost(build, args, args.api, args.requests)
+def measure(
+    build: SourceBuild, isolation: str, measures: Measures, args: argparse.Namespace
+) -> None:
+    stdout = run_request_cost(build, args, args.api, args.requests, isolation)
     match = COST_LINE.search(stdout)
     if match is None:
         raise SystemExit(f"{build.name}: unexpected output {stdout!r}")
     measures.rates.append(float(match[1].replace(",", "")))
     measures.cpu_us.append(float(match[2]))
     print(f"  {build.name:>10}: {stdout.strip().splitlines()[0]}", flush=True)
+
+
+def labels(builds: list[SourceBuild], isolations: list[str]) -> list[tuple[SourceBuild, str, str]]:
+    """(build, isolation level, label) for every measured pair, in measuring order."""
+    if len(isolations) == 1:
+        return [(build, isolations[0], build.name) for build in builds]
+    return [
+        (build, isolation, f"{build.name} {isolation.removeprefix('read_')}")
+        for build in builds
+        for isolation in isolations
+    ]
 
 
 def main() -> None:
@@ -78,17 +102,26 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--api", choices=["produce", "fetch"], default="produce")
+    parser.add_argument(
+        "--isolation",
+        default="read_uncommitted",
+        help="fetch: read_uncommitted, read_committed, or both comma-separated",
+    )
     parser.add_argument("--base-port", type=int, default=47100)
     args = parser.parse_args()
+    isolations = [level.strip() for level in args.isolation.split(",") if level.strip()]
+    if not set(isolations) <= {"read_uncommitted", "read_committed"}:
+        parser.error(f"unknown isolation level in {args.isolation!r}")
     builds = parse_builds(args.builds, args.base_port, "compare")
-    measures = {build.name: Measures() for build in builds}
+    measured = labels(builds, isolations)
+    measures = {label: Measures() for _, _, label in measured}
     try:
         for build in builds:
             start_with_data(build, args)
         for round_number in range(1, args.rounds + 1):
             print(f"round {round_number}", flush=True)
-            for build in builds if round_number % 2 else reversed(builds):
-                measure(build, measures[build.name], args)
+            for build, isolation, label in measured if round_number % 2 else measured[::-1]:
+                measure(build, isolation, measures[label], args)
     finally:
         for build in builds:
             stop(build)
@@ -97,13 +130,15 @@ def main() -> None:
         f"{args.records_per_batch} records per batch, 8 partitions per request, "
         f"depth {args.depth}):"
     )
-    reference = statistics.median(measures[builds[0].name].cpu_us)
-    for build in builds:
-        cpu = statistics.median(measures[build.name].cpu_us)
-        rate = statistics.median(measures[build.name].rates)
+    first = measured[0][2]
+    width = max(len(label) for _, _, label in measured)
+    reference = statistics.median(measures[first].cpu_us)
+    for _, _, label in measured:
+        cpu = statistics.median(measures[label].cpu_us)
+        rate = statistics.median(measures[label].rates)
         print(
-            f"  {build.name:>10}: {rate:8,.0f} requests/s, "
-            f"{cpu:5.0f} µs CPU/request ({cpu / reference:.2f}x of {builds[0].name})"
+            f"  {label:>{width}}: {rate:8,.0f} requests/s, "
+            f"{cpu:5.0f} µs CPU/request ({cpu / reference:.2f}x of {first})"
         )
 
 
