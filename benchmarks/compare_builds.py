@@ -11,7 +11,10 @@ them in turn, `--rounds` times, and prints each round and the medians:
 `--api fetch --isolation read_uncommitted,read_committed` measures every build at
 both isolation levels in each round (alternating) and compares each against the
 first build's first level: read_committed's cost next to read_uncommitted's. A
-build from before transactions ignores the isolation level.
+build from before transactions ignores the isolation level. `--transactional-data`
+fills the topic with transactions instead (confluent-kafka, a third of them aborted),
+so read_committed has aborted transactions to list and skip: for builds that serve
+transactions only.
 
 CPU includes the broker's threads and its child processes (the syncfs helper).
 The builds alternate within each round because this machine's speed drifts by
@@ -25,11 +28,14 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 
 from source_builds import (  # this directory
     PYTHON,
     REPO_ROOT,
+    TOPIC,
+    TOPIC_PARTITIONS,
     SourceBuild,
     parse_builds,
     start,
@@ -47,8 +53,52 @@ class Measures:
 
 def start_with_data(build: SourceBuild, args: argparse.Namespace) -> None:
     start(build)
-    if args.api == "fetch":  # something to read: the same produce load, once
+    if args.api == "fetch" and args.transactional_data:
+        fill_with_transactions(build, args)
+    elif args.api == "fetch":  # something to read: the same produce load, once
         run_request_cost(build, args, "produce", requests=500)
+
+
+def fill_with_transactions(build: SourceBuild, args: argparse.Namespace) -> None:
+    """500 transactions of one batch per partition (`--records-per-batch` records of
+    `--value-bytes`), every third aborted, then wait until no transaction is open."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    bootstrap = f"127.0.0.1:{build.port}"
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"compare-{build.name}",
+         "linger.ms": 50}
+    )  # fmt: skip
+    producer.init_transactions(30)
+    value = b"x" * args.value_bytes
+    for number in range(500):
+        producer.begin_transaction()
+        for partition in range(TOPIC_PARTITIONS):
+            for _ in range(args.records_per_batch):
+                producer.produce(TOPIC, value, partition=partition)
+        if number % 3 == 2:
+            producer.flush(30)  # the records reach the log before the abort
+            producer.abort_transaction(30)
+        else:
+            producer.commit_transaction(30)
+    consumers = [
+        Consumer({"bootstrap.servers": bootstrap, "group.id": "compare", "isolation.level": level})
+        for level in ("read_uncommitted", "read_committed")
+    ]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ends = [
+            [
+                c.get_watermark_offsets(TopicPartition(TOPIC, p), 10)[1]
+                for p in range(TOPIC_PARTITIONS)
+            ]
+            for c in consumers
+        ]
+        if ends[0] == ends[1]:
+            break
+        time.sleep(0.1)
+    for consumer in consumers:
+        consumer.close()
 
 
 def run_request_cost(
@@ -106,6 +156,11 @@ def main() -> None:
         "--isolation",
         default="read_uncommitted",
         help="fetch: read_uncommitted, read_committed, or both comma-separated",
+    )
+    parser.add_argument(
+        "--transactional-data",
+        action="store_true",
+        help="fetch: fill the topic with transactions (a third aborted) instead",
     )
     parser.add_argument("--base-port", type=int, default=47100)
     args = parser.parse_args()
