@@ -10,7 +10,9 @@ broker process's user+system CPU time from /proc before and after:
 `--records-per-batch` records (default 2) to partition (i mod --partitions), or
 to every partition with `--all-partitions`; `--api fetch` sends Fetch v11 for
 every partition from offset 0 (`--fetch-bytes` per partition, no wait: the
-topic must hold data); `--api api-versions` sends ApiVersions v3.
+topic must hold data) at `--isolation` (read_uncommitted, or read_committed: data
+below the last stable offset, with the aborted transactions listed);
+`--api api-versions` sends ApiVersions v3.
 Run it against two brokers alternately to compare builds side by side.
 """
 
@@ -24,6 +26,8 @@ import time
 
 from weir.format.record_batch import build_batch
 from weir.wire.protocol import ApiKey, encode_request
+
+ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}  # Fetch's isolation_level
 
 
 def build_frames(args: argparse.Namespace) -> list[bytes]:
@@ -58,7 +62,7 @@ def fetch_frame(args: argparse.Namespace, correlation_id: int) -> bytes:
         "max_wait_ms": 0,
         "min_bytes": 1,
         "max_bytes": args.fetch_bytes * args.partitions,
-        "isolation_level": args.isolation_level,
+        "isolation_level": ISOLATION_LEVELS[args.isolation],
         "session_id": 0,
         "session_epoch": -1,
         "topics": [{"topic": args.topic, "partitions": partitions}],
@@ -125,10 +129,7 @@ def main() -> None:
     parser.add_argument("--pid", type=int, required=True, help="the broker process")
     parser.add_argument("--api", choices=["produce", "fetch", "api-versions"], default="produce")
     parser.add_argument("--fetch-bytes", type=int, default=64 * 1024, help="per partition")
-    parser.add_argument(
-        "--isolation-level", type=int, choices=[0, 1], default=0,
-        help="fetch: 0 read_uncommitted, 1 read_committed",
-    )  # fmt: skip
+    parser.add_argument("--isolation", choices=list(ISOLATION_LEVELS), default="read_uncommitted")
     parser.add_argument("--topic", default="bench")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--value-bytes", type=int, default=100)
@@ -163,7 +164,8 @@ def main() -> None:
     user_us = 1e6 * (user_after - user_before) / ticks_per_s / n
     system_us = 1e6 * (system_after - system_before) / ticks_per_s / n
     print(
-        f"{args.api} depth {args.depth}: {n / elapsed_s:,.0f} requests/s, broker CPU "
+        f"{args.api} depth {args.depth}{' ' + args.isolation if args.api == 'fetch' else ''}: "
+        f"{n / elapsed_s:,.0f} requests/s, broker CPU "
         f"{user_us + system_us:.0f} µs/request (user {user_us:.0f}, system {system_us:.0f})"
     )
     per_thread = {

@@ -90,6 +90,74 @@ def produce(
     return sent
 
 
+def begin_transaction(
+    bootstrap: str, topic: str, records: Iterable[Outgoing], transactional_id: str
+) -> Producer:
+    """A transactional producer that wrote `records` (acknowledged) in a transaction it
+    leaves open: the caller commits or aborts it."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for record in records:
+        kwargs: dict[str, object] = {}
+        if record.timestamp_ms is not None:
+            kwargs["timestamp"] = record.timestamp_ms
+        if record.partition is not None:
+            kwargs["partition"] = record.partition
+        producer.produce(topic, key=record.key, value=record.value, headers=record.headers,
+                         **kwargs)  # fmt: skip
+        producer.poll(0)
+    assert producer.flush(30) == 0, "transactional records undelivered after 30 s"
+    return producer
+
+
+def produce_transaction(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[Outgoing],
+    transactional_id: str,
+    *,
+    commit: bool,
+) -> None:
+    """Write `records` in one transaction, then commit or abort it."""
+    producer = begin_transaction(bootstrap, topic, records, transactional_id)
+    if commit:
+        producer.commit_transaction(30)
+    else:
+        producer.abort_transaction(30)
+
+
+def wait_stable(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0) -> None:
+    """Wait until every partition's last stable offset equals its high watermark: the
+    markers of the transactions ended so far are written (they are written after
+    EndTxn answers)."""
+    uncommitted = Consumer({"bootstrap.servers": bootstrap, "group.id": "spark-tests-lso"})
+    committed = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "spark-tests-lso",
+         "isolation.level": "read_committed"}
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            ends = [
+                (
+                    consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
+                    for p in range(partitions)
+                )
+                for consumer in (uncommitted, committed)
+            ]
+            high, stable = (list(e) for e in ends)
+            if high == stable:
+                return
+            time.sleep(0.1)
+        raise AssertionError(
+            f"{topic}: last stable offsets {stable} below {high} after {timeout_s}s"
+        )
+    finally:
+        uncommitted.close()
+        committed.close()
+
+
 def read_topic(bootstrap: str, topic: str, timeout_s: float = 30.0) -> list[Message]:
     """Every record of `topic` from its log start to its end offsets at the call."""
     consumer = Consumer(

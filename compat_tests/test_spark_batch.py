@@ -29,7 +29,14 @@ from pyspark.sql.types import (
 )
 
 from compat_tests.harness import WeirProcess, create_topic
-from compat_tests.spark_harness import Outgoing, Sent, produce
+from compat_tests.spark_harness import (
+    Outgoing,
+    Sent,
+    begin_transaction,
+    produce,
+    produce_transaction,
+    wait_stable,
+)
 from spark_demo import batch, events
 from spark_demo.session import build_session
 
@@ -136,6 +143,41 @@ def test_batch_read_returns_every_column_of_kafka_source_schema(
 
     assert frame.schema == KAFKA_SOURCE_SCHEMA
     assert comparable(kafka_rows(frame)) == comparable([as_row(s, 0) for s in sent])
+
+
+def values_of(frame: DataFrame) -> list[bytes]:
+    return sorted(bytes(row["value"]) for row in frame.select("value").collect())
+
+
+def test_batch_read_returns_committed_transactions_only_up_to_an_open_one(
+    spark: SparkSession, weir: WeirProcess, unique_topic: Callable[[], str]
+) -> None:
+    """The demo reads read_committed: an aborted transaction's records are skipped, and
+    "latest" is the last stable offset, so the read stops before a transaction still
+    open (and the records after it) until that transaction ends."""
+    topic = unique_topic()
+    create_topic(weir.bootstrap, topic, partitions=2)
+
+    def records(label: str) -> list[Outgoing]:
+        return [Outgoing(None, f"{label}-{i}".encode(), [], None, i % 2) for i in range(4)]
+
+    transactional_id = unique_topic()
+    produce_transaction(weir.bootstrap, topic, records("first"), transactional_id, commit=True)
+    produce_transaction(weir.bootstrap, topic, records("aborted"), transactional_id, commit=False)
+    produce_transaction(weir.bootstrap, topic, records("second"), transactional_id, commit=True)
+    wait_stable(weir.bootstrap, topic, partitions=2)
+    committed = sorted(r.value for r in records("first") + records("second") if r.value)
+
+    assert values_of(batch.read_range(spark, weir.bootstrap, topic)) == committed
+
+    still_open = begin_transaction(weir.bootstrap, topic, records("open"), unique_topic())
+    produce(weir.bootstrap, topic, records("after"))
+    assert values_of(batch.read_range(spark, weir.bootstrap, topic)) == committed
+
+    still_open.abort_transaction(30)
+    wait_stable(weir.bootstrap, topic, partitions=2)
+    after = sorted(r.value for r in records("after") if r.value)
+    assert values_of(batch.read_range(spark, weir.bootstrap, topic)) == sorted(committed + after)
 
 
 def test_log_append_time_topic_reads_broker_timestamps_with_type_1(

@@ -37,6 +37,7 @@ from compat_tests.spark_harness import (
     output_windows,
     planned_batches,
     produce,
+    produce_transaction,
     read_topic,
     windowed_totals,
 )
@@ -163,6 +164,46 @@ def test_windowed_totals_equal_plain_python_over_the_same_input(
         query.stop()
 
     assert assert_output_is_input_totals(weir.bootstrap, source, sink, duplicates_max=0) == 0
+
+
+def as_records(views: list[events.PageView]) -> list[Outgoing]:
+    return [Outgoing(v.key(), v.value(), v.headers(), v.event_time_ms) for v in views]
+
+
+@pytest.mark.timeout(180)
+def test_windowed_totals_count_committed_transactions_only(
+    spark: SparkSession, weir: WeirProcess, unique_topic: Callable[[], str], tmp_path: Path
+) -> None:
+    """Page views written in transactions, one of them aborted (views in the same
+    windows): the job reads committed data only, so its totals leave the aborted views
+    out."""
+    source, sink = unique_topic(), unique_topic()
+    create_topic(weir.bootstrap, source, partitions=3)
+    create_topic(weir.bootstrap, sink, partitions=2)
+    first, second = page_view_batches(2_000, 2)
+    start_ms = min(view.event_time_ms for view in first)
+    aborted = events.page_views(600, start_ms=start_ms, spacing_ms=60, seed=99)
+    committed = first + second
+    expected = windowed_totals([json.loads(v.value()) for v in committed], WINDOW_MS)
+    transactional_id = unique_topic()
+    query = start_job(spark, weir.bootstrap, source, sink, tmp_path / "checkpoint")
+    try:
+        for views, commit in ((first, True), (aborted, False), (second, True)):
+            produce_transaction(
+                weir.bootstrap, source, as_records(views), transactional_id, commit=commit
+            )
+        end = events.end_of_run(committed + aborted)
+        produce_transaction(
+            weir.bootstrap, source, as_records([end]), transactional_id, commit=True
+        )
+        run_until_written(query, weir.bootstrap, sink, set(expected))
+    finally:
+        query.stop()
+
+    copies = output_windows(read_topic(weir.bootstrap, sink))
+    assert set(copies) == set(expected)
+    for key, written in copies.items():
+        assert written == [expected[key]], key
 
 
 @pytest.mark.timeout(240)

@@ -6,6 +6,10 @@ The range is given the two ways Spark's Kafka source takes one:
 - time: `startingOffsetsByTimestamp`/`endingOffsetsByTimestamp`, JSON per partition
   of epoch milliseconds; each resolves to the first offset whose record timestamp is
   at or after it (Kafka's ListOffsets by timestamp).
+
+Reads are read_committed (`streaming.READ_COMMITTED`): records of aborted transactions
+are skipped, and "latest" is the last stable offset, so a transaction still open ends
+the range before its first record.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
-from spark_demo.streaming import parse_page_views
+from spark_demo.streaming import READ_COMMITTED, parse_page_views
 
 EARLIEST = -2
 LATEST = -1
@@ -56,14 +60,15 @@ def read_range(
     extra_options: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """The Kafka rows (Kafka's source schema, headers included) of `bounds` in `topic`
-    (the whole topic when None)."""
+    (the whole topic when None), committed records only. `extra_options` add to or
+    override the reader's."""
     reader = (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .option("includeHeaders", "true")
     )
-    options = bounds.options(topic) if bounds else {}
+    options = {**READ_COMMITTED, **(bounds.options(topic) if bounds else {})}
     options.update(extra_options or {})
     for key, value in options.items():
         reader = reader.option(key, value)
