@@ -1,14 +1,18 @@
-"""Produce v3–v11: append client batches as sent, answer once they are durable (in
+"""Produce v3–v12: append client batches as sent, answer once they are durable (in
 a cluster, with acks=all, once the in-sync replicas have them); a broker that does
 not lead a partition answers NOT_LEADER_OR_FOLLOWER with the leader (v10+, KIP-951).
 
 Refused per partition before anything is written: internal topics (by name,
-INVALID_TOPIC_EXCEPTION, as Kafka); any request with a transactional id, and any
-transactional batch (TRANSACTIONAL_ID_AUTHORIZATION_FAILED: Kafka's answer to a
-transactional batch without a transactional id; Weir serves no transactions, so
-no transaction is ever open); a batch whose producer id the broker never issued
-(UNKNOWN_PRODUCER_ID: ids at or past the controller's `next_producer_id` were
-never reserved). The log checks the rest (format, CRC, sequences, epochs).
+INVALID_TOPIC_EXCEPTION, as Kafka); a transactional batch without the request's
+transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Kafka's answer); a batch
+whose producer id the broker never issued (UNKNOWN_PRODUCER_ID: ids at or past the
+controller's `next_producer_id` were never reserved). The log checks the rest
+(format, CRC, sequences, epochs; control batches are the coordinator's only).
+
+A transactional batch of a producer with no open transaction of its epoch on the
+partition is appended only after its coordinator confirmed the partition is in the
+transaction, or (v12, transaction version 2) added it (KIP-890); the coordinator's
+refusals are answered as Kafka's leaders answer them (`_produce_error`).
 
 Record by record, only where a feature needs it: a compacted topic's records
 must have keys, and a topic whose `compression.type` is not `producer` gets its
@@ -231,7 +235,7 @@ def _append(
         outcome.error_code, outcome.error_message = refusal
         return outcome
     if transactional_id is not None and not verified:
-        verification = _verification_needed(broker, replica, partition, transactional_id)
+        verification = _verification_needed(replica, partition, transactional_id)
         if verification is not None:
             outcome.verification = verification
             return outcome
@@ -283,7 +287,6 @@ def _writable_replica(
 
 
 def _verification_needed(
-    broker: Broker,
     replica: PartitionReplica,
     partition: ProduceRequestPartitionData,
     transactional_id: str,
