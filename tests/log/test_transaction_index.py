@@ -143,11 +143,21 @@ def test_a_search_reads_only_from_the_first_marker_at_or_past_the_fetch_offset(
         return found
 
     monkeypatch.setattr(transaction_index, "decode_aborted_txns", counting)
-    assert index.collect(352, 380) == collect_aborted_txns(entries, 352, 380)
-    assert min(decoded) >= 345  # only from the chunk holding marker 355 on
-    decoded.clear()
+    read: list[int] = []
+    real_pread = index._pread
+
+    def reading(size_bytes: int, position: int) -> bytes:
+        read.append(position)
+        return real_pread(size_bytes, position)
+
+    monkeypatch.setattr(index, "_pread", reading)
+    monkeypatch.setattr(transaction_index, "SEARCH_CHUNK_ENTRIES", 2)
+    assert index.collect(352, 358) == collect_aborted_txns(entries, 352, 358)
+    # from marker 355's entry (35) on, and only until an entry's LSO passes 358
+    assert read == [35 * ABORTED_TXN_BYTES] and decoded == []
+    read.clear()
     assert index.collect(396, 500) == collect_aborted_txns(entries, 396, 500)
-    assert index.collect(1_000, 2_000).aborted == [] and decoded == []  # past the last
+    assert index.collect(1_000, 2_000).aborted == [] and read == []  # past the last
     index.truncate_to(200)  # markers 205.. go, and the bisection follows
     assert index.collect(100, 300) == collect_aborted_txns(entries[:20], 100, 300)
 

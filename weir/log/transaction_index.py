@@ -42,6 +42,7 @@ TXN_INDEX_SUFFIX = ".txnindex"
 ABORTED_TXN_VERSION = 0
 ABORTED_TXN_BYTES = 34
 READ_CHUNK_ENTRIES = 1024
+SEARCH_CHUNK_ENTRIES = 64
 
 _ENTRY = struct.Struct(">hqqqq")
 assert _ENTRY.size == ABORTED_TXN_BYTES
@@ -181,8 +182,24 @@ class TransactionIndex:
         if self._last_offset is None or self._last_offset < fetch_offset:
             return TxnIndexSearchResult([], False)
         first = bisect_left(self._markers(), fetch_offset)
-        entries = (e for _, chunk in self._chunks(first * ABORTED_TXN_BYTES) for e in chunk)
-        return collect_aborted_txns(entries, fetch_offset, upper_bound_offset)
+        return collect_aborted_txns(
+            self._entries_from(first * ABORTED_TXN_BYTES), fetch_offset, upper_bound_offset
+        )
+
+    def _entries_from(self, position: int) -> Iterator[AbortedTxn]:
+        """Entries from byte `position` on, each decoded only when the search asks for
+        it, read `SEARCH_CHUNK_ENTRIES` at a time (a search usually stops after a few:
+        the fetch's range is small)."""
+        chunk_bytes = SEARCH_CHUNK_ENTRIES * ABORTED_TXN_BYTES
+        while position < self._size_bytes:
+            wanted = min(chunk_bytes, self._size_bytes - position)
+            for version, producer_id, first, last, stable in _ENTRY.iter_unpack(
+                self._pread(wanted, position)
+            ):
+                if version != ABORTED_TXN_VERSION:
+                    raise TransactionIndexCorrupt(f"aborted transaction entry version {version}")
+                yield AbortedTxn(producer_id, first, last, stable)
+            position += wanted
 
     def _markers(self) -> array[int]:
         if self._marker_offsets is None:
