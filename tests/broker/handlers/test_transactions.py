@@ -404,3 +404,27 @@ async def test_the_next_transactions_first_batch_waits_for_the_last_markers(
         response = await produce(broker, next_epoch, 0, version=12)
     assert response.error_code == ErrorCode.NONE
     assert partition_log(broker).ongoing_transaction_first_offset(*next_epoch) == 2
+
+
+async def test_an_idle_transactional_id_expires_and_is_forgotten(
+    tmp_path: Path, nursery: trio.Nursery
+) -> None:
+    broker = open_broker(tmp_path, transactional_id_expiration_ms=300)
+    await nursery.start(broker.flusher.run)
+    await nursery.start(service_of(broker).run, wall_clock_ms)
+    await service_of(broker).prepare()
+    await init(broker)
+    body = {"transactional_ids": [TXN_ID]}
+    with trio.fail_after(5):
+        while True:
+            described = await call(
+                broker, handle_describe_transactions, ApiKey.DESCRIBE_TRANSACTIONS, 0, body
+            )
+            if described.transaction_states[0].error_code != ErrorCode.NONE:
+                break
+            await trio.sleep(0.05)
+    assert described.transaction_states[0].error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    broker.close()
+    restarted = open_broker(tmp_path)  # the tombstone is stored: still forgotten
+    assert service_of(restarted).coordinator.metadata(TXN_ID) is None
+    restarted.close()
