@@ -86,8 +86,9 @@ class OffsetsTopicPlanner(Protocol):
 
 class InternalStateOwner(Protocol):
     """A service whose state lives in an internal topic and is served from memory
-    (the group coordinators over `__consumer_offsets`; the transaction and share-group
-    coordinators to come): the broker reports the partitions it cannot serve."""
+    (the group coordinators over `__consumer_offsets`, the transaction coordinator over
+    `__transaction_state`; the share-group coordinator to come): the broker reports the
+    partitions it cannot serve."""
 
     @property
     def internal_topic_name(self) -> str: ...

@@ -4,8 +4,8 @@ Kafka's semantics (TransactionCoordinator, TransactionMetadata and
 TransactionStateManager of Apache Kafka 4.x), with no sockets, no disk and no clock:
 every call takes `now_ms` and returns what the broker must do, following the protocol
 of `weir.txn.pending` (append the records, wait until durable, report them with
-`records_durable`, then write the markers and answer). The broker does not drive it
-yet (issue 21 wires it in); it is the foundation the handlers will call.
+`records_durable`, then write the markers and answer). The broker drives it from
+`weir.broker.coordinators.transaction_service`.
 
 Memory changes at once, in the order of the records handed out (as in the group
 coordinators): a later request sees the effect of an earlier one whose record is not
