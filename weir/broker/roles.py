@@ -77,8 +77,8 @@ class MetadataConflictError(Exception):
 
 
 class OffsetsTopicPlanner(Protocol):
-    """What the broker needs of its group service: the offsets topic's partitions
-    not created yet, which the descriptor budget keeps room for."""
+    """What the broker needs of its group and transaction services: their internal
+    topic's partitions not created yet, which the descriptor budget keeps room for."""
 
     @property
     def partitions_not_created(self) -> int: ...
