@@ -198,3 +198,24 @@ def _librdkafka_murmur2_partitions(
         producer.produce(other_topic, key=key, value=b"", on_delivery=on_delivery)
     assert producer.flush(RUN_TIMEOUT_S) == 0
     return chosen
+
+
+def test_transactions_commit_abort_and_read_committed(broker: WeirProcess, topic: str) -> None:
+    """kafkajs's transactional producer commits, aborts and commits again: its default
+    (read_committed) consumer skips the aborted values, a readUncommitted one sees them all."""
+    create_topic(broker.bootstrap, topic, partitions=1)
+    result = run_kafkajs(broker, "transactions", topic)
+    assert result["readCommitted"] == ["c1-a", "c1-b", "c2-a", "c2-b"]
+    assert result["readUncommitted"] == ["c1-a", "c1-b", "a1-a", "a1-b", "c2-a", "c2-b"]
+
+
+def test_transaction_send_offsets_commits_group_offsets_only_when_committed(
+    broker: WeirProcess, topic: str
+) -> None:
+    """`transaction.sendOffsets` (AddOffsetsToTxn + TxnOffsetCommit): the group's offset is
+    the one sent in the committed transaction, not the one sent in the aborted one. Each
+    check is made once the next transaction's first send went through, which waits for the
+    previous transaction's markers (EndTxn answers before they are written, as on Kafka)."""
+    create_topic(broker.bootstrap, topic, partitions=1)
+    result = run_kafkajs(broker, "transaction-offsets", topic)
+    assert result == {"before": "-1", "afterCommit": "5", "afterAbort": "5"}

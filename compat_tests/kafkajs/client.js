@@ -1,5 +1,5 @@
 // kafkajs against a Weir broker, one scenario per run; prints one JSON document.
-// Usage: node client.js BOOTSTRAP SCENARIO TOPIC [ARG]
+// Usage: node client.js BOOTSTRAP SCENARIO TOPIC [ARG]; KAFKAJS_DEBUG=1 logs every request to stderr.
 "use strict";
 const { Kafka, CompressionTypes, ConfigResourceTypes, logLevel } = require("kafkajs");
 
@@ -7,7 +7,7 @@ const [bootstrap, scenario, topic, arg] = process.argv.slice(2);
 const kafka = new Kafka({
   clientId: "weir-compat-kafkajs",
   brokers: [bootstrap],
-  logLevel: logLevel.NOTHING,
+  logLevel: process.env.KAFKAJS_DEBUG ? logLevel.DEBUG : logLevel.NOTHING,
   retry: { retries: 3 },
 });
 
@@ -253,6 +253,107 @@ async function produceMany() {
   }
 }
 
+// A transactional producer's values, one send per transaction.
+function transactionalProducer(id) {
+  return kafka.producer({ transactionalId: id, idempotent: true, maxInFlightRequests: 1 });
+}
+
+async function sendInTransaction(producer, values, end) {
+  const transaction = await producer.transaction();
+  try {
+    await transaction.send({ topic, acks: -1, messages: values.map((value) => ({ partition: 0, value })) });
+  } catch (error) {
+    await transaction.abort();
+    throw error;
+  }
+  await (end === "commit" ? transaction.commit() : transaction.abort());
+}
+
+// Reads partition 0 from the beginning in a fresh group until it sees `last`.
+async function readUntil(readUncommitted, last) {
+  const consumer = kafka.consumer({
+    groupId: `kafkajs-${topic}-${readUncommitted ? "uncommitted" : "committed"}`,
+    readUncommitted,
+    sessionTimeout: 10000,
+  });
+  await consumer.connect();
+  const values = [];
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`did not reach ${last}: ${values}`)), 30000);
+      consumer
+        .run({
+          eachMessage: async ({ message }) => {
+            values.push(message.value.toString());
+            if (values[values.length - 1] === last) {
+              clearTimeout(timer);
+              resolve();
+            }
+          },
+        })
+        .catch(reject);
+    });
+  } finally {
+    await consumer.disconnect();
+  }
+  return values;
+}
+
+// Commit, abort, commit; then what a read_committed and a read_uncommitted consumer see.
+async function transactions() {
+  const producer = transactionalProducer(`kafkajs-txn-${topic}`);
+  await producer.connect();
+  try {
+    await sendInTransaction(producer, ["c1-a", "c1-b"], "commit");
+    await sendInTransaction(producer, ["a1-a", "a1-b"], "abort");
+    await sendInTransaction(producer, ["c2-a", "c2-b"], "commit");
+  } finally {
+    await producer.disconnect();
+  }
+  return {
+    readCommitted: await readUntil(false, "c2-b"),
+    readUncommitted: await readUntil(true, "c2-b"),
+  };
+}
+
+// Group offsets sent in a committed transaction are committed; in an aborted one they are not.
+// EndTxn answers before the markers are written, so each check is made inside the next
+// transaction, after its first send: AddPartitionsToTxn answers CONCURRENT_TRANSACTIONS
+// (kafkajs retries) until the previous transaction's markers are all written.
+const transactionOffsets = withAdmin(async (client) => {
+  const groupId = `kafkajs-txn-offsets-${topic}`;
+  const committedOffset = async () => {
+    const [fetched] = await client.fetchOffsets({ groupId, topics: [topic] });
+    return fetched.partitions.filter((p) => p.partition === 0).map((p) => p.offset)[0];
+  };
+  const producer = transactionalProducer(`kafkajs-txn-offsets-${topic}`);
+  await producer.connect();
+  const begin = async (value) => {
+    const transaction = await producer.transaction();
+    await transaction.send({ topic, acks: -1, messages: [{ partition: 0, value }] });
+    return transaction;
+  };
+  const sendOffset = (transaction, offset) =>
+    transaction.sendOffsets({ consumerGroupId: groupId, topics: [{ topic, partitions: [{ partition: 0, offset }] }] });
+  try {
+    const before = await committedOffset();
+    const first = await begin("t1");
+    await sendOffset(first, "5");
+    await first.commit();
+    const second = await begin("t2");
+    const afterCommit = await committedOffset();
+    await sendOffset(second, "9");
+    await second.abort();
+    const third = await begin("t3");
+    const afterAbort = await committedOffset();
+    await third.commit();
+    return { before, afterCommit, afterAbort };
+  } finally {
+    await producer.disconnect();
+  }
+});
+
 const scenarios = {
   admin,
   produce,
@@ -262,6 +363,8 @@ const scenarios = {
   "delete-records": deleteRecords,
   "produce-exact": produceExact,
   "produce-many": produceMany,
+  transactions,
+  "transaction-offsets": transactionOffsets,
 };
 scenarios[scenario]()
   .then((result) => {
