@@ -203,8 +203,17 @@ def is_transaction_key(data: bytes) -> bool:
     return record_version(data) == TRANSACTION_LOG_KEY_VERSION
 
 
-def _by_topic(partitions: Iterable[TopicPartition]) -> list[dict[str, Any]]:
+def partitions_by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    """Topic -> its partition indexes, in the order given (requests and records name
+    partitions topic by topic)."""
     topics: dict[str, list[int]] = {}
-    for topic, partition in sorted(partitions):
+    for topic, partition in partitions:
         topics.setdefault(topic, []).append(partition)
-    return [{"topic": topic, "partition_ids": ids} for topic, ids in topics.items()]
+    return topics
+
+
+def _by_topic(partitions: Iterable[TopicPartition]) -> list[dict[str, Any]]:
+    return [
+        {"topic": topic, "partition_ids": ids}
+        for topic, ids in partitions_by_topic(sorted(partitions)).items()
+    ]

@@ -29,7 +29,7 @@ from weir.controller.controller import OFFSETS_TOPIC_NAME
 from weir.format.errors import ErrorCode
 from weir.log.errors import LogError
 from weir.txn.pending import MarkerRequest
-from weir.txn.transaction_records import TopicPartition
+from weir.txn.transaction_records import TopicPartition, partitions_by_topic
 from weir.wire.api_keys import ApiKey
 from weir.wire.messages.transactions import (
     WriteTxnMarkersRequest,
@@ -193,9 +193,7 @@ class MarkerWriter:
     async def _write_remote(
         self, node_id: int, marker: Marker, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, ErrorCode]:
-        topics: dict[str, list[int]] = {}
-        for topic, index in partitions:
-            topics.setdefault(topic, []).append(index)
+        topics = partitions_by_topic(partitions)
         request = WriteTxnMarkersRequest(
             markers=[
                 WriteTxnMarkersRequestMarker(

@@ -24,7 +24,7 @@ from weir.controller.controller import OFFSETS_TOPIC_NAME, TRANSACTION_STATE_TOP
 from weir.format.errors import ErrorCode
 from weir.txn.pending import Effects, Reply
 from weir.txn.transaction_coordinator import TransactionCoordinator
-from weir.txn.transaction_records import TopicPartition
+from weir.txn.transaction_records import TopicPartition, partitions_by_topic
 from weir.wire.api_keys import ApiKey
 from weir.wire.messages.transactions import (
     AddPartitionsToTxnRequest,
@@ -153,9 +153,7 @@ class TransactionVerification:
         partitions: Sequence[TopicPartition],
         add: bool,
     ) -> dict[TopicPartition, ErrorCode]:
-        topics: dict[str, list[int]] = {}
-        for topic, index in partitions:
-            topics.setdefault(topic, []).append(index)
+        topics = partitions_by_topic(partitions)
         request = AddPartitionsToTxnRequest(
             transactions=[
                 AddPartitionsToTxnRequestTransaction(

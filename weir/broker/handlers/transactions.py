@@ -27,7 +27,7 @@ from weir.broker.handlers.groups import group_service
 from weir.controller.controller import OFFSETS_TOPIC_NAME, ControllerError
 from weir.format.errors import ErrorCode
 from weir.groupcoord.topic_regex import TopicRegexError, compile_topic_regex
-from weir.txn.transaction_records import TopicPartition
+from weir.txn.transaction_records import TopicPartition, partitions_by_topic
 from weir.wire.messages.transactions import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -372,9 +372,7 @@ def handle_describe_transactions(
             )
             continue
         described = service.coordinator.describe(transactional_id)
-        topics: dict[str, list[int]] = {}
-        for topic, index in described.partitions:
-            topics.setdefault(topic, []).append(index)
+        topics = partitions_by_topic(described.partitions)
         states.append(
             DescribeTransactionsResponseTransactionState(
                 error_code=described.error,
