@@ -24,7 +24,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from weir.broker.broker import Broker, wall_clock_ms
-from weir.broker.coordinators.state_topic import create_state_topic, wait_state_records
+from weir.broker.coordinators.state_topic import (
+    create_state_topic,
+    read_state_log,
+    wait_state_records,
+)
 from weir.broker.partition_replica import PartitionReplica
 from weir.controller.controller import OFFSETS_TOPIC_NAME
 from weir.controller.metadata import TopicRecord
@@ -50,8 +54,6 @@ OFFSETS_TOPIC_CONFIGS = {
     "segment.bytes": str(100 * 1024 * 1024),
     "compression.type": "producer",
 }
-# What one read of the topic may return at a time.
-LOAD_READ_BYTES_MAX = 4 * 1024 * 1024
 # Records appended in one batch at most (a big group's offset commit is split).
 RECORDS_PER_BATCH_MAX = 10_000
 
@@ -221,21 +223,11 @@ def read_group_records(broker: Broker, partition: int) -> Iterator[Record]:
 def read_group_log(broker: Broker, partition: int) -> Iterator[LoadedRecord | LoadedMarker]:
     """Every record and transaction marker of the partition from its log start
     to its durable end (a cluster's leader: its log end), in log order."""
-    replica = offsets_replica(broker, partition)
-    offset = replica.log.log_start_offset
-    # A cluster's new leader loads all it has: it never truncates its own log.
-    end_offset = (
-        replica.high_watermark if replica.replication is None else replica.log.log_end_offset
-    )
-    while offset < end_offset:
-        result = replica.log.read(offset, bytes_max=LOAD_READ_BYTES_MAX, end_offset=end_offset)
-        if not result.records:
-            break
-        for entry in _decode_batches(result.records, partition):
+    for offset, records in read_state_log(offsets_replica(broker, partition)):
+        for entry in _decode_batches(records, partition):
             entry_offset = entry.offset if isinstance(entry, LoadedMarker) else entry.record.offset
             if entry_offset >= offset:
                 yield entry
-        offset = result.next_offset
 
 
 def _decode_batches(

@@ -141,7 +141,18 @@ def read_state_records(broker: Broker, name: str, partition: int) -> Iterator[Re
     """Every record of the partition from its log start to its end (a single node:
     the high watermark; a cluster's new leader loads all it has), in log order,
     tombstones included. Control batches have no state records and are skipped."""
-    replica = state_replica(broker, name, partition)
+    for offset, records in read_state_log(state_replica(broker, name, partition)):
+        for record in _decode_batches(records, f"{name}-{partition}"):
+            if record.offset >= offset:
+                yield record
+
+
+def read_state_log(replica: PartitionReplica) -> Iterator[tuple[int, bytes | bytearray]]:
+    """The partition's batches from its log start to its end, read at most
+    `LOAD_READ_BYTES_MAX` at a time: (the offset read from, the bytes read). The first
+    batch of a read may start below that offset; its records below it were read
+    before. A single node reads to its high watermark; a cluster's new leader loads
+    all it has (it never truncates its own log)."""
     offset = replica.log.log_start_offset
     end_offset = (
         replica.high_watermark if replica.replication is None else replica.log.log_end_offset
@@ -150,9 +161,7 @@ def read_state_records(broker: Broker, name: str, partition: int) -> Iterator[Re
         result = replica.log.read(offset, bytes_max=LOAD_READ_BYTES_MAX, end_offset=end_offset)
         if not result.records:
             break
-        for record in _decode_batches(result.records, f"{name}-{partition}"):
-            if record.offset >= offset:
-                yield record
+        yield offset, result.records
         offset = result.next_offset
 
 
