@@ -325,3 +325,28 @@ def produce_v12(
             return answer
         time.sleep(0.1)
     return answer
+
+
+def test_write_txn_markers_naming_many_partitions_not_led_here_is_answered_at_once(
+    module_broker: WeirProcess,
+) -> None:
+    """Each named partition the broker does not lead is answered without a task or a
+    wait of its own, so an untrusted count costs only the answer."""
+    count = 50_000
+    marker = {
+        "markers": [
+            {
+                "producer_id": 0,
+                "producer_epoch": 0,
+                "transaction_result": False,
+                "topics": [{"name": "no-such-topic", "partition_indexes": list(range(count))}],
+                "coordinator_epoch": 0,
+            }
+        ]
+    }
+    started = time.monotonic()
+    response = call(module_broker, ApiKey.WRITE_TXN_MARKERS, 1, marker)
+    assert time.monotonic() - started < 10
+    errors = {p.error_code for p in response.markers[0].topics[0].partitions}
+    assert errors == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert len(response.markers[0].topics[0].partitions) == count

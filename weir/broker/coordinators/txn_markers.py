@@ -1,12 +1,12 @@
 """Writing a transaction's commit or abort markers: on this broker, or on the leader
 of each partition through WriteTxnMarkers.
 
-`write_marker_here` is the one place a marker enters a log: the coordinator's own
-writes to partitions led here and the WriteTxnMarkers handler both call it. It
-appends the control batch (the log checks the producer and coordinator epochs),
-hands a `__consumer_offsets` marker to the group service (the transaction's offsets
-become committed or are dropped), and waits until the marker is committed (acks=all),
-as Kafka's marker writes do.
+`append_marker_here` is the one place a marker enters a log: the coordinator's own
+writes to partitions led here and the WriteTxnMarkers handler both reach it through
+`write_markers_here`. It appends the control batch (the log checks the producer and
+coordinator epochs) and hands a `__consumer_offsets` marker to the group service
+(the transaction's offsets become committed or are dropped); `write_markers_here`
+then waits until the markers are committed (acks=all), as Kafka's marker writes do.
 
 `MarkerWriter.write` is the coordinator's side: it groups the partitions by leader
 and returns those written; the caller retries the rest (leaders move, brokers stop).
@@ -61,8 +61,11 @@ class Marker:
     transaction_version: int
 
 
-async def write_marker_here(broker: Broker, marker: Marker, topic: str, index: int) -> ErrorCode:
-    """Append the marker to a partition this broker leads and wait until committed."""
+def append_marker_here(
+    broker: Broker, marker: Marker, topic: str, index: int
+) -> tuple[PartitionReplica, int] | ErrorCode:
+    """Append the marker to a partition this broker leads: (its replica, the offset
+    to wait for), or the error (not led here, unknown, refused by the log)."""
     replica = broker.partition(topic, index)
     if replica is None:
         return broker.missing_partition_error(topic, index)
@@ -85,21 +88,30 @@ async def write_marker_here(broker: Broker, marker: Marker, topic: str, index: i
         broker.groups.complete_transaction(
             index, marker.producer_id, marker.commit, result.base_offset
         )
-    return await _wait_committed(broker, replica, result.last_offset + 1)
+    return replica, result.last_offset + 1
 
 
 async def write_markers_here(
     broker: Broker, marker: Marker, partitions: Iterable[TopicPartition]
 ) -> dict[TopicPartition, ErrorCode]:
-    """`write_marker_here` on each partition at once (their fsyncs share rounds)."""
+    """Append the marker to each partition now, then wait until every append is
+    committed, together (their fsyncs share rounds). Only partitions appended get a
+    task: a request naming partitions not led here is answered without one each."""
     errors: dict[TopicPartition, ErrorCode] = {}
+    appended: dict[TopicPartition, tuple[PartitionReplica, int]] = {}
+    for partition in dict.fromkeys(partitions):
+        outcome = append_marker_here(broker, marker, *partition)
+        if isinstance(outcome, ErrorCode):
+            errors[partition] = outcome
+        else:
+            appended[partition] = outcome
 
-    async def write(partition: TopicPartition) -> None:
-        errors[partition] = await write_marker_here(broker, marker, *partition)
+    async def wait(partition: TopicPartition, replica: PartitionReplica, end: int) -> None:
+        errors[partition] = await _wait_committed(broker, replica, end)
 
     async with trio.open_nursery() as nursery:
-        for partition in dict.fromkeys(partitions):
-            nursery.start_soon(write, partition)
+        for partition, (replica, end_offset) in appended.items():
+            nursery.start_soon(wait, partition, replica, end_offset)
     return errors
 
 
