@@ -96,3 +96,8 @@ class InternalStateOwner(Protocol):
     def unavailable_partitions(self) -> dict[int, str]:
         """Partitions this broker should serve but cannot, and why."""
         ...
+
+
+def live_broker(cluster: ClusterRole, node_id: int) -> BrokerInfo | None:
+    """The live broker `node_id` (its address), or None when it is not live."""
+    return next((b for b in cluster.live_brokers() if b.node_id == node_id), None)

@@ -20,6 +20,7 @@ import trio
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.cluster.peer_client import PeerError, PeerPool
 from weir.broker.coordinators.group_transactions import TxnOffsetsCheck
+from weir.broker.roles import live_broker
 from weir.controller.controller import OFFSETS_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from weir.format.errors import ErrorCode
 from weir.txn.pending import Effects, Reply
@@ -141,7 +142,7 @@ class TransactionVerification:
         if topic is None:
             return None
         leader = cluster.partition_state(topic, self.partition_for(transactional_id)).leader
-        peer = next((b for b in cluster.live_brokers() if b.node_id == leader), None)
+        peer = live_broker(cluster, leader)
         return None if peer is None else (peer.node_id, peer.host, peer.port)
 
     async def _verify_remote(

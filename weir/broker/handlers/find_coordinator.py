@@ -13,6 +13,7 @@ from weir.broker.coordinators.offsets_topic import OFFSETS_TOPIC_NAME
 from weir.broker.coordinators.transaction_service import transaction_service
 from weir.broker.handlers.context import RequestContext
 from weir.broker.handlers.groups import group_service
+from weir.broker.roles import live_broker
 from weir.controller.controller import TRANSACTION_STATE_TOPIC_NAME
 from weir.format.errors import ErrorCode
 from weir.log.errors import LogError
@@ -125,7 +126,7 @@ def _find_in_cluster(ctx: RequestContext, key: str) -> FindCoordinatorResponseCo
     leader = None
     if topic is not None:
         state = cluster.partition_state(topic, group_service(ctx).partition_for(key))
-        leader = next((b for b in cluster.live_brokers() if b.node_id == state.leader), None)
+        leader = live_broker(cluster, state.leader)
     if leader is None:
         return FindCoordinatorResponseCoordinator(
             key=key, node_id=-1, host="", port=-1,
