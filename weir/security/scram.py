@@ -471,3 +471,12 @@ class ScramServer:
 def random_server_nonce() -> str:
     """Printable, comma-free random text (RFC 5802's nonce alphabet)."""
     return secrets.token_urlsafe(SERVER_NONCE_BYTES)
+
+
+def password_matches(mechanism: ScramMechanism, credential: ScramCredential, password: str) -> bool:
+    """Whether `password` is the one `credential` was made from (SASL/PLAIN checked
+    against a stored SCRAM credential): PBKDF2, then a constant-time comparison."""
+    candidate = credential_from_password(
+        mechanism, password, credential.salt, credential.iterations
+    )
+    return hmac.compare_digest(candidate.stored_key, credential.stored_key)
