@@ -51,7 +51,7 @@ from weir.log.flusher import ROUND_SECONDS_BUCKETS, GroupFlusher
 from weir.log.manager import LogManager, partition_directories
 from weir.log.partition import PartitionLog
 from weir.log.partition_metadata import PartitionIdentity, read_partition_metadata_or_none
-from weir.security.acl import Authorizer
+from weir.security.acl import AclBinding, Authorizer
 from weir.txn.producer_ids import ProducerIdAllocator
 
 log = logging.getLogger(__name__)
@@ -158,6 +158,7 @@ class Broker:
         # The ACL authorizer when `security.authorizer_enabled` (the app builds it
         # from the metadata's bindings and keeps it current); None: all allowed.
         self.authorizer: Authorizer | None = None
+        self.controller.acl_listeners.append(self._follow_acls)
         self.ready = False
         self._closing = False
         self.loop_lag = EventLoopLag()
@@ -168,6 +169,11 @@ class Broker:
         # Topic and metadata changes off the event loop, one at a time.
         self.topic_changes = TopicChanges(self)
         self._register_gauges()
+
+    def _follow_acls(self, bindings: Sequence[AclBinding]) -> None:
+        """The controller's ACLs changed (saved here, or another broker's document)."""
+        if self.authorizer is not None:
+            self.authorizer.replace_bindings(bindings)
 
     # -- lifecycle -------------------------------------------------------
 

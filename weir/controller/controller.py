@@ -11,10 +11,28 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from weir.controller.client_quotas import (
+    QuotaAlteration,
+    QuotaEntity,
+    QuotaOutcome,
+    plan_alterations,
+)
 from weir.controller.errors import ControllerError
 from weir.controller.metadata import ClusterMetadata, MetadataStore, TopicRecord
 from weir.controller.partition_state import BrokerInfo, check_assignment, place_replicas
+from weir.controller.security_state import (
+    ScramCredentials,
+    ScramDeletion,
+    ScramOutcome,
+    ScramUpsertion,
+    add_bindings,
+    delete_bindings,
+    plan_scram_alteration,
+)
 from weir.format.errors import ErrorCode
+from weir.security.acl import AclBinding
+from weir.security.acl_filters import AclBindingFilter
+from weir.security.scram import ScramCredential, ScramMechanism
 
 TOPIC_NAME_LENGTH_MAX = 249
 TOPIC_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -99,14 +117,25 @@ class Controller:
         # Moves whenever a topic is created or deleted, so that readers of the
         # topic names (regex subscriptions) notice a change without comparing them.
         self.topic_names_version = 0
+        # Called with every binding after the ACLs changed, whether this broker saved
+        # the change or took another broker's document (the authorizer follows them).
+        self.acl_listeners: list[Callable[[Sequence[AclBinding]], None]] = []
 
     def replace_metadata(self, metadata: ClusterMetadata) -> None:
         """Take a newer document another broker of the cluster saved."""
         names_before = set(self.metadata.topics)
+        acls_before = self.metadata.acls
         self.metadata = metadata
         self._topics_by_id = {t.topic_id: t for t in metadata.topics.values()}
         if set(metadata.topics) != names_before:
             self.topic_names_version += 1
+        if metadata.acls != acls_before:
+            self._acls_changed()
+
+    def _acls_changed(self) -> None:
+        bindings = tuple(self.metadata.acls)
+        for listener in self.acl_listeners:
+            listener(bindings)
 
     @property
     def cluster_id(self) -> str:
@@ -215,6 +244,9 @@ class Controller:
         next_producer_id: int | None = None,
         deleting_topic_ids: list[uuid.UUID] | None = None,
         group_configs: dict[str, dict[str, str]] | None = None,
+        acls: list[AclBinding] | None = None,
+        scram_credentials: ScramCredentials | None = None,
+        client_quotas: dict[QuotaEntity, dict[str, float]] | None = None,
     ) -> MetadataChange:
         current = self.metadata
         document = ClusterMetadata(
@@ -227,6 +259,11 @@ class Controller:
                 current.deleting_topic_ids if deleting_topic_ids is None else deleting_topic_ids
             ),
             group_configs=current.group_configs if group_configs is None else group_configs,
+            acls=current.acls if acls is None else acls,
+            scram_credentials=(
+                current.scram_credentials if scram_credentials is None else scram_credentials
+            ),
+            client_quotas=current.client_quotas if client_quotas is None else client_quotas,
         )
         return MetadataChange(document, apply)
 
@@ -432,6 +469,75 @@ class Controller:
             self.metadata.group_configs = updated
 
         return self._staged(apply, group_configs=updated)
+
+    # -- security state: ACLs, SCRAM credentials, client quotas ----------------------
+
+    def acl_bindings(self) -> list[AclBinding]:
+        return list(self.metadata.acls)
+
+    def stage_create_acls(self, bindings: Sequence[AclBinding]) -> MetadataChange | None:
+        """Add the (validated) bindings; None when every one exists already."""
+        updated = add_bindings(self.metadata.acls, bindings)
+        if len(updated) == len(self.metadata.acls):
+            return None
+
+        def apply() -> None:
+            self.metadata.acls = updated
+            self._acls_changed()
+
+        return self._staged(apply, acls=updated)
+
+    def stage_delete_acls(
+        self, filters: Sequence[AclBindingFilter]
+    ) -> tuple[MetadataChange | None, list[list[AclBinding]]]:
+        """Remove every binding a filter matches; the bindings each filter matched
+        (None for the change when nothing matched)."""
+        remaining, matched = delete_bindings(self.metadata.acls, filters)
+        if len(remaining) == len(self.metadata.acls):
+            return None, matched
+
+        def apply() -> None:
+            self.metadata.acls = remaining
+            self._acls_changed()
+
+        return self._staged(apply, acls=remaining), matched
+
+    def scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        return self.metadata.scram_credentials.get(user, {}).get(mechanism)
+
+    def scram_credentials(self) -> dict[str, dict[ScramMechanism, ScramCredential]]:
+        return {user: dict(c) for user, c in self.metadata.scram_credentials.items()}
+
+    def stage_alter_scram_credentials(
+        self, deletions: Sequence[ScramDeletion], upsertions: Sequence[ScramUpsertion]
+    ) -> tuple[MetadataChange | None, list[ScramOutcome]]:
+        """Kafka's checks and the change (None when every alteration was refused)."""
+        updated, outcomes = plan_scram_alteration(
+            self.metadata.scram_credentials, deletions, upsertions
+        )
+        if all(outcome.error_code != ErrorCode.NONE for outcome in outcomes):
+            return None, outcomes
+
+        def apply() -> None:
+            self.metadata.scram_credentials = updated
+
+        return self._staged(apply, scram_credentials=updated), outcomes
+
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        return {entity: dict(q) for entity, q in self.metadata.client_quotas.items()}
+
+    def stage_alter_client_quotas(
+        self, alterations: Sequence[QuotaAlteration]
+    ) -> tuple[MetadataChange | None, list[QuotaOutcome]]:
+        """Kafka's checks and the change (None when nothing changes)."""
+        updated, outcomes = plan_alterations(self.metadata.client_quotas, alterations)
+        if updated == self.metadata.client_quotas:
+            return None, outcomes
+
+        def apply() -> None:
+            self.metadata.client_quotas = updated
+
+        return self._staged(apply, client_quotas=updated), outcomes
 
     def _check_configs(self, configs: Mapping[str, str]) -> None:
         try:

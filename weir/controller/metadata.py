@@ -1,5 +1,7 @@
 """Cluster metadata: topics, their ids, partition counts and config overrides;
-group config overrides (KIP-848 GROUP resources, by group id).
+group config overrides (KIP-848 GROUP resources, by group id); the security state
+(ACL bindings, SCRAM credentials, client quotas: `security_state.py`,
+`client_quotas.py`).
 
 The controller owns every decision about topics; a `MetadataStore` only persists
 the result. The embedded store keeps one JSON document in the data directory,
@@ -15,6 +17,16 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from weir.controller.client_quotas import QuotaEntity, quotas_from_json, quotas_to_json
+from weir.controller.security_state import (
+    ScramCredentials,
+    acls_from_json,
+    acls_to_json,
+    scram_from_json,
+    scram_to_json,
+)
+from weir.security.acl import AclBinding
 
 METADATA_FILE_NAME = "cluster-metadata.json"
 METADATA_FORMAT_VERSION = 1
@@ -106,6 +118,12 @@ class ClusterMetadata:
     # Group id -> its group config overrides (Kafka names -> values); a group id
     # without overrides has no entry. Kept like topic configs: in the metadata.
     group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # ACL bindings (CreateAcls/DeleteAcls), in creation order.
+    acls: list[AclBinding] = field(default_factory=list)
+    # User -> mechanism -> salted credential (AlterUserScramCredentials).
+    scram_credentials: ScramCredentials = field(default_factory=dict)
+    # Client quota entity -> quota key -> value (AlterClientQuotas).
+    client_quotas: dict[QuotaEntity, dict[str, float]] = field(default_factory=dict)
 
 
 class MetadataStore(Protocol):
@@ -167,6 +185,9 @@ def metadata_to_json(metadata: ClusterMetadata, *, indent: int | None = None) ->
         "next_producer_id": metadata.next_producer_id,
         "deleting_topic_ids": [str(i) for i in metadata.deleting_topic_ids],
         "group_configs": {g: dict(c) for g, c in metadata.group_configs.items()},
+        "acls": acls_to_json(metadata.acls),
+        "scram_credentials": scram_to_json(metadata.scram_credentials),
+        "client_quotas": quotas_to_json(metadata.client_quotas),
     }
     return json.dumps(doc, indent=indent, sort_keys=True).encode()
 
@@ -182,6 +203,9 @@ def metadata_from_json(value: bytes) -> ClusterMetadata:
             next_producer_id=int(doc.get("next_producer_id", 0)),
             deleting_topic_ids=[uuid.UUID(str(i)) for i in doc.get("deleting_topic_ids", [])],
             group_configs=_group_configs_from_json(doc.get("group_configs", {})),
+            acls=acls_from_json(doc.get("acls", [])),
+            scram_credentials=scram_from_json(doc.get("scram_credentials", {})),
+            client_quotas=quotas_from_json(doc.get("client_quotas", [])),
         )
     except (ValueError, KeyError, TypeError, AssertionError) as exc:
         raise MetadataCorruptError(str(exc)) from exc

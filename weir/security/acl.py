@@ -5,6 +5,7 @@ permissions with Kafka's wire codes (`org.apache.kafka.common.acl`,
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -106,3 +107,6 @@ class Authorizer(Protocol):
     def authorized_operations(
         self, principal: KafkaPrincipal, host: str, resource: Resource
     ) -> frozenset[AclOperation]: ...
+
+    def replace_bindings(self, bindings: Iterable[AclBinding]) -> None:
+        """Make `bindings` (the metadata store's current set) the ones in force."""
