@@ -13,7 +13,7 @@ import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.cluster.cluster_member import ClusterMember, register_cluster_metrics
-from weir.broker.cluster.etcd_client import EtcdClient, EtcdError
+from weir.broker.cluster.etcd_client import EtcdClient, EtcdError, EtcdTls
 from weir.broker.cluster.etcd_layout import (
     EtcdMetadataStore,
     etcd_request_timeout_s,
@@ -37,8 +37,20 @@ from weir.broker.http.exporter_metrics import register_exporter_metrics
 from weir.broker.http.group_views import register_group_metrics
 from weir.broker.http.listener import serve_http
 from weir.broker.listen import ListenError
+from weir.broker.oauth_keys import OAuthBearerKeys
 from weir.broker.server.kafka_listener import KafkaServer
+from weir.controller.controller import MetadataChange
 from weir.controller.metadata import MetadataCorruptError, MetadataMissingError
+from weir.controller.security_state import ScramOutcome, ScramUpsertion
+from weir.format.errors import ErrorCode
+from weir.security.authorizer import AclAuthorizer, AuthorizerSettings
+from weir.security.scram import (
+    DEFAULT_ITERATIONS,
+    SALT_BYTES,
+    ScramMechanism,
+    password_matches,
+    salted_password,
+)
 from weir.wire.protocol import precompile_all
 
 log = logging.getLogger("weir")
@@ -91,6 +103,67 @@ def _check_etcd_urls(config: BrokerConfig, sources: SettingSources) -> None:
             EtcdClient.from_urls(config.etcd)  # a bad URL is a one-line error now
         except ValueError as exc:
             raise ConfigError(f"{sources.of('etcd')}: {exc}") from None
+
+
+async def _attach_security(broker: Broker, nursery: trio.Nursery) -> None:
+    """The authorizer over the stored ACLs, and OAUTHBEARER's keys (refreshed in
+    `nursery`), when the security table asks for them."""
+    security = broker.config.security
+    if security.authorizer_enabled:
+        settings = AuthorizerSettings(
+            super_users=frozenset(security.super_users),
+            allow_everyone_if_no_acl_found=security.allow_everyone_if_no_acl_found,
+        )
+        broker.authorizer = AclAuthorizer(settings, broker.controller.acl_bindings())
+    if "OAUTHBEARER" in security.sasl_enabled_mechanisms and (
+        security.sasl_oauthbearer_jwks_endpoint_url
+    ):
+        keys = await OAuthBearerKeys.load(security)
+        broker.oauthbearer = keys
+        nursery.start_soon(keys.refresh_forever)
+
+
+async def _ensure_inter_broker_user(broker: Broker) -> None:
+    """The inter-broker user's SCRAM credentials (both mechanisms) stored with the
+    configured password, unless they already hold it: how a secured cluster gets its
+    first user, which then creates the others (docs/security.md)."""
+    security = broker.config.security
+    name, password = security.inter_broker_sasl_username, security.inter_broker_sasl_password
+    if not name or not password:
+        return
+    for mechanism in ScramMechanism:
+        stored = broker.controller.scram_credential(name, mechanism)
+        if stored is not None and password_matches(mechanism, stored, password):
+            continue
+        salt = os.urandom(SALT_BYTES)
+        salted = salted_password(mechanism, password, salt, DEFAULT_ITERATIONS)
+        upsertion = ScramUpsertion(name, mechanism, DEFAULT_ITERATIONS, salt, salted)
+        # One request alters one credential of a user (Kafka's rule): one commit each.
+        outcomes: list[ScramOutcome] = []
+
+        def stage(
+            upsertion: ScramUpsertion = upsertion, outcomes: list[ScramOutcome] = outcomes
+        ) -> MetadataChange | None:
+            change, results = broker.controller.stage_alter_scram_credentials([], [upsertion])
+            outcomes[:] = results
+            return change
+
+        await broker.topic_changes.commit_metadata(stage)
+        refused = [o for o in outcomes if o.error_code != ErrorCode.NONE]
+        if refused:
+            raise ConfigError(
+                f"security.inter_broker_sasl_username: cannot store {name}'s "
+                f"{mechanism.sasl_name} credential: {refused[0].error_message}"
+            )
+        log.info("stored the %s credential of the inter-broker user %s", mechanism.sasl_name, name)
+
+
+def _etcd_tls(config: BrokerConfig) -> EtcdTls | None:
+    """etcd over TLS when the security table names its CA or a client certificate."""
+    security = config.security
+    if not (security.etcd_cafile or security.etcd_certfile):
+        return None
+    return EtcdTls(security.etcd_cafile, security.etcd_certfile, security.etcd_keyfile)
 
 
 def _configure_logging(level: int) -> None:
@@ -176,7 +249,9 @@ async def serve(
             broker = Broker(config)
         else:
             etcd = EtcdClient.from_urls(
-                config.etcd, request_timeout_s=etcd_request_timeout_s(config)
+                config.etcd,
+                request_timeout_s=etcd_request_timeout_s(config),
+                tls=_etcd_tls(config),
             )
             metadata, revision = await load_cluster_metadata(etcd)
             broker = Broker(config, EtcdMetadataStore(metadata))
@@ -185,6 +260,7 @@ async def serve(
         shutdown_deadline_s: float | None = None
         try:
             async with trio.open_nursery() as nursery:
+                await _attach_security(broker, nursery)
                 http_port = await nursery.start(serve_http, broker)
                 nursery.start_soon(broker.loop_lag.run)
                 broker.open_logs()
@@ -196,6 +272,7 @@ async def serve(
                 if member is not None:
                     register_cluster_metrics(broker, member)
                     await nursery.start(member.run)
+                await _ensure_inter_broker_user(broker)
                 await nursery.start(groups.run, wall_clock_ms)
                 await nursery.start(transactions.run, wall_clock_ms)
                 kafka = KafkaServer(broker)

@@ -21,6 +21,7 @@ from weir.broker.partition_replica import PartitionReplica
 from weir.broker.roles import (
     ClusterRole,
     InternalStateOwner,
+    OAuthBearerServers,
     OffsetsTopicPlanner,
 )
 from weir.broker.topic_changes import TopicChanges
@@ -159,6 +160,8 @@ class Broker:
         # from the metadata's bindings and keeps it current); None: all allowed.
         self.authorizer: Authorizer | None = None
         self.controller.acl_listeners.append(self._follow_acls)
+        # OAUTHBEARER's token validator when that mechanism is enabled (the app).
+        self.oauthbearer: OAuthBearerServers | None = None
         self.ready = False
         self._closing = False
         self.loop_lag = EventLoopLag()

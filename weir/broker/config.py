@@ -14,7 +14,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from weir.broker.config_errors import ConfigError
-from weir.broker.security_config import SecurityConfig, parse_security_table
+from weir.broker.security_config import (
+    Listener,
+    SecurityConfig,
+    SecurityProtocol,
+    parse_security_table,
+)
 from weir.groupcoord.settings import GroupSettings
 from weir.log.filesystem_sync import (
     FSYNC_METHODS,
@@ -201,7 +206,41 @@ class BrokerConfig:
 
     @property
     def advertised(self) -> HostPort:
-        return self.kafka_advertise or self.kafka_listen
+        """The address other brokers reach this one at: the inter-broker listener's
+        (the first listener's when none is named) when `security.listeners` is set."""
+        if not self.security.listeners:
+            return self.kafka_advertise or self.kafka_listen
+        return self.advertised_on(self.security.inter_broker_listener_name)
+
+    @property
+    def kafka_listeners(self) -> tuple[Listener, ...]:
+        """Every Kafka listener: the security table's, or one PLAINTEXT listener on
+        `kafka_listen` (advertised as `kafka_advertise`)."""
+        if self.security.listener_list:
+            return self.security.listener_list
+        advertised = self.kafka_advertise or self.kafka_listen
+        return (
+            Listener(
+                "PLAINTEXT",
+                self.kafka_listen.host,
+                self.kafka_listen.port,
+                SecurityProtocol.PLAINTEXT,
+                advertised.host,
+                advertised.port,
+            ),
+        )
+
+    def advertised_on(self, listener_name: str) -> HostPort:
+        """The address a client that came in on `listener_name` is told (the
+        inter-broker listener's for a name this broker has no listener of)."""
+        listeners = self.security.listener_list
+        if not self.security.listeners or not listeners:
+            return self.kafka_advertise or self.kafka_listen
+        chosen = next((item for item in listeners if item.name == listener_name), None)
+        if chosen is None:
+            name = self.security.inter_broker_listener_name
+            chosen = next((item for item in listeners if item.name == name), listeners[0])
+        return HostPort(chosen.advertised_host, chosen.advertised_port)
 
 
 def parse_host_port(text: str, setting: str) -> HostPort:

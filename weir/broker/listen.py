@@ -8,7 +8,11 @@ import trio
 from weir.broker.config import HostPort
 
 # What each listen setting serves, as the error says it.
-LISTENER_PURPOSES = {"kafka_listen": "Kafka clients", "http_listen": "HTTP requests"}
+LISTENER_PURPOSES = {
+    "kafka_listen": "Kafka clients",
+    "http_listen": "HTTP requests",
+    "security.listeners": "Kafka clients",
+}
 
 
 class ListenError(Exception):

@@ -92,6 +92,8 @@ class Metrics:
     requests_total: Counter[str] = field(default_factory=Counter)
     request_errors_total: Counter[str] = field(default_factory=Counter)
     connections_closed_by_broker_total: Counter[str] = field(default_factory=Counter)
+    # SASL logins by result: success, failure.
+    sasl_authentications_total: Counter[str] = field(default_factory=Counter)
     connections_open: int = 0
     connections_total: int = 0
     connections_rejected_total: int = 0
@@ -228,9 +230,15 @@ class MetricsCollector(Collector):
         yield _counters(
             "weir_connections_closed_by_broker_total",
             "Kafka connections the broker closed, by reason: request (a request it "
-            "could not answer), timeout (idle or mid-frame), frame_size.",
+            "could not answer), timeout (idle or mid-frame), frame_size, tls_handshake.",
             "reason",
             metrics.connections_closed_by_broker_total,
+        )
+        yield _counters(
+            "weir_sasl_authentications_total",
+            "SASL logins (and KIP-368 re-authentications), by result: success, failure.",
+            "result",
+            metrics.sasl_authentications_total,
         )
         yield GaugeMetricFamily(
             "weir_connections_open", "Open Kafka connections.", value=metrics.connections_open

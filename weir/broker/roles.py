@@ -13,6 +13,8 @@ from weir.controller.controller import MetadataChange
 from weir.controller.metadata import TopicRecord
 from weir.controller.partition_state import BrokerInfo, PartitionState
 from weir.format.errors import ErrorCode
+from weir.security.jwt_validation import ValidatedToken
+from weir.security.sasl import SaslServer
 
 
 class ConnectionEnd(Protocol):
@@ -101,3 +103,12 @@ class InternalStateOwner(Protocol):
 def live_broker(cluster: ClusterRole, node_id: int) -> BrokerInfo | None:
     """The live broker `node_id` (its address), or None when it is not live."""
     return next((b for b in cluster.live_brokers() if b.node_id == node_id), None)
+
+
+class OAuthBearerServers(Protocol):
+    """OAUTHBEARER over the current keys (the JWKS, refreshed by the broker): the
+    server side of one exchange, and the check of an HTTP bearer token."""
+
+    def new_server(self) -> SaslServer: ...
+
+    def validate(self, token: str, now_ms: int) -> ValidatedToken: ...

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from weir.broker.config_errors import ConfigError
+from weir.security.principal_mapping import MappingRuleError, parse_mapping_rules
 
 
 class SecurityProtocol(enum.Enum):
@@ -198,6 +199,10 @@ def _check(config: SecurityConfig, source: str) -> None:
             f"{source}: security.inter_broker_listener_name "
             f"{config.inter_broker_listener_name!r} is not one of the listeners"
         )
+    try:
+        parse_mapping_rules(config.ssl_principal_mapping_rules)
+    except MappingRuleError as exc:
+        raise ConfigError(f"{source}: security.ssl_principal_mapping_rules: {exc}") from None
     for path_setting in ("ssl_certfile", "ssl_keyfile", "ssl_cafile"):
         path = getattr(config, path_setting)
         if path and not Path(path).is_file():

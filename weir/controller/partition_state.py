@@ -56,6 +56,17 @@ class BrokerInfo:
     replication_token: str = ""
     # etcd's create revision of the registration: moves on every (re)registration.
     epoch: int = 0
+    # Each Kafka listener's advertised address by listener name (host and port above
+    # are the inter-broker listener's). Absent from older registrations: empty.
+    listeners: tuple[tuple[str, str, int], ...] = ()
+
+    def endpoint(self, listener_name: str) -> tuple[str, int]:
+        """The address a client that came in on `listener_name` is told (Kafka
+        answers with the same listener's endpoint of every broker)."""
+        for name, host, port in self.listeners:
+            if name == listener_name:
+                return host, port
+        return self.host, self.port
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -65,6 +76,7 @@ class BrokerInfo:
                 "port": self.port,
                 "rack": self.rack,
                 "replication_token": self.replication_token,
+                "listeners": {name: [host, port] for name, host, port in self.listeners},
             },
             sort_keys=True,
         ).encode()
@@ -80,7 +92,18 @@ class BrokerInfo:
             rack=None if rack is None else str(rack),
             replication_token=str(doc.get("replication_token", "")),
             epoch=epoch,
+            listeners=_listeners(doc.get("listeners")),
         )
+
+
+def _listeners(doc: object) -> tuple[tuple[str, str, int], ...]:
+    if not isinstance(doc, dict):
+        return ()
+    listeners = []
+    for name, address in sorted(doc.items()):
+        if isinstance(address, list) and len(address) == 2:
+            listeners.append((str(name), str(address[0]), _int(address[1])))
+    return tuple(listeners)
 
 
 @dataclass(frozen=True)

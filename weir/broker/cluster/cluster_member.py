@@ -251,6 +251,10 @@ class ClusterMember:
             port=advertised.port,
             rack=config.rack,
             replication_token=self.replication_token,
+            listeners=tuple(
+                (listener.name, listener.advertised_host, listener.advertised_port)
+                for listener in config.kafka_listeners
+            ),
         )
         key = broker_key(self.node_id)
         previous = await self.etcd.get(key)

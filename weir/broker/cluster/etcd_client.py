@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import socket
+import ssl
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -224,6 +225,23 @@ def _check_url(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname}:{port}"
 
 
+@dataclass(frozen=True)
+class EtcdTls:
+    """etcd over TLS (`https://` endpoints): the CA etcd's certificate chains to, and
+    the client certificate and key etcd's `--client-cert-auth` asks for."""
+
+    cafile: str
+    certfile: str = ""
+    keyfile: str = ""
+
+    def context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.cafile or None)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if self.certfile:
+            context.load_cert_chain(self.certfile, self.keyfile or None)
+        return context
+
+
 class EtcdClient:
     def __init__(
         self,
@@ -231,6 +249,7 @@ class EtcdClient:
         *,
         request_timeout_s: float = 5.0,
         response_bytes_max: int = RESPONSE_BYTES_MAX,
+        tls: EtcdTls | None = None,
     ) -> None:
         if not endpoints:
             raise ValueError("no etcd endpoint")
@@ -238,7 +257,10 @@ class EtcdClient:
         self.request_timeout_s = request_timeout_s
         self.response_bytes_max = response_bytes_max
         self._preferred = 0
-        transport = httpx.AsyncHTTPTransport(socket_options=_keepalive_socket_options())
+        transport = httpx.AsyncHTTPTransport(
+            socket_options=_keepalive_socket_options(),
+            verify=tls.context() if tls is not None else True,
+        )
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(request_timeout_s), transport=transport
         )

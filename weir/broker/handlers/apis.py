@@ -25,6 +25,7 @@ import weir.broker.handlers.metadata as metadata
 import weir.broker.handlers.partition_admin as partition_admin
 import weir.broker.handlers.produce as produce
 import weir.broker.handlers.producer_ids as producer_ids
+import weir.broker.handlers.sasl as sasl
 import weir.broker.handlers.transactions as transactions
 from weir.broker.handlers.context import Handler
 from weir.wire.protocol import SUPPORTED_VERSIONS, ApiKey
@@ -34,6 +35,8 @@ from weir.wire.protocol import SUPPORTED_VERSIONS, ApiKey
 # key's class and encodes whatever the handler returns as that key's response.
 HANDLERS: dict[int, Handler[Any, Any]] = {
     ApiKey.API_VERSIONS: api_versions.handle_api_versions,
+    ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
     ApiKey.METADATA: metadata.handle_metadata,
     ApiKey.PRODUCE: produce.handle_produce,
     ApiKey.FETCH: fetch.handle_fetch,

@@ -30,6 +30,11 @@ class ClientConnection:
         self.session: Session | None = None
         # The SASL exchange under way or done (`weir.broker.handlers.sasl`), if any.
         self.sasl: object | None = None
+        # KIP-368: when the session ends (time.monotonic()); None: with the connection.
+        self.session_expires_s: float | None = None
+        # Set by a failed login: the writer closes the connection once the response
+        # that says so is sent.
+        self.close_after_response = False
 
     def on_close(self, callback: Callable[[], None]) -> None:
         if self.closed:
@@ -61,6 +66,11 @@ class RequestContext:
     @property
     def api_version(self) -> int:
         return self.header.api_version
+
+    @property
+    def listener_name(self) -> str:
+        """The listener the request came in on ("" outside a connection)."""
+        return "" if self.connection is None else self.connection.listener_name
 
     @staticmethod
     def now_ms() -> int:

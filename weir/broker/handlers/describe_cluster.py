@@ -45,7 +45,7 @@ def handle_describe_cluster(
         )
     broker = ctx.broker
     node_id = broker.config.node_id
-    advertised = broker.config.advertised
+    advertised = broker.config.advertised_on(ctx.listener_name)
     controller_id = node_id
     brokers = [
         DescribeClusterResponseBroker(
@@ -56,7 +56,10 @@ def handle_describe_cluster(
         controller_id = broker.cluster.controller_id
         brokers = [
             DescribeClusterResponseBroker(
-                broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack
+                broker_id=b.node_id,
+                host=b.endpoint(ctx.listener_name)[0],
+                port=b.endpoint(ctx.listener_name)[1],
+                rack=b.rack,
             )
             for b in broker.cluster.live_brokers()
         ]

@@ -119,7 +119,7 @@ def handle_fetch(
     min_bytes = max(request.min_bytes, 1)
     responses, total_bytes, has_error = _read_all(plan)
     if not plan.cold and (total_bytes >= min_bytes or has_error or wait_s <= 0):
-        return _fetch_response(broker, plan, responses, ctx.api_version)
+        return _fetch_response(broker, plan, responses, ctx.api_version, ctx.listener_name)
 
     async def finish() -> FetchResponse:
         # Records may have arrived while earlier responses were being sent.
@@ -132,7 +132,7 @@ def handle_fetch(
             if plan.cold:
                 continue
             if total_bytes >= min_bytes or has_error or trio.current_time() >= deadline:
-                return _fetch_response(broker, plan, responses, ctx.api_version)
+                return _fetch_response(broker, plan, responses, ctx.api_version, ctx.listener_name)
             await _wait_for_data(plan, deadline)
 
     return Deferred(finish)
@@ -194,7 +194,11 @@ async def _warm(broker: Broker, plan: FetchPlan, warmups: int) -> None:
 
 
 def _fetch_response(
-    broker: Broker, plan: FetchPlan, responses: list[FetchResponseResponse], api_version: int
+    broker: Broker,
+    plan: FetchPlan,
+    responses: list[FetchResponseResponse],
+    api_version: int,
+    listener_name: str,
 ) -> FetchResponse:
     if plan.replica_id == CONSUMER_REPLICA_ID:
         _count_delivered(broker.metrics, plan.delivered)
@@ -208,7 +212,12 @@ def _fetch_response(
     endpoints = []
     if leaders and broker.cluster is not None and api_version >= FIRST_NODE_ENDPOINTS_VERSION:
         endpoints = [
-            FetchResponseNodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            FetchResponseNodeEndpoint(
+                node_id=b.node_id,
+                host=b.endpoint(listener_name)[0],
+                port=b.endpoint(listener_name)[1],
+                rack=b.rack,
+            )
             for b in broker.cluster.live_brokers()
             if b.node_id in leaders
         ]

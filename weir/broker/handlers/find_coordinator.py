@@ -64,7 +64,7 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> FindCoordinatorRespon
         if error == ErrorCode.NONE and not group_service(ctx).available(key):
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE
             message = group_service(ctx).unavailable_reason(key)
-    advertised = ctx.broker.config.advertised
+    advertised = ctx.broker.config.advertised_on(ctx.listener_name)
     found = error == ErrorCode.NONE
     return FindCoordinatorResponseCoordinator(
         key=key,
@@ -134,6 +134,7 @@ def _find_in_cluster(ctx: RequestContext, key: str) -> FindCoordinatorResponseCo
             error_message=f"{OFFSETS_TOPIC_NAME} has no leader for this group yet; retry",
         )  # fmt: skip
     return FindCoordinatorResponseCoordinator(
-        key=key, node_id=leader.node_id, host=leader.host, port=leader.port,
+        key=key, node_id=leader.node_id, host=leader.endpoint(ctx.listener_name)[0],
+        port=leader.endpoint(ctx.listener_name)[1],
         error_code=ErrorCode.NONE, error_message=None,
     )  # fmt: skip

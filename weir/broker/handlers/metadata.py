@@ -52,13 +52,15 @@ def handle_metadata(
         ]
     else:
         topics = [_lookup_topic(broker, t, allow_auto_create, topic_ops) for t in requested]
-    return answer_in_order(topics, MetadataResponseTopic, partial(_response, broker, cluster_ops))
+    return answer_in_order(
+        topics, MetadataResponseTopic, partial(_response, broker, cluster_ops, ctx.listener_name)
+    )
 
 
 def _response(
-    broker: Broker, cluster_ops: int, topics: list[MetadataResponseTopic]
+    broker: Broker, cluster_ops: int, listener_name: str, topics: list[MetadataResponseTopic]
 ) -> MetadataResponse:
-    advertised = broker.config.advertised
+    advertised = broker.config.advertised_on(listener_name)
     brokers = [
         MetadataResponseBroker(
             node_id=broker.config.node_id, host=advertised.host, port=advertised.port, rack=None
@@ -67,8 +69,11 @@ def _response(
     controller_id = broker.config.node_id
     if broker.cluster is not None:
         brokers = [
-            MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            MetadataResponseBroker(
+                node_id=b.node_id, host=endpoint[0], port=endpoint[1], rack=b.rack
+            )
             for b in broker.cluster.live_brokers()
+            for endpoint in (b.endpoint(listener_name),)
         ]
         controller_id = broker.cluster.controller_id
     return MetadataResponse(

@@ -121,7 +121,9 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Deferred[Pro
         if timed_out:
             _mark_timed_out(appended)
         topics = [(name, [_partition_result(o) for o in outcomes]) for name, outcomes in results]
-        endpoints = _leader_endpoints(broker, [o for _, outcomes in results for o in outcomes])
+        endpoints = _leader_endpoints(
+            broker, ctx.listener_name, [o for _, outcomes in results for o in outcomes]
+        )
         return EncodedResponse(
             encode_produce_response(
                 ctx.api_version, ctx.header.correlation_id, topics, node_endpoints=endpoints
@@ -451,13 +453,15 @@ def _leader_hint(broker: Broker, topic: str, index: int) -> tuple[int, int]:
     return NO_LEADER_HINT
 
 
-def _leader_endpoints(broker: Broker, outcomes: list[PartitionOutcome]) -> list[NodeEndpoint]:
+def _leader_endpoints(
+    broker: Broker, listener_name: str, outcomes: list[PartitionOutcome]
+) -> list[NodeEndpoint]:
     """KIP-951's node endpoints: the brokers named by the responses' leader hints."""
     leaders = {o.leader_hint[0] for o in outcomes if o.leader_hint != NO_LEADER_HINT}
     if not leaders or broker.cluster is None:
         return []
     return [
-        NodeEndpoint(b.node_id, b.host, b.port, b.rack)
+        NodeEndpoint(b.node_id, *b.endpoint(listener_name), b.rack)
         for b in broker.cluster.live_brokers()
         if b.node_id in leaders
     ]

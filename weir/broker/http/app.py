@@ -19,7 +19,9 @@ from starlette.routing import Route
 
 from weir.broker.broker import Broker
 from weir.broker.coordinators.group_service import GroupService
+from weir.broker.http.authentication import http_authorization
 from weir.broker.http.group_views import cluster_group_summaries, group_detail
+from weir.security.acl import AclOperation
 
 JSON_CONTENT_TYPE = "application/json"
 
@@ -37,6 +39,9 @@ def build_app(broker: Broker) -> Starlette:
         return _ready_response(broker)
 
     async def metrics(request: Request) -> Response:
+        authorization = http_authorization(broker, request, "HTTP /metrics")
+        if authorization is not None and not authorization.allows_cluster(AclOperation.DESCRIBE):
+            return _forbidden("DESCRIBE on the cluster")
         accept = request.headers.get("accept", "")
         body, content_type = await broker.metrics.exposition_off_loop(accept)
         return Response(body, media_type=content_type)
@@ -45,13 +50,26 @@ def build_app(broker: Broker) -> Starlette:
         service = broker.groups
         if not isinstance(service, GroupService):
             return _IndentedJSON({"error": "groups are not loaded yet"}, status_code=503)
-        return _IndentedJSON(await cluster_group_summaries(broker, service))
+        summaries = await cluster_group_summaries(broker, service)
+        authorization = http_authorization(broker, request, "HTTP /v1/groups")
+        if authorization is not None:
+            summaries["groups"] = [
+                summary
+                for summary in summaries["groups"]
+                if authorization.allows_group(AclOperation.DESCRIBE, str(summary["group_id"]))
+            ]
+        return _IndentedJSON(summaries)
 
     async def group(request: Request) -> Response:
         service = broker.groups
         if not isinstance(service, GroupService):
             return _IndentedJSON({"error": "groups are not loaded yet"}, status_code=503)
         group_id = request.path_params["group_id"]
+        authorization = http_authorization(broker, request, "HTTP /v1/groups/{id}")
+        if authorization is not None and not authorization.allows_group(
+            AclOperation.DESCRIBE, group_id
+        ):
+            return _forbidden(f"DESCRIBE on group {group_id!r}")
         detail = group_detail(broker, service, group_id)
         if detail is None:
             return _IndentedJSON({"error": f"no group {group_id!r}"}, status_code=404)
@@ -66,6 +84,10 @@ def build_app(broker: Broker) -> Starlette:
             Route("/v1/groups/{group_id:path}", group),
         ]
     )
+
+
+def _forbidden(what: str) -> Response:
+    return _IndentedJSON({"error": f"not authorized: {what} is needed"}, status_code=403)
 
 
 def _ready_response(broker: Broker) -> Response:

@@ -40,8 +40,10 @@ from hypercorn.utils import wrap_app
 from weir.broker.broker import Broker
 from weir.broker.config import Limits
 from weir.broker.http.app import build_app
+from weir.broker.http.authentication import HttpAuthentication
 from weir.broker.listen import open_listeners
 from weir.broker.metrics import Metrics
+from weir.broker.tls import ServerTlsContext
 
 log = logging.getLogger(__name__)
 
@@ -195,8 +197,14 @@ async def serve_http(
     limits = broker.config.limits
     connections = HttpConnections(limits.http_connections_max, broker.metrics)
     timeout_s = limits.http_request_timeout_ms / 1000
-    app = ExchangeLimits(build_app(broker), connections, timeout_s, limits.http_request_bytes_max)
+    authenticated = HttpAuthentication(build_app(broker), broker)  # type: ignore[arg-type]
+    app = ExchangeLimits(authenticated, connections, timeout_s, limits.http_request_bytes_max)
     config = hypercorn_config(limits)
+    tls = (
+        ServerTlsContext(broker.config.security, http=True)
+        if broker.config.security.http_tls
+        else None
+    )
     serve = functools.partial(
         _serve_connection,
         wrap_app(app, config.wsgi_max_body_size, "asgi"),  # type: ignore[arg-type]
@@ -204,6 +212,7 @@ async def serve_http(
         WorkerContext(None),
         connections,
         timeout_s,
+        tls,
     )
     task_status.started(port)
     await trio.serve_listeners(serve, listeners)
@@ -215,6 +224,7 @@ async def _serve_connection(
     context: WorkerContext,
     connections: HttpConnections,
     timeout_s: float,
+    tls: ServerTlsContext | None,
     stream: trio.SocketStream,
 ) -> None:
     try:
@@ -230,7 +240,12 @@ async def _serve_connection(
         with connection.scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(connection.expire)
-                await TCPServer(app, config, context, {}, stream).run()  # type: ignore[arg-type]
+                # Hypercorn does the TLS handshake of an SSLStream itself (bounded by
+                # its ssl_handshake_timeout) and reads the negotiated ALPN protocol.
+                served: trio.abc.Stream = stream
+                if tls is not None:
+                    served = trio.SSLStream(stream, tls.context(), server_side=True)
+                await TCPServer(app, config, context, {}, served).run()  # type: ignore[arg-type]
                 nursery.cancel_scope.cancel()
     finally:
         connections.leave(connection)

@@ -105,6 +105,12 @@ async def _handle(
     client_host: str,
     connection: ClientConnection | None,
 ) -> RequestOutcome:
+    if connection is not None and not _may_send(connection, header.api_key):
+        log.debug(
+            "closing connection: %s before authentication (or after its session expired)",
+            _api_name(header.api_key),
+        )
+        return CLOSE
     handler = HANDLERS.get(header.api_key)
     if header.api_key == ApiKey.API_VERSIONS and not is_supported(
         header.api_key, header.api_version
@@ -120,7 +126,7 @@ async def _handle(
         return CLOSE
     context = RequestContext(header, broker, client_host, connection)
     complete = None
-    if broker.authorizer is not None:
+    if broker.authorizer is not None and header.api_key not in PRE_AUTHENTICATION_APIS:
         gate = _authorize(broker.authorizer, context, request)
         if gate is None:
             return CLOSE
@@ -138,6 +144,23 @@ async def _handle(
     if complete is not None and answer is not None and not isinstance(answer, EncodedResponse):
         answer = complete(answer)
     return _encode(header, answer)
+
+
+# What a connection may send before it authenticates (and to re-authenticate).
+PRE_AUTHENTICATION_APIS = frozenset(
+    {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
+)
+
+
+def _may_send(connection: ClientConnection, api_key: int) -> bool:
+    """Only ApiVersions and SASL before a session, or once it expired (KIP-368:
+    Kafka closes a connection that sends anything else after its session ends)."""
+    if api_key in PRE_AUTHENTICATION_APIS:
+        return True
+    if connection.session is None:
+        return False
+    expires_s = connection.session_expires_s
+    return expires_s is None or time.monotonic() < expires_s
 
 
 def _authorize(

@@ -32,7 +32,7 @@ class FrameReader:
 
     def __init__(self, stream: trio.abc.ReceiveStream, frame_bytes_max: int) -> None:
         self._stream = stream
-        self._frame_bytes_max = frame_bytes_max
+        self.frame_bytes_max = frame_bytes_max
         self._buffer = bytearray()
 
     async def _receive(self, byte_count_max: int) -> bytes | bytearray:
@@ -77,8 +77,8 @@ class FrameReader:
 
     def _checked_size(self) -> int:
         (size,) = FRAME_SIZE_PREFIX.unpack_from(self._buffer)
-        if size < REQUEST_HEADER_BYTES_MIN or size > self._frame_bytes_max:
-            raise FrameSizeError(f"frame size {size} outside [10, {self._frame_bytes_max}]")
+        if size < REQUEST_HEADER_BYTES_MIN or size > self.frame_bytes_max:
+            raise FrameSizeError(f"frame size {size} outside [10, {self.frame_bytes_max}]")
         return int(size)
 
     def _take(self, size: int) -> memoryview:

@@ -27,13 +27,19 @@ from dataclasses import dataclass, field
 import trio
 
 from weir.broker.broker import Broker
+from weir.broker.config import HostPort
 from weir.broker.handlers.context import ClientConnection
+from weir.broker.handlers.request_authorization import Session
 from weir.broker.in_flight_budget import CONNECTION_BUDGET, ConnectionBudget, InFlightBudget
 from weir.broker.listen import open_listeners
+from weir.broker.security_config import Listener, SecurityProtocol
 from weir.broker.server.connection_limits import ALL_ADDRESSES, AddressSlots, RefusalLog
 from weir.broker.server.connection_watchdog import ConnectionWatchdog
 from weir.broker.server.dispatch import RequestOutcome, handle_frame
 from weir.broker.server.framing import ConnectionClosedError, FrameReader, FrameSizeError
+from weir.broker.tls import HANDSHAKE_TIMEOUT_S, CertificatePrincipals, ServerTlsContext
+from weir.security.principal import ANONYMOUS, KafkaPrincipal, user
+from weir.security.principal_mapping import NoMatchingRuleError
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +48,10 @@ SEND_BATCH_BYTES_MAX = 1024 * 1024
 # A big response is sent in pieces of this size; each piece the peer takes
 # counts as progress for the watchdog.
 SEND_PIECE_BYTES = 1024 * 1024
+
+
+# A connection served outside `run` (tests): plaintext, anonymous.
+DEFAULT_LISTENER = Listener("PLAINTEXT", "", 0, SecurityProtocol.PLAINTEXT, "", 0)
 
 
 @dataclass(eq=False)
@@ -68,6 +78,14 @@ class KafkaServer:
         self.addresses = AddressSlots(limits.connections_per_address_max)
         self.refusals = RefusalLog(limits.refusal_log_addresses_max)
         self.draining = False
+        security = broker.config.security
+        uses_tls = any(listener.protocol.uses_tls for listener in broker.config.kafka_listeners)
+        self.tls = ServerTlsContext(security) if uses_tls else None
+        self.certificate_principals = (
+            CertificatePrincipals(security.ssl_principal_mapping_rules) if uses_tls else None
+        )
+        # Each listener's bound port, by listener name, once `run` has opened them.
+        self.ports: dict[str, int] = {}
         self._readers: set[_ReaderState] = set()
         self._stop_requested = trio.Event()
         self._drain_deadline = math.inf
@@ -93,22 +111,31 @@ class KafkaServer:
         )
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve until `stop`; returns once the connections are drained."""
-        listen = self.broker.config.kafka_listen
-        listeners = await open_listeners("kafka_listen", listen)
-        port = listeners[0].socket.getsockname()[1]
-        log.debug("Kafka listener on %s:%d", listen.host, port)
-        task_status.started(port)
+        """Serve until `stop`; returns once the connections are drained. Reports the
+        first listener's port as started (`ports` has every listener's)."""
+        opened = []
+        for listener in self.broker.config.kafka_listeners:
+            setting = (
+                "security.listeners" if self.broker.config.security.listeners else "kafka_listen"
+            )
+            address = HostPort(listener.host, listener.port)
+            opened.append((listener, await open_listeners(setting, address)))
+            port = opened[-1][1][0].socket.getsockname()[1]
+            self.ports[listener.name] = port
+            log.debug("Kafka listener %s (%s) on %s:%d", listener.name,
+                      listener.protocol.value, listener.host, port)  # fmt: skip
+        task_status.started(self.ports[opened[0][0].name])
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as accepting:
-                accepting.start_soon(
-                    functools.partial(
-                        trio.serve_listeners,
-                        self.serve_connection,
-                        listeners,
-                        handler_nursery=connections,
+                for listener, sockets in opened:
+                    accepting.start_soon(
+                        functools.partial(
+                            trio.serve_listeners,
+                            functools.partial(self.serve_connection, listener=listener),
+                            sockets,
+                            handler_nursery=connections,
+                        )
                     )
-                )
                 await self._stop_requested.wait()
                 accepting.cancel_scope.cancel()  # closes the listeners
             self._stop_reading()
@@ -126,7 +153,9 @@ class KafkaServer:
             if reader.waiting:
                 reader.scope.cancel()
 
-    async def serve_connection(self, stream: trio.abc.Stream) -> None:
+    async def serve_connection(
+        self, stream: trio.abc.Stream, listener: Listener = DEFAULT_LISTENER
+    ) -> None:
         metrics = self.broker.metrics
         limits = self.broker.config.limits
         metrics.connections_total += 1
@@ -145,7 +174,11 @@ class KafkaServer:
         metrics.connections_open += 1
         account = self.budget.open_account()
         try:
-            await _run_connection(self, stream, account)
+            connection = ClientConnection(listener.name)
+            secured = await self._secure(stream, listener, connection, address or "")
+            if secured is not None:
+                stream = secured
+                await _run_connection(self, stream, account, connection)
         except Exception:  # a bug must cost one connection, never the broker
             log.exception("connection failed")
         finally:
@@ -155,6 +188,48 @@ class KafkaServer:
                 self.addresses.release(address)
             await trio.aclose_forcefully(stream)
 
+    async def _secure(
+        self,
+        stream: trio.abc.Stream,
+        listener: Listener,
+        connection: ClientConnection,
+        address: str,
+    ) -> trio.abc.Stream | None:
+        """The stream to serve: TLS on a TLS listener once its handshake is done
+        (None when it failed), with the connection's session where the transport
+        alone decides it (PLAINTEXT: anonymous; SSL: the client certificate's
+        principal, anonymous without one). A SASL listener's session waits for
+        SaslAuthenticate."""
+        principal = ANONYMOUS
+        if listener.protocol.uses_tls:
+            assert self.tls is not None
+            tls_stream = trio.SSLStream(stream, self.tls.context(), server_side=True)
+            try:
+                with trio.fail_after(HANDSHAKE_TIMEOUT_S):
+                    await tls_stream.do_handshake()
+            except (trio.BrokenResourceError, trio.TooSlowError) as exc:
+                log.debug("closing connection from %s: TLS handshake failed: %r", address, exc)
+                self.broker.metrics.connections_closed_by_broker_total["tls_handshake"] += 1
+                return None
+            try:
+                principal = self._certificate_principal(tls_stream) or ANONYMOUS
+            except (NoMatchingRuleError, ValueError) as exc:
+                log.info("refusing a client certificate from %s: %s", address, exc)
+                self.broker.metrics.connections_closed_by_broker_total["tls_principal"] += 1
+                return None
+            stream = tls_stream
+        if not listener.protocol.uses_sasl:
+            connection.session = Session(principal, address, listener.name)
+        return stream
+
+    def _certificate_principal(
+        self, stream: trio.SSLStream[trio.abc.Stream]
+    ) -> KafkaPrincipal | None:
+        certificate = stream.getpeercert(binary_form=True)
+        if not certificate or self.certificate_principals is None:
+            return None
+        return user(self.certificate_principals.name_of(certificate))
+
     def _address_refusal(self, address: str) -> str:
         count = self.addresses.open_count(address)
         limit = self.addresses.per_address_max
@@ -163,6 +238,8 @@ class KafkaServer:
 
 def _peer_address(stream: trio.abc.Stream) -> str | None:
     """The peer's IP address; None for streams that are not sockets (tests)."""
+    if isinstance(stream, trio.SSLStream):
+        stream = stream.transport_stream
     sock = getattr(stream, "socket", None)
     if sock is None:
         return None
@@ -193,7 +270,10 @@ class _InFlight:
 
 
 async def _run_connection(
-    server: KafkaServer, stream: trio.abc.Stream, account: ConnectionBudget
+    server: KafkaServer,
+    stream: trio.abc.Stream,
+    account: ConnectionBudget,
+    connection: ClientConnection,
 ) -> None:
     limits = server.broker.config.limits
     send_items, receive_items = trio.open_memory_channel[_InFlight](
@@ -204,13 +284,12 @@ async def _run_connection(
     )
     reader = _ReaderState()
     server._readers.add(reader)
-    connection = ClientConnection()
     token = CONNECTION_BUDGET.set(account)  # the tasks below inherit it (Fetch reads it)
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
                 _write_responses, server.broker, stream, receive_items, account, watchdog,
-                nursery.cancel_scope,
+                nursery.cancel_scope, connection,
             )  # fmt: skip
             nursery.start_soon(watchdog.run, nursery.cancel_scope)
             drained = False
@@ -257,7 +336,15 @@ async def _read_requests(
         await account.charge(size)
         watchdog.expect_frame_end()
 
+    security = broker.config.security
     while not server.draining:
+        # Before it authenticates, a connection's frames are held to a small size.
+        authenticated = connection.session is not None
+        reader.frame_bytes_max = (
+            broker.config.limits.frame_bytes_max
+            if authenticated
+            else min(security.sasl_server_max_receive_size, broker.config.limits.frame_bytes_max)
+        )
         reader_state.waiting = True
         try:
             frame = await _next_frame(reader, account, watchdog, admit)
@@ -333,6 +420,7 @@ async def _write_responses(
     account: ConnectionBudget,
     watchdog: ConnectionWatchdog,
     connection_scope: trio.CancelScope,
+    connection: ClientConnection,
 ) -> None:
     """Send responses in request order, awaiting pending ones in turn. Ready
     responses queued behind each other go out in one send (up to
@@ -356,7 +444,7 @@ async def _write_responses(
                     await _send(stream, batch, account, watchdog)
                     broker.metrics.bytes_sent_total += batch.response_bytes
                 account.release(batch.charged_bytes)
-                if closing:
+                if closing or connection.close_after_response:
                     break
     except STREAM_ERRORS as exc:
         log.debug("connection closed while writing: %r", exc)

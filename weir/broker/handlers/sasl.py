@@ -1,0 +1,219 @@
+"""SaslHandshake and SaslAuthenticate: a SASL listener's connection logs in, and
+later re-authenticates (KIP-368), through the mechanisms of `weir.security`.
+
+The exchange's state lives on the connection (`ConnectionSasl`); the session it
+ends with is what every later request is authorized as. A failed login is answered
+after `connection_failed_authentication_delay_ms` with SASL_AUTHENTICATION_FAILED and
+a message that never says which half was wrong, then the connection closes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+import trio
+
+from weir.broker.broker import Broker
+from weir.broker.handlers.context import (
+    ClientConnection,
+    Deferred,
+    RequestContext,
+)
+from weir.broker.handlers.request_authorization import Session
+from weir.broker.security_config import SecurityProtocol
+from weir.format.errors import ErrorCode
+from weir.security.principal import user
+from weir.security.sasl import SaslAuthenticationError, SaslServer
+from weir.security.sasl_plain import PlainPasswordCheck, PlainServer, plain_check_from_scram
+from weir.security.scram import ScramCredential, ScramMechanism, ScramServer
+from weir.wire.messages.security import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+
+log = logging.getLogger(__name__)
+
+# Derives an unknown user's SCRAM salt, so that it is stable per broker and a client
+# cannot tell an unknown user from a wrong password.
+_UNKNOWN_USER_SECRET = os.urandom(32)
+
+
+@dataclass
+class ConnectionSasl:
+    """One connection's SASL state: the mechanism chosen by SaslHandshake, its
+    server side for the exchange under way, and whether the last one succeeded."""
+
+    mechanism: str
+    server: SaslServer
+    reauthenticating: bool = False
+    failed: bool = False
+
+
+def _sasl_listener(connection: ClientConnection | None, broker: Broker) -> bool:
+    if connection is None:
+        return False
+    for listener in broker.config.kafka_listeners:
+        if listener.name == connection.listener_name:
+            return listener.protocol in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
+    return False
+
+
+def handle_sasl_handshake(
+    ctx: RequestContext, request: SaslHandshakeRequest
+) -> SaslHandshakeResponse:
+    broker = ctx.broker
+    connection = ctx.connection
+    enabled = list(broker.config.security.sasl_enabled_mechanisms)
+    if connection is None or not _sasl_listener(connection, broker):
+        # Kafka answers a SaslHandshake on a listener without SASL this way.
+        return SaslHandshakeResponse(ErrorCode.ILLEGAL_SASL_STATE, enabled)
+    previous = connection.sasl
+    reauthenticating = connection.session is not None
+    if isinstance(previous, ConnectionSasl) and not (reauthenticating and previous.server.complete):
+        # One handshake per exchange: a second one before the first exchange succeeded.
+        return SaslHandshakeResponse(ErrorCode.ILLEGAL_SASL_STATE, enabled)
+    if request.mechanism not in enabled:
+        return SaslHandshakeResponse(ErrorCode.UNSUPPORTED_SASL_MECHANISM, enabled)
+    if isinstance(previous, ConnectionSasl) and previous.mechanism != request.mechanism:
+        # KIP-368: re-authentication keeps the mechanism.
+        return SaslHandshakeResponse(ErrorCode.ILLEGAL_SASL_STATE, enabled)
+    connection.sasl = ConnectionSasl(
+        request.mechanism, build_sasl_server(broker, request.mechanism), reauthenticating
+    )
+    return SaslHandshakeResponse(ErrorCode.NONE, enabled)
+
+
+def build_sasl_server(broker: Broker, mechanism: str) -> SaslServer:
+    """The server side of one exchange of `mechanism` (one of the enabled ones)."""
+    if mechanism == "PLAIN":
+        return PlainServer(password_check(broker))
+    if mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        scram = (
+            ScramMechanism.SCRAM_SHA_256
+            if mechanism == "SCRAM-SHA-256"
+            else ScramMechanism.SCRAM_SHA_512
+        )
+
+        def lookup(username: str) -> ScramCredential | None:
+            return broker.controller.scram_credential(username, scram)
+
+        return ScramServer(scram, lookup, _UNKNOWN_USER_SECRET)
+    if mechanism == "OAUTHBEARER" and broker.oauthbearer is not None:
+        return broker.oauthbearer.new_server()
+    raise AssertionError(f"no SASL mechanism {mechanism}")
+
+
+def password_check(broker: Broker) -> PlainPasswordCheck:
+    """PLAIN checks a password against the user's stored SCRAM credential (SHA-512's
+    when the user has one, else SHA-256's): one user store for every mechanism."""
+    checks = {
+        scram: plain_check_from_scram(
+            lambda name, scram=scram: broker.controller.scram_credential(name, scram),
+            scram,
+            _UNKNOWN_USER_SECRET,
+        )
+        for scram in ScramMechanism
+    }
+
+    def check(username: str, password: str) -> bool:
+        controller = broker.controller
+        if controller.scram_credential(username, ScramMechanism.SCRAM_SHA_512) is not None:
+            return checks[ScramMechanism.SCRAM_SHA_512](username, password)
+        return checks[ScramMechanism.SCRAM_SHA_256](username, password)
+
+    return check
+
+
+def handle_sasl_authenticate(
+    ctx: RequestContext, request: SaslAuthenticateRequest
+) -> SaslAuthenticateResponse | Deferred[SaslAuthenticateResponse]:
+    connection = ctx.connection
+    sasl = connection.sasl if connection is not None else None
+    if connection is None or not isinstance(sasl, ConnectionSasl) or sasl.failed:
+        return SaslAuthenticateResponse(
+            ErrorCode.ILLEGAL_SASL_STATE, "Unexpected SaslAuthenticate request"
+        )
+    if sasl.server.complete:
+        return SaslAuthenticateResponse(
+            ErrorCode.ILLEGAL_SASL_STATE, "SaslAuthenticate after the exchange completed"
+        )
+    client_bytes = bytes(request.auth_bytes)
+    if isinstance(sasl.server, PlainServer):
+        # PBKDF2 takes milliseconds: off the event loop.
+        async def respond_on_thread() -> SaslAuthenticateResponse:
+            now_ms = ctx.now_ms()
+            try:
+                challenge = await trio.to_thread.run_sync(sasl.server.respond, client_bytes, now_ms)
+            except SaslAuthenticationError as exc:
+                return await _failed(ctx, connection, sasl, exc)
+            return _progress(ctx, connection, sasl, challenge)
+
+        return Deferred(respond_on_thread)
+    try:
+        challenge = sasl.server.respond(client_bytes, ctx.now_ms())
+    except SaslAuthenticationError as exc:
+        error = exc
+
+        async def answer_late() -> SaslAuthenticateResponse:
+            return await _failed(ctx, connection, sasl, error)
+
+        return Deferred(answer_late)
+    return _progress(ctx, connection, sasl, challenge)
+
+
+def _progress(
+    ctx: RequestContext, connection: ClientConnection, sasl: ConnectionSasl, challenge: bytes
+) -> SaslAuthenticateResponse:
+    if not sasl.server.complete:
+        return SaslAuthenticateResponse(ErrorCode.NONE, None, challenge)
+    principal = user(sasl.server.principal_name())
+    previous = connection.session
+    if sasl.reauthenticating and previous is not None and previous.principal != principal:
+        # KIP-368: a re-authentication may not change who the connection is.
+        sasl.failed = True
+        connection.close_after_response = True
+        return SaslAuthenticateResponse(
+            ErrorCode.SASL_AUTHENTICATION_FAILED,
+            "Cannot change principals during re-authentication",
+        )
+    connection.session = Session(principal, ctx.client_host.lstrip("/"), connection.listener_name)
+    lifetime_ms = _session_lifetime_ms(ctx, sasl)
+    connection.session_expires_s = (
+        None if lifetime_ms == 0 else time.monotonic() + lifetime_ms / 1000
+    )
+    ctx.broker.metrics.sasl_authentications_total["success"] += 1
+    log.debug("%s authenticated as %s with %s", ctx.client_host, principal, sasl.mechanism)
+    return SaslAuthenticateResponse(ErrorCode.NONE, None, challenge, lifetime_ms)
+
+
+def _session_lifetime_ms(ctx: RequestContext, sasl: ConnectionSasl) -> int:
+    """KIP-368: the shorter of `connections_max_reauth_ms` and what the credential
+    allows (a token's expiry); 0 when neither bounds it."""
+    configured_ms = ctx.broker.config.security.connections_max_reauth_ms
+    credential_ms = sasl.server.session_lifetime_ms(ctx.now_ms())
+    bounds = [ms for ms in (configured_ms or None, credential_ms) if ms is not None]
+    return max(min(bounds), 1) if bounds else 0
+
+
+async def _failed(
+    ctx: RequestContext,
+    connection: ClientConnection,
+    sasl: ConnectionSasl,
+    error: SaslAuthenticationError,
+) -> SaslAuthenticateResponse:
+    sasl.failed = True
+    ctx.broker.metrics.sasl_authentications_total["failure"] += 1
+    log.info(
+        "authentication failed: client %s on listener %s, mechanism %s: %s",
+        ctx.client_host.lstrip("/"), connection.listener_name, sasl.mechanism, error.log_detail,
+    )  # fmt: skip
+    delay_ms = ctx.broker.config.security.connection_failed_authentication_delay_ms
+    await trio.sleep(delay_ms / 1000)
+    connection.close_after_response = True
+    return SaslAuthenticateResponse(
+        ErrorCode.SASL_AUTHENTICATION_FAILED, error.client_message(sasl.reauthenticating)
+    )

@@ -1,0 +1,129 @@
+"""Who is calling the HTTP API, when security is on: an ASGI middleware that asks
+every request but the health checks for credentials, HTTP Basic (a user's password,
+checked against the stored SCRAM credential as SASL/PLAIN checks it) or a Bearer
+JWT (checked as OAUTHBEARER checks one), and answers 401 without them. Endpoints
+then authorize the principal with the same ACLs as the Kafka API
+(`http_authorization`)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import trio
+from starlette.requests import Request
+
+from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.handlers.request_authorization import RequestAuthorization, Session
+from weir.broker.handlers.sasl import password_check
+from weir.security.jwt_validation import JwtValidationError
+from weir.security.principal import KafkaPrincipal, user
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+PRINCIPAL_SCOPE_KEY = "weir.principal"
+OPEN_PATH_PREFIX = "/health/"
+# Longest Authorization header read (a JWT is bounded well below it).
+AUTHORIZATION_BYTES_MAX = 8192
+
+
+class HttpAuthentication:
+    """Puts the caller's principal in the ASGI scope, or answers 401."""
+
+    def __init__(self, app: AsgiApp, broker: Broker) -> None:
+        self.app = app
+        self.broker = broker
+        self._check_password = password_check(broker)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or not self.broker.config.security.enabled
+            or scope["path"].startswith(OPEN_PATH_PREFIX)
+        ):
+            await self.app(scope, receive, send)
+            return
+        principal = await self._principal(_authorization_header(scope))
+        if principal is None:
+            delay_ms = self.broker.config.security.connection_failed_authentication_delay_ms
+            await trio.sleep(delay_ms / 1000)
+            await _unauthorized(send)
+            return
+        scope[PRINCIPAL_SCOPE_KEY] = principal
+        await self.app(scope, receive, send)
+
+    async def _principal(self, header: bytes | None) -> KafkaPrincipal | None:
+        if header is None or len(header) > AUTHORIZATION_BYTES_MAX:
+            return None
+        scheme, _, credentials = header.decode("latin-1").partition(" ")
+        scheme = scheme.lower()
+        if scheme == "basic":
+            return await self._basic(credentials.strip())
+        if scheme == "bearer" and self.broker.oauthbearer is not None:
+            return self._bearer(credentials.strip())
+        return None
+
+    async def _basic(self, credentials: str) -> KafkaPrincipal | None:
+        try:
+            decoded = base64.b64decode(credentials, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        name, separator, password = decoded.partition(":")
+        if not separator or not name:
+            return None
+        # PBKDF2 takes milliseconds: off the event loop.
+        matched = await trio.to_thread.run_sync(self._check_password, name, password)
+        if not matched:
+            self.broker.metrics.sasl_authentications_total["failure"] += 1
+            log.info("HTTP authentication failed for user %r", name)
+            return None
+        return user(name)
+
+    def _bearer(self, token: str) -> KafkaPrincipal | None:
+        keys = self.broker.oauthbearer
+        assert keys is not None
+        try:
+            validated = keys.validate(token, wall_clock_ms())
+        except JwtValidationError as exc:
+            log.info("HTTP bearer token refused: %s", exc)
+            return None
+        return user(validated.principal_name)
+
+
+def _authorization_header(scope: Scope) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            return bytes(value)
+    return None
+
+
+async def _unauthorized(send: Send) -> None:
+    body = b'{"error": "authentication required"}\n'
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"www-authenticate", b'Basic realm="weir", Bearer realm="weir"'),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def http_authorization(
+    broker: Broker, request: Request, api_name: str
+) -> RequestAuthorization | None:
+    """The request's authorization when an authorizer is on (None: all allowed)."""
+    authorizer = broker.authorizer
+    principal = request.scope.get(PRINCIPAL_SCOPE_KEY)
+    if authorizer is None or principal is None:
+        return None
+    client = request.client
+    session = Session(principal, client.host if client is not None else "", "HTTP")
+    return RequestAuthorization(authorizer, session, api_name)
