@@ -224,8 +224,10 @@ def test_tls_handshake_to_the_plaintext_port_fails(secured: tuple[WeirProcess, L
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    with socket.create_connection(("127.0.0.1", listeners.plaintext), timeout=10) as raw:
-        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
-            with context.wrap_socket(raw) as tls:
-                tls.recv(1)
+    with (
+        socket.create_connection(("127.0.0.1", listeners.plaintext), timeout=10) as raw,
+        pytest.raises((ssl.SSLError, ConnectionError, OSError)),
+        context.wrap_socket(raw) as tls,
+    ):
+        tls.recv(1)
     assert broker.is_running()
