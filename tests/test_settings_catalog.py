@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from weir.broker.config import ENV_PREFIX, FLAG_NAMES, BrokerConfig, Limits, load_config
+from weir.broker.security_config import SecurityConfig
 from weir.groupcoord.settings import GroupSettings
 from weir.log.config import TOPIC_CONFIGS, InvalidConfig, LogConfig
 from weir.log.settings import LogSettings
@@ -36,6 +37,7 @@ SETTINGS_CLASSES: tuple[type[Any], ...] = (
     LogSettings,
     TransactionSettings,
     LogConfig,
+    SecurityConfig,
 )
 # Topic configs stored and reported (DescribeConfigs) so that Kafka tools can set
 # them, and read by nothing (weir/log/config.py's docstring says why).
@@ -48,7 +50,12 @@ ACCEPTED_WITHOUT_EFFECT = frozenset({
 # Topic configs whose validators accept only the value that is Weir's behaviour.
 ONE_VALUE_ONLY = frozenset({"remote.storage.enable"})
 # Fields that hold other settings, not settings themselves.
-CONTAINER_FIELDS = {(BrokerConfig, "limits"), (LogConfig, "overrides")}
+CONTAINER_FIELDS = {
+    (BrokerConfig, "limits"),
+    (BrokerConfig, "security"),
+    (LogConfig, "overrides"),
+    (SecurityConfig, "listener_list"),
+}
 
 
 def setting_fields(cls: type[Any]) -> list[str]:
@@ -70,7 +77,14 @@ def attributes_read_in_weir() -> frozenset[str]:
 
 
 def settings_and_fields() -> Iterator[tuple[str, str]]:
-    for cls in (BrokerConfig, Limits, GroupSettings, LogSettings, TransactionSettings):
+    for cls in (
+        BrokerConfig,
+        Limits,
+        GroupSettings,
+        LogSettings,
+        TransactionSettings,
+        SecurityConfig,
+    ):
         for name in setting_fields(cls):
             yield cls.__name__, name
 
@@ -129,6 +143,12 @@ def test_every_flag_setting_is_documented_with_its_flag_and_variable(name: str) 
 def test_every_limit_is_documented_in_the_limits_table(name: str) -> None:
     limits_table = user_guide().split("[limits]", 1)[1].split("```", 1)[0]
     assert names_a_key(limits_table, name), f"[limits] example lacks {name}"
+
+
+@pytest.mark.parametrize("name", setting_fields(SecurityConfig))
+def test_every_security_setting_is_documented_in_the_security_table(name: str) -> None:
+    security_table = user_guide().split("[security]", 1)[1].split("```", 1)[0]
+    assert names_a_key(security_table, name), f"[security] example lacks {name}"
 
 
 @pytest.mark.parametrize("name", sorted(TOPIC_CONFIGS))

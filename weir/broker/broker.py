@@ -51,6 +51,7 @@ from weir.log.flusher import ROUND_SECONDS_BUCKETS, GroupFlusher
 from weir.log.manager import LogManager, partition_directories
 from weir.log.partition import PartitionLog
 from weir.log.partition_metadata import PartitionIdentity, read_partition_metadata_or_none
+from weir.security.acl import Authorizer
 from weir.txn.producer_ids import ProducerIdAllocator
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,9 @@ class Broker:
         self.on_partitions_changed: Callable[[], None] | None = None
         # Called after the cluster member changed which local replicas lead.
         self.leadership_listeners: list[Callable[[], None]] = []
+        # The ACL authorizer when `security.authorizer_enabled` (the app builds it
+        # from the metadata's bindings and keeps it current); None: all allowed.
+        self.authorizer: Authorizer | None = None
         self.ready = False
         self._closing = False
         self.loop_lag = EventLoopLag()

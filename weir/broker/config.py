@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from weir.broker.config_errors import ConfigError
+from weir.broker.security_config import SecurityConfig, parse_security_table
 from weir.groupcoord.settings import GroupSettings
 from weir.log.filesystem_sync import (
     FSYNC_METHODS,
@@ -25,10 +27,6 @@ from weir.txn.transaction_coordinator import TransactionSettings
 _TRANSACTION_DEFAULTS = TransactionSettings()
 
 ENV_PREFIX = "WEIR_"
-
-
-class ConfigError(Exception):
-    """A setting is missing, malformed or unusable; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +160,8 @@ class BrokerConfig:
     # epoch bump on every end and implicit adds; 1 pins the older protocol).
     transaction_version: int = _TRANSACTION_DEFAULTS.transaction_version
     limits: Limits = field(default_factory=Limits)
+    # The `[security]` table (weir.broker.security_config): listeners, TLS, SASL, ACLs.
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
     def group_settings(self) -> GroupSettings:
         return GroupSettings(
@@ -378,11 +378,23 @@ def _apply(config: BrokerConfig, settings: Mapping[str, _Given], file_label: str
     values = {
         name: _convert(name, given.value, given.source)
         for name, given in settings.items()
-        if name != "limits"
+        if name not in ("limits", "security")
     }
     resolved = replace(config, limits=_apply_limits(limits, where), **values)
     _check_consumer_group_bounds(resolved, where)
-    return resolved
+    return replace(resolved, security=_apply_security(resolved, settings.get("security"), where))
+
+
+def _apply_security(config: BrokerConfig, given: _Given | None, where: str) -> SecurityConfig:
+    """The `[security]` table (only a file has one), its listeners resolved against
+    `kafka_listen`/`kafka_advertise` when it names none."""
+    advertised = config.advertised
+    return parse_security_table(
+        None if given is None else given.value,
+        given.source if given is not None else f"{where}[security]",
+        (config.kafka_listen.host, config.kafka_listen.port),
+        (advertised.host, advertised.port),
+    )
 
 
 def _check_consumer_group_bounds(config: BrokerConfig, where: str) -> None:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Protocol
+
+from weir.security.principal import KafkaPrincipal
 
 
 class ResourceType(enum.IntEnum):
@@ -82,3 +85,24 @@ class AclBinding:
     host: str
     operation: AclOperation
     permission_type: AclPermissionType
+
+
+class Authorizer(Protocol):
+    """What the broker asks of an authorizer (`weir.security.authorizer.AclAuthorizer`).
+    `host` is the client's bare IP address."""
+
+    def authorize(
+        self, principal: KafkaPrincipal, host: str, operation: AclOperation, resource: Resource
+    ) -> bool: ...
+
+    def authorize_by_resource_type(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool: ...
+
+    def authorized_operations(
+        self, principal: KafkaPrincipal, host: str, resource: Resource
+    ) -> frozenset[AclOperation]: ...

@@ -62,6 +62,17 @@ from weir.wire.apis.partitions import (
 )
 from weir.wire.apis.produce import PRODUCE
 from weir.wire.apis.records import DELETE_RECORDS
+from weir.wire.apis.security import (
+    ALTER_CLIENT_QUOTAS,
+    ALTER_USER_SCRAM_CREDENTIALS,
+    CREATE_ACLS,
+    DELETE_ACLS,
+    DESCRIBE_ACLS,
+    DESCRIBE_CLIENT_QUOTAS,
+    DESCRIBE_USER_SCRAM_CREDENTIALS,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+)
 from weir.wire.apis.topics import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 from weir.wire.apis.transactions import (
     ADD_OFFSETS_TO_TXN,
@@ -154,6 +165,15 @@ DECLARED_NOT_SERVED: dict[int, Api] = {
         DESCRIBE_PRODUCERS,
         DESCRIBE_TRANSACTIONS,
         LIST_TRANSACTIONS,
+        SASL_HANDSHAKE,
+        SASL_AUTHENTICATE,
+        DESCRIBE_ACLS,
+        CREATE_ACLS,
+        DELETE_ACLS,
+        DESCRIBE_CLIENT_QUOTAS,
+        ALTER_CLIENT_QUOTAS,
+        DESCRIBE_USER_SCRAM_CREDENTIALS,
+        ALTER_USER_SCRAM_CREDENTIALS,
     )
     if api.key not in APIS
 }

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeAlias, TypeVar
 
 from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.handlers.request_authorization import RequestAuthorization, Session
 from weir.wire.protocol import RequestHeader
 
 
@@ -20,9 +21,15 @@ class ClientConnection:
     follower's kernel closes its sockets). Whoever registers bounds its own
     callbacks (the cluster member: one per follower connection)."""
 
-    def __init__(self) -> None:
+    def __init__(self, listener_name: str = "PLAINTEXT") -> None:
         self.closed = False
         self._on_close: list[Callable[[], None]] = []
+        self.listener_name = listener_name
+        # Who the connection authenticated as; None until it has (a SASL listener's
+        # connection before its SaslAuthenticate succeeds).
+        self.session: Session | None = None
+        # The SASL exchange under way or done (`weir.broker.handlers.sasl`), if any.
+        self.sasl: object | None = None
 
     def on_close(self, callback: Callable[[], None]) -> None:
         if self.closed:
@@ -48,6 +55,8 @@ class RequestContext:
     client_host: str = ""
     # The connection it came on; None when not a socket (tests, callers outside the server).
     connection: ClientConnection | None = None
+    # The session's authorization; None when no authorizer is enabled (all allowed).
+    authorization: RequestAuthorization | None = None
 
     @property
     def api_version(self) -> int:

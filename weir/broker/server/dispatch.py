@@ -7,7 +7,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
+from weir.broker.authorization.gate import Gate
+from weir.broker.authorization.rules import RULES
 from weir.broker.broker import Broker
 from weir.broker.handlers.api_versions import supported_api_versions
 from weir.broker.handlers.apis import HANDLERS
@@ -18,8 +21,10 @@ from weir.broker.handlers.context import (
     EncodedResponse,
     RequestContext,
 )
+from weir.broker.handlers.request_authorization import RequestAuthorization
 from weir.broker.metrics import Metrics
 from weir.format.errors import ErrorCode
+from weir.security.acl import Authorizer
 from weir.wire.messages.api_versions import ApiVersionsResponse
 from weir.wire.protocol import (
     ApiKey,
@@ -113,18 +118,54 @@ async def _handle(
     except DecodeError as exc:
         log.debug("closing connection: malformed %s request: %s", _api_name(header.api_key), exc)
         return CLOSE
+    context = RequestContext(header, broker, client_host, connection)
+    complete = None
+    if broker.authorizer is not None:
+        gate = _authorize(broker.authorizer, context, request)
+        if gate is None:
+            return CLOSE
+        if gate.request is None:
+            return _encode(header, gate.answer)
+        request, complete = gate.request, gate.complete
     try:
-        answer = handler(RequestContext(header, broker, client_host, connection), request)
+        answer = handler(context, request)
     except Exception:
         log.exception("handler for %s failed", _api_name(header.api_key))
         return CLOSE
     if isinstance(answer, Deferred):
-        return RequestOutcome(None, pending=lambda: _finish(broker, header, answer))
+        deferred: Deferred[Any] = answer
+        return RequestOutcome(None, pending=lambda: _finish(broker, header, deferred, complete))
+    if complete is not None and answer is not None and not isinstance(answer, EncodedResponse):
+        answer = complete(answer)
     return _encode(header, answer)
 
 
+def _authorize(
+    authorizer: Authorizer, context: RequestContext, request: object
+) -> Gate[object, object] | None:
+    """The API's rule applied to the request for the connection's session; None when
+    the request cannot be served at all (no session, or an API without a rule: the
+    connection is closed, the safe answer to what was never declared)."""
+    connection = context.connection
+    session = connection.session if connection is not None else None
+    rule = RULES.get(context.header.api_key)
+    if session is None or rule is None:
+        log.warning(
+            "closing connection: %s with no %s",
+            _api_name(context.header.api_key),
+            "session" if session is None else "authorization rule",
+        )
+        return None
+    authorization = RequestAuthorization(authorizer, session, _api_name(context.header.api_key))
+    context.authorization = authorization
+    return rule(authorization, context, request)
+
+
 async def _finish(
-    broker: Broker, header: RequestHeader, deferred: Deferred[object]
+    broker: Broker,
+    header: RequestHeader,
+    deferred: Deferred[object],
+    complete: Callable[[Any], Any] | None = None,
 ) -> RequestOutcome:
     try:
         body = await deferred.finish()
@@ -132,6 +173,8 @@ async def _finish(
         log.exception("handler for %s failed", _api_name(header.api_key))
         broker.metrics.request_errors_total[_api_name(header.api_key)] += 1
         return CLOSE
+    if complete is not None and body is not None and not isinstance(body, EncodedResponse):
+        body = complete(body)
     return _encode(header, body)
 
 

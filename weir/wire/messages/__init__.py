@@ -17,6 +17,7 @@ from weir.wire.messages import (
     partitions,
     produce,
     records,
+    security,
     topics,
     transactions,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "partitions",
     "produce",
     "records",
+    "security",
     "topics",
     "transactions",
 ]
