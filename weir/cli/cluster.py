@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from weir.cli.client_security import PLAINTEXT, ClientSecurity
 from weir.cli.errors import BrokerConnectionError, kafka_error
 from weir.cli.kafka_client import Address, KafkaClient
 from weir.format.errors import ErrorCode
@@ -118,13 +119,20 @@ class Cluster:
     cluster is still reachable when the broker it was first reached through is gone.
     """
 
-    def __init__(self, bootstrap: Address | Sequence[Address], *, request_timeout_ms: int) -> None:
+    def __init__(
+        self,
+        bootstrap: Address | Sequence[Address],
+        *,
+        request_timeout_ms: int,
+        security: ClientSecurity = PLAINTEXT,
+    ) -> None:
         self.bootstrap_addresses = (
             [bootstrap] if isinstance(bootstrap, Address) else list(bootstrap)
         )
         if not self.bootstrap_addresses:
             raise ValueError("at least one bootstrap address is needed")
         self.request_timeout_ms = request_timeout_ms
+        self.security = security
         self._bootstrap: KafkaClient | None = None
         self._nodes: dict[int, Address] = {}
         self._clients: dict[int, KafkaClient] = {}
@@ -158,7 +166,7 @@ class Cluster:
         for address in self._candidate_addresses():
             try:
                 self._bootstrap = KafkaClient.connect(
-                    address, request_timeout_ms=self.request_timeout_ms
+                    address, request_timeout_ms=self.request_timeout_ms, security=self.security
                 )
                 return self._bootstrap
             except BrokerConnectionError as exc:
@@ -196,7 +204,9 @@ class Cluster:
         bootstrap = self._bootstrap
         if bootstrap is not None and bootstrap.is_open and bootstrap.address == address:
             return bootstrap
-        client = KafkaClient.connect(address, request_timeout_ms=self.request_timeout_ms)
+        client = KafkaClient.connect(
+            address, request_timeout_ms=self.request_timeout_ms, security=self.security
+        )
         self._clients[node_id] = client
         return client
 

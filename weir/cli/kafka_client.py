@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from weir.cli.client_security import PLAINTEXT, ClientSecurity, authenticate, ssl_context
 from weir.cli.errors import BrokerConnectionError, BrokerProtocolError
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import (
@@ -79,6 +81,8 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.WRITE_TXN_MARKERS: (1, 2),  # Kafka 4 refuses v0
+    ApiKey.SASL_HANDSHAKE: (1, 1),  # v1: the tokens then travel in SaslAuthenticate
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
 }
 
 
@@ -136,6 +140,23 @@ def api_name(api_key: int) -> str:
         return f"api {api_key}"
 
 
+def _tls_wrap(sock: socket.socket, address: Address, security: ClientSecurity) -> socket.socket:
+    """The TLS handshake over a connected socket; BrokerConnectionError if it fails."""
+    context = ssl_context(security)
+    try:
+        return context.wrap_socket(sock, server_hostname=address.host)
+    except ssl.SSLCertVerificationError as exc:
+        sock.close()
+        raise BrokerConnectionError(
+            f"TLS to broker at {address}: its certificate is not trusted ({exc.verify_message})"
+        ) from None
+    except (ssl.SSLError, OSError) as exc:
+        sock.close()
+        raise BrokerConnectionError(
+            f"TLS handshake with broker at {address} failed: {exc} (is it a TLS port?)"
+        ) from None
+
+
 class KafkaClient:
     """One blocking connection to one broker. Use `KafkaClient.connect(...)`."""
 
@@ -147,10 +168,18 @@ class KafkaClient:
         self.broker_versions: dict[int, tuple[int, int]] = {}
 
     @classmethod
-    def connect(cls, address: Address, *, request_timeout_ms: int) -> KafkaClient:
-        """Open the socket and negotiate versions.
+    def connect(
+        cls,
+        address: Address,
+        *,
+        request_timeout_ms: int,
+        security: ClientSecurity = PLAINTEXT,
+    ) -> KafkaClient:
+        """Open the socket (over TLS if `security` says so), negotiate versions, and
+        authenticate (SASL) if `security` says so.
 
-        Raises BrokerConnectionError or BrokerProtocolError with a one-line message."""
+        Raises BrokerConnectionError, BrokerProtocolError or AuthenticationError with a
+        one-line message."""
         try:
             sock = socket.create_connection(
                 (address.host, address.port), timeout=request_timeout_ms / 1000
@@ -170,6 +199,8 @@ class KafkaClient:
                 f"cannot connect to broker at {address}: {exc.strerror or exc}"
             ) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if security.uses_tls:
+            sock = _tls_wrap(sock, address, security)
         client = cls(address, sock, min(request_timeout_ms, HANDSHAKE_TIMEOUT_MS))
         try:
             client._negotiate_versions()
@@ -180,6 +211,12 @@ class KafkaClient:
             client.close()
             raise
         client.request_timeout_ms = request_timeout_ms
+        if security.uses_sasl:
+            try:
+                authenticate(client.request, security, str(address))
+            except BaseException:
+                client.close()
+                raise
         return client
 
     def __enter__(self) -> KafkaClient:
