@@ -12,7 +12,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.etcd_harness import EtcdCluster
-from compat_tests.harness import SETTINGS_FILE_NAME, WeirProcess
+from compat_tests.harness import SETTINGS_FILE_NAME, WeirProcess, free_ports
 
 # Short timeouts so that failover tests take seconds (the defaults are Kafka's).
 TEST_CLUSTER_SETTINGS = """\
@@ -32,12 +32,15 @@ class WeirCluster:
         settings: str = TEST_CLUSTER_SETTINGS,
         broker_env: Callable[[int], dict[str, str]] | None = None,
         data_dir_of: Callable[[int], Path | None] | None = None,
+        settings_for: Callable[[int, int], str] | None = None,
     ) -> None:
         """`placement(node_id)`: (the address a broker listens on, a command prefix
         such as `ip netns exec NS`); default loopback, no prefix. `settings`: every
         broker's settings file (TOML). `broker_env(node_id)`: environment variables
         added to that broker's (LD_PRELOAD...); `data_dir_of(node_id)`: a data dir
-        elsewhere (a filesystem of its own), None for the usual."""
+        elsewhere (a filesystem of its own), None for the usual. `settings_for(node_id,
+        kafka_port)`: a settings file of each broker's own instead of `settings` (its
+        listeners name its ports)."""
         self.base = base
         self.etcd = etcd
         self.brokers: dict[int, WeirProcess] = {}
@@ -49,7 +52,12 @@ class WeirCluster:
             broker_dir = base / f"broker-{node_id}"
             broker_dir.mkdir(parents=True, exist_ok=True)
             settings_file = broker_dir / SETTINGS_FILE_NAME
-            settings_file.write_text(settings)
+            if settings_for is not None:
+                kafka_port, http_port = free_ports(2)
+                ports = {"kafka_port": kafka_port, "http_port": http_port}
+                settings_file.write_text(settings_for(node_id, kafka_port))
+            else:
+                settings_file.write_text(settings)
             data_dir = data_dir_of(node_id) if data_dir_of else None
             self.brokers[node_id] = WeirProcess(
                 data_dir or broker_dir / "data",

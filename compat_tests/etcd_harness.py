@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -30,6 +31,23 @@ def etcd_executable() -> str:
     return path
 
 
+@dataclass(frozen=True)
+class EtcdTlsFiles:
+    """etcd's client port over TLS with client certificates: its certificate and key,
+    the CA both sides trust, and a client certificate and key (the test's own)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+    client_cert: Path
+    client_key: Path
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.ca))
+        context.load_cert_chain(str(self.client_cert), str(self.client_key))
+        return context
+
+
 @dataclass
 class EtcdMember:
     name: str
@@ -41,8 +59,18 @@ class EtcdMember:
     process: subprocess.Popen[bytes] | None = None
     starts: int = field(default=0)
     command_prefix: tuple[str, ...] = ()
+    tls: EtcdTlsFiles | None = None
 
     def command(self) -> list[str]:
+        tls_flags: list[str] = []
+        if self.tls is not None:
+            tls_flags = [
+                "--cert-file", str(self.tls.cert), "--key-file", str(self.tls.key),
+                "--client-cert-auth", "--trusted-ca-file", str(self.tls.ca),
+            ]  # fmt: skip
+        return [*self._base_command(), *tls_flags]
+
+    def _base_command(self) -> list[str]:
         return [
             *self.command_prefix,
             etcd_executable(),
@@ -101,14 +129,19 @@ class EtcdMember:
         request = urllib.request.Request(
             self.client_url + "/v3/maintenance/status", data=b"{}", method="POST"
         )
-        with urllib.request.urlopen(request, timeout=2) as response:
+        with urllib.request.urlopen(request, timeout=2, context=self._context()) as response:
             document = json.loads(response.read())
         assert isinstance(document, dict)
         return document
 
+    def _context(self) -> ssl.SSLContext | None:
+        return None if self.tls is None else self.tls.client_context()
+
     def healthy(self) -> bool:
         try:
-            with urllib.request.urlopen(self.client_url + "/health", timeout=2) as response:
+            with urllib.request.urlopen(
+                self.client_url + "/health", timeout=2, context=self._context()
+            ) as response:
                 return bool(json.loads(response.read()).get("health") == "true")
         except (OSError, ValueError):
             return False
@@ -125,6 +158,7 @@ class EtcdCluster:
         members_count: int = 1,
         host: str = "127.0.0.1",
         placement: Callable[[int], tuple[str, tuple[str, ...]]] | None = None,
+        tls: EtcdTlsFiles | None = None,
     ) -> EtcdCluster:
         """`host`: the address the members listen on (the ports are free on loopback).
         `placement(index)`: (member index's own address, its command prefix such as
@@ -147,12 +181,13 @@ class EtcdCluster:
         members = [
             EtcdMember(
                 name=names[i],
-                client_url=f"http://{hosts[i]}:{ports[2 * i]}",
+                client_url=f"{'https' if tls else 'http'}://{hosts[i]}:{ports[2 * i]}",
                 peer_url=peer_urls[i],
                 data_dir=base_dir / names[i],
                 initial_cluster=initial,
                 log_path=base_dir / f"{names[i]}.log",
                 command_prefix=prefixes[i],
+                tls=tls,
             )
             for i in range(members_count)
         ]

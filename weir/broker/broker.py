@@ -21,7 +21,7 @@ from weir.broker.partition_replica import PartitionReplica
 from weir.broker.roles import (
     ClusterRole,
     InternalStateOwner,
-    OAuthBearerServers,
+    OAuthBearerKeysRole,
     OffsetsTopicPlanner,
 )
 from weir.broker.topic_changes import TopicChanges
@@ -161,7 +161,7 @@ class Broker:
         self.authorizer: Authorizer | None = None
         self.controller.acl_listeners.append(self._follow_acls)
         # OAUTHBEARER's token validator when that mechanism is enabled (the app).
-        self.oauthbearer: OAuthBearerServers | None = None
+        self.oauthbearer: OAuthBearerKeysRole | None = None
         self.ready = False
         self._closing = False
         self.loop_lag = EventLoopLag()

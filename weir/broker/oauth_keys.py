@@ -16,8 +16,7 @@ import trio
 from weir.broker.config_errors import ConfigError
 from weir.broker.security_config import SecurityConfig
 from weir.security.jwt_validation import JwkSet, JwksFormatError, ValidatedToken, validate_jwt
-from weir.security.oauthbearer import OAuthBearerServer, OAuthBearerSettings
-from weir.security.sasl import SaslServer
+from weir.security.oauthbearer import OAuthBearerSettings
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +53,6 @@ class OAuthBearerKeys:
                 f"{settings.jwks_endpoint_url}: {exc}"
             ) from None
         return cls(settings, keys)
-
-    def new_server(self) -> SaslServer:
-        return OAuthBearerServer(self.settings, self.keys)
 
     def validate(self, token: str, now_ms: int) -> ValidatedToken:
         """An HTTP `Authorization: Bearer` token, checked as OAUTHBEARER checks one;

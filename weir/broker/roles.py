@@ -13,8 +13,8 @@ from weir.controller.controller import MetadataChange
 from weir.controller.metadata import TopicRecord
 from weir.controller.partition_state import BrokerInfo, PartitionState
 from weir.format.errors import ErrorCode
-from weir.security.jwt_validation import ValidatedToken
-from weir.security.sasl import SaslServer
+from weir.security.jwt_validation import JwkSet, ValidatedToken
+from weir.security.oauthbearer import OAuthBearerSettings
 
 
 class ConnectionEnd(Protocol):
@@ -105,10 +105,11 @@ def live_broker(cluster: ClusterRole, node_id: int) -> BrokerInfo | None:
     return next((b for b in cluster.live_brokers() if b.node_id == node_id), None)
 
 
-class OAuthBearerServers(Protocol):
-    """OAUTHBEARER over the current keys (the JWKS, refreshed by the broker): the
-    server side of one exchange, and the check of an HTTP bearer token."""
+class OAuthBearerKeysRole(Protocol):
+    """OAUTHBEARER's settings and current keys (the JWKS, refreshed by the broker),
+    and the check of an HTTP bearer token."""
 
-    def new_server(self) -> SaslServer: ...
+    settings: OAuthBearerSettings
+    keys: JwkSet
 
     def validate(self, token: str, now_ms: int) -> ValidatedToken: ...

@@ -7,12 +7,19 @@ against `frame_bytes_max` before it is read, and every wait is bounded.
 
 from __future__ import annotations
 
+import ssl
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 import trio
 
+from weir.broker.config import BrokerConfig
+from weir.format.errors import ErrorCode
 from weir.format.primitives import DecodeError
+from weir.security.sasl_client import SaslClientError, client_exchange
+from weir.wire.api_keys import ApiKey
+from weir.wire.messages.security import SaslAuthenticateRequest, SaslHandshakeRequest
 from weir.wire.protocol import decode_response, encode_request
 
 _INT32 = struct.Struct(">i")
@@ -24,8 +31,41 @@ class PeerError(Exception):
     """The peer is unreachable, closed the connection, or answered nonsense."""
 
 
+@dataclass(frozen=True)
+class PeerSecurity:
+    """How this broker connects to the others' inter-broker listener: TLS (trusting
+    `ssl_cafile`, checking the peer's name, presenting this broker's own certificate
+    when client certificates are asked for) and SASL with the inter-broker user."""
+
+    tls: ssl.SSLContext | None
+    sasl_mechanism: str | None
+    username: str = ""
+    password: str = ""
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> PeerSecurity | None:
+        """None when the inter-broker listener is PLAINTEXT."""
+        security = config.security
+        listeners = config.kafka_listeners
+        name = security.inter_broker_listener_name
+        listener = next((item for item in listeners if item.name == name), listeners[0])
+        protocol = listener.protocol
+        if not (protocol.uses_tls or protocol.uses_sasl):
+            return None
+        tls = None
+        if protocol.uses_tls:
+            tls = ssl.create_default_context(cafile=security.ssl_cafile or None)
+            tls.minimum_version = ssl.TLSVersion.TLSv1_2
+            if security.ssl_client_auth != "none":
+                tls.load_cert_chain(security.ssl_certfile, security.ssl_keyfile)
+        mechanism = security.inter_broker_sasl_mechanism if protocol.uses_sasl else None
+        return cls(
+            tls, mechanism, security.inter_broker_sasl_username, security.inter_broker_sasl_password
+        )
+
+
 class PeerConnection:
-    def __init__(self, stream: trio.SocketStream, client_id: str, *, frame_bytes_max: int) -> None:
+    def __init__(self, stream: trio.abc.Stream, client_id: str, *, frame_bytes_max: int) -> None:
         self._stream = stream
         self._client_id = client_id
         self._frame_bytes_max = frame_bytes_max
@@ -34,14 +74,52 @@ class PeerConnection:
 
     @classmethod
     async def open(
-        cls, host: str, port: int, client_id: str, *, frame_bytes_max: int, timeout_s: float
+        cls,
+        host: str,
+        port: int,
+        client_id: str,
+        *,
+        frame_bytes_max: int,
+        timeout_s: float,
+        security: PeerSecurity | None = None,
     ) -> PeerConnection:
+        stream: trio.abc.Stream
         try:
             with trio.fail_after(timeout_s):
                 stream = await trio.open_tcp_stream(host, port)
-        except (OSError, trio.TooSlowError) as exc:
-            raise PeerError(f"cannot connect to {host}:{port}: {exc}") from exc
-        return cls(stream, client_id, frame_bytes_max=frame_bytes_max)
+                if security is not None and security.tls is not None:
+                    stream = trio.SSLStream(stream, security.tls, server_hostname=host)
+                    await stream.do_handshake()
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+            raise PeerError(f"cannot connect to {host}:{port}: {exc!r}") from exc
+        connection = cls(stream, client_id, frame_bytes_max=frame_bytes_max)
+        if security is not None and security.sasl_mechanism is not None:
+            try:
+                await connection._authenticate(security, security.sasl_mechanism, timeout_s)
+            except PeerError:
+                await connection.aclose()
+                raise
+        return connection
+
+    async def _authenticate(self, security: PeerSecurity, mechanism: str, timeout_s: float) -> None:
+        """SaslHandshake v1, then SaslAuthenticate v2 rounds of the mechanism."""
+        handshake = await self.request(
+            ApiKey.SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism), timeout_s
+        )
+        if handshake.error_code != ErrorCode.NONE:
+            raise PeerError(f"SaslHandshake for {mechanism} refused: error {handshake.error_code}")
+        try:
+            exchange = client_exchange(mechanism, security.username, security.password)
+            token: bytes | None = exchange.first()
+            while token is not None:
+                response = await self.request(
+                    ApiKey.SASL_AUTHENTICATE, 2, SaslAuthenticateRequest(token), timeout_s
+                )
+                if response.error_code != ErrorCode.NONE:
+                    raise PeerError(f"{mechanism} login refused: {response.error_message}")
+                token = exchange.next(bytes(response.auth_bytes))
+        except SaslClientError as exc:
+            raise PeerError(f"{mechanism} login: {exc}") from exc
 
     async def request(self, api_key: int, api_version: int, body: object, timeout_s: float) -> Any:
         """Send one request and return its decoded response body."""
@@ -93,8 +171,16 @@ class PeerPool:
     verification): opened on first use, one request at a time per peer, dropped
     on any failure (the next request opens a new one)."""
 
-    def __init__(self, client_id: str, *, frame_bytes_max: int, timeout_s: float) -> None:
+    def __init__(
+        self,
+        client_id: str,
+        *,
+        frame_bytes_max: int,
+        timeout_s: float,
+        security: PeerSecurity | None = None,
+    ) -> None:
         self._client_id = client_id
+        self._security = security
         self._frame_bytes_max = frame_bytes_max
         self._timeout_s = timeout_s
         self._connections: dict[int, PeerConnection] = {}
@@ -112,6 +198,7 @@ class PeerPool:
                     self._client_id,
                     frame_bytes_max=self._frame_bytes_max,
                     timeout_s=self._timeout_s,
+                    security=self._security,
                 )
                 self._connections[node_id] = connection
             try:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 
 import trio
 
-from weir.broker.cluster.peer_client import PeerConnection, PeerError
+from weir.broker.cluster.peer_client import PeerConnection, PeerError, PeerSecurity
 from weir.broker.partition_replica import PartitionReplica
 from weir.controller.partition_state import NO_LEADER, PartitionState
 from weir.format.errors import ErrorCode
@@ -282,8 +282,10 @@ class ReplicaFetcher:
         *,
         frame_bytes_max: int,
         now_ms: Callable[[], int],
+        security: PeerSecurity | None = None,
     ) -> None:
         self.node_id = node_id
+        self._security = security
         self.leader_id = leader_id
         self._address = address
         self._client_id = client_id
@@ -324,6 +326,7 @@ class ReplicaFetcher:
                         self._client_id,
                         frame_bytes_max=self._frame_bytes_max,
                         timeout_s=REPLICA_REQUEST_TIMEOUT_S,
+                        security=self._security,
                     )
                 except PeerError as exc:
                     log.debug("replica fetcher for leader %d: %s", self.leader_id, exc)

@@ -26,8 +26,13 @@ from weir.broker.security_config import SecurityProtocol
 from weir.format.errors import ErrorCode
 from weir.security.principal import user
 from weir.security.sasl import SaslAuthenticationError, SaslServer
+from weir.security.sasl_mechanisms import (
+    SaslSources,
+    UnsupportedSaslMechanismError,
+    build_sasl_server,
+)
 from weir.security.sasl_plain import PlainPasswordCheck, PlainServer, plain_check_from_scram
-from weir.security.scram import ScramCredential, ScramMechanism, ScramServer
+from weir.security.scram import ScramMechanism
 from weir.wire.messages.security import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -76,35 +81,28 @@ def handle_sasl_handshake(
     if isinstance(previous, ConnectionSasl) and not (reauthenticating and previous.server.complete):
         # One handshake per exchange: a second one before the first exchange succeeded.
         return SaslHandshakeResponse(ErrorCode.ILLEGAL_SASL_STATE, enabled)
-    if request.mechanism not in enabled:
+    try:
+        server = build_sasl_server(request.mechanism, tuple(enabled), _sources(broker))
+    except UnsupportedSaslMechanismError:
         return SaslHandshakeResponse(ErrorCode.UNSUPPORTED_SASL_MECHANISM, enabled)
     if isinstance(previous, ConnectionSasl) and previous.mechanism != request.mechanism:
         # KIP-368: re-authentication keeps the mechanism.
         return SaslHandshakeResponse(ErrorCode.ILLEGAL_SASL_STATE, enabled)
-    connection.sasl = ConnectionSasl(
-        request.mechanism, build_sasl_server(broker, request.mechanism), reauthenticating
-    )
+    connection.sasl = ConnectionSasl(request.mechanism, server, reauthenticating)
     return SaslHandshakeResponse(ErrorCode.NONE, enabled)
 
 
-def build_sasl_server(broker: Broker, mechanism: str) -> SaslServer:
-    """The server side of one exchange of `mechanism` (one of the enabled ones)."""
-    if mechanism == "PLAIN":
-        return PlainServer(password_check(broker))
-    if mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-        scram = (
-            ScramMechanism.SCRAM_SHA_256
-            if mechanism == "SCRAM-SHA-256"
-            else ScramMechanism.SCRAM_SHA_512
-        )
-
-        def lookup(username: str) -> ScramCredential | None:
-            return broker.controller.scram_credential(username, scram)
-
-        return ScramServer(scram, lookup, _UNKNOWN_USER_SECRET)
-    if mechanism == "OAUTHBEARER" and broker.oauthbearer is not None:
-        return broker.oauthbearer.new_server()
-    raise AssertionError(f"no SASL mechanism {mechanism}")
+def _sources(broker: Broker) -> SaslSources:
+    """Where the mechanisms find credentials: the stored SCRAM credentials (PLAIN
+    checks passwords against them too), and OAUTHBEARER's current keys."""
+    keys = broker.oauthbearer
+    return SaslSources(
+        unknown_user_secret=_UNKNOWN_USER_SECRET,
+        plain_check=password_check(broker),
+        scram_credentials=lambda scram, name: broker.controller.scram_credential(name, scram),
+        oauthbearer=None if keys is None else keys.settings,
+        jwks=None if keys is None else (lambda: keys.keys),
+    )
 
 
 def password_check(broker: Broker) -> PlainPasswordCheck:
