@@ -26,6 +26,7 @@ import weir.broker.handlers.partition_admin as partition_admin
 import weir.broker.handlers.produce as produce
 import weir.broker.handlers.producer_ids as producer_ids
 import weir.broker.handlers.sasl as sasl
+import weir.broker.handlers.security_admin as security_admin
 import weir.broker.handlers.transactions as transactions
 from weir.broker.handlers.context import Handler
 from weir.wire.protocol import SUPPORTED_VERSIONS, ApiKey
@@ -75,6 +76,13 @@ HANDLERS: dict[int, Handler[Any, Any]] = {
     ApiKey.ELECT_LEADERS: partition_admin.handle_elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_admin.handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,
+    ApiKey.CREATE_ACLS: security_admin.handle_create_acls,
+    ApiKey.DESCRIBE_ACLS: security_admin.handle_describe_acls,
+    ApiKey.DELETE_ACLS: security_admin.handle_delete_acls,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: security_admin.handle_describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: security_admin.handle_alter_user_scram_credentials,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: security_admin.handle_describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: security_admin.handle_alter_client_quotas,
 }
 
 
