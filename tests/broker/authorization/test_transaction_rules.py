@@ -160,10 +160,10 @@ async def test_txn_offset_commit_checks_the_id_then_the_group_then_each_topic(
         ],
     )
     producer = await open_transaction(broker)
+    partitions = [{"partition_index": 0, "committed_offset": 3}]
     body = {
         "transactional_id": "tx", "group_id": "g", "producer_id": producer[0],
-        "producer_epoch": producer[1],
-        "topics": [{"name": "orders", "partitions": [{"partition_index": 0, "committed_offset": 3}]}],
+        "producer_epoch": producer[1], "topics": [{"name": "orders", "partitions": partitions}],
     }  # fmt: skip
     for who, error in (("bob", TXN_AF), ("alice", GAF), ("carol", TAF)):
         response = await send(broker, who, ApiKey.TXN_OFFSET_COMMIT, 3, body)
