@@ -1,33 +1,29 @@
 """KIP-430 authorized operations: the bit fields Metadata, DescribeCluster,
 DescribeGroups and ConsumerGroupDescribe report when a client asks for them.
 
-Weir has no authorizer, so, as Kafka without one, every client may do every
-operation valid for the resource type: the answer is that type's full set of
-ACL operations (Kafka's `AclEntry.supportedOperations`), bit `code` set for
+With an authorizer (`RequestContext.authorization` set) a resource's field is the
+operations valid for its type that the session's ACLs allow (Kafka's
+`AuthHelper.authorizedOperations`); the cluster's is 0 for a session that may not
+DESCRIBE the cluster. Without one, as Kafka without one, every client may do
+every operation valid for the resource type: the answer is that type's full set
+of ACL operations (Kafka's `AclEntry.supportedOperations`), bit `code` set for
 each operation's code. A client that did not ask gets `OPERATIONS_NOT_REQUESTED`
 (Int32 min, "not provided")."""
 
 from __future__ import annotations
 
-import enum
+from weir.broker.handlers.request_authorization import (
+    OPERATIONS_NOT_REQUESTED,
+    RequestAuthorization,
+)
+from weir.security.acl import CLUSTER, AclOperation, Resource, ResourceType
 
-
-class AclOperation(enum.IntEnum):
-    """Kafka's ACL operation codes (`org.apache.kafka.common.acl.AclOperation`)."""
-
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-
-
-OPERATIONS_NOT_REQUESTED = -(2**31)
+__all__ = [
+    "OPERATIONS_NOT_REQUESTED",
+    "cluster_operations",
+    "group_operations",
+    "topic_operations",
+]
 
 
 def _bits(*operations: AclOperation) -> int:
@@ -49,13 +45,31 @@ CLUSTER_OPERATIONS = _bits(
 )  # fmt: skip
 
 
-def topic_operations(requested: bool) -> int:
-    return TOPIC_OPERATIONS if requested else OPERATIONS_NOT_REQUESTED
+def topic_operations(
+    requested: bool, name: str | None = None, authorization: RequestAuthorization | None = None
+) -> int:
+    if not requested:
+        return OPERATIONS_NOT_REQUESTED
+    if authorization is None:
+        return TOPIC_OPERATIONS
+    return authorization.operations_field(Resource(ResourceType.TOPIC, name or ""))
 
 
-def group_operations(requested: bool) -> int:
-    return GROUP_OPERATIONS if requested else OPERATIONS_NOT_REQUESTED
+def group_operations(
+    requested: bool, group_id: str = "", authorization: RequestAuthorization | None = None
+) -> int:
+    if not requested:
+        return OPERATIONS_NOT_REQUESTED
+    if authorization is None:
+        return GROUP_OPERATIONS
+    return authorization.operations_field(Resource(ResourceType.GROUP, group_id))
 
 
-def cluster_operations(requested: bool) -> int:
-    return CLUSTER_OPERATIONS if requested else OPERATIONS_NOT_REQUESTED
+def cluster_operations(requested: bool, authorization: RequestAuthorization | None = None) -> int:
+    if not requested:
+        return OPERATIONS_NOT_REQUESTED
+    if authorization is None:
+        return CLUSTER_OPERATIONS
+    if not authorization.allows(AclOperation.DESCRIBE, CLUSTER):
+        return 0
+    return authorization.operations_field(CLUSTER)

@@ -91,5 +91,5 @@ def handle_consumer_group_describe(
         strict_value(ConsumerGroupDescribeResponseGroup, group)
         for group in service.consumer_groups.describe(request.group_ids, service.topic_name)
     ]
-    set_group_operations(described, request.include_authorized_operations)
+    set_group_operations(described, request.include_authorized_operations, ctx.authorization)
     return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=described)

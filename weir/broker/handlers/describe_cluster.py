@@ -4,8 +4,9 @@ A single Weir node is the whole cluster and its own controller. KIP-919's
 endpoint type (v1): brokers (1) are described; asking a broker listener for the
 controllers (2) is MISMATCHED_ENDPOINT_TYPE, any other type
 UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0, which cannot name one).
-KIP-430: asked for, the cluster's authorized operations are every cluster
-operation (no authorizer, weir/broker/handlers/acl_operations.py); otherwise "not provided".
+KIP-430: asked for, the cluster's authorized operations (every cluster operation
+without an authorizer, else the session's: weir/broker/handlers/acl_operations.py);
+otherwise "not provided".
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def handle_describe_cluster(
         controller_id=controller_id,
         brokers=brokers,
         cluster_authorized_operations=cluster_operations(
-            request.include_cluster_authorized_operations
+            request.include_cluster_authorized_operations, ctx.authorization
         ),
     )
 

@@ -81,7 +81,11 @@ def handle_describe_groups(
         else:
             classic = service.classic.describe_group(group_id).response()
             described.append(strict_value(DescribeGroupsResponseGroup, classic))
-    set_group_operations(described, ctx.api_version >= 3 and request.include_authorized_operations)
+    set_group_operations(
+        described,
+        ctx.api_version >= 3 and request.include_authorized_operations,
+        ctx.authorization,
+    )
     return DescribeGroupsResponse(throttle_time_ms=0, groups=described)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from weir.broker.coordinators.group_service import GroupService
 from weir.broker.handlers.acl_operations import group_operations
 from weir.broker.handlers.context import RequestContext
+from weir.broker.handlers.request_authorization import RequestAuthorization
 from weir.format.errors import ErrorCode
 from weir.wire.messages.consumer_groups import ConsumerGroupDescribeResponseGroup
 from weir.wire.messages.groups import DescribeGroupsResponseGroup
@@ -31,9 +32,11 @@ def group_service(ctx: RequestContext) -> GroupService:
 def set_group_operations(
     described: Sequence[DescribeGroupsResponseGroup | ConsumerGroupDescribeResponseGroup],
     requested: bool,
+    authorization: RequestAuthorization | None = None,
 ) -> None:
-    """KIP-430: the groups described without error carry every group operation
-    when the client asked (no authorizer), as Kafka's KafkaApis sets them."""
+    """KIP-430: the groups described without error carry their operations when
+    the client asked (every group operation without an authorizer, else the
+    session's), as Kafka's KafkaApis sets them."""
     for group in described:
         if group.error_code == ErrorCode.NONE:
-            group.authorized_operations = group_operations(requested)
+            group.authorized_operations = group_operations(requested, group.group_id, authorization)

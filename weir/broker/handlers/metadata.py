@@ -7,6 +7,7 @@ an existing one is reported internal by its name, as Kafka does."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from functools import partial
 
 from weir.broker.broker import Broker
@@ -16,11 +17,13 @@ from weir.broker.handlers.acl_operations import (
     topic_operations,
 )
 from weir.broker.handlers.context import Deferred, ItemAnswer, RequestContext, answer_in_order
+from weir.broker.handlers.request_authorization import RequestAuthorization
 from weir.broker.roles import ClusterRole
 from weir.controller.controller import ControllerError, is_internal_topic, validate_topic_name
 from weir.controller.metadata import TopicRecord
 from weir.controller.partition_state import NO_LEADER
 from weir.format.errors import ErrorCode
+from weir.security.acl import CLUSTER, AclOperation
 from weir.wire.messages.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
@@ -41,23 +44,39 @@ def handle_metadata(
     allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
     requested = request.topics
     topics: list[ItemAnswer[MetadataResponseTopic]]
-    # KIP-430: v8+ (the cluster's only up to v10: v11 dropped the field).
-    topic_ops = topic_operations(version >= 8 and request.include_topic_authorized_operations)
+    # KIP-430: v8+ (the cluster's only up to v10: v11 dropped the field). With an
+    # authorizer, each answered topic's from the ACLs (`_response`).
+    authorization = ctx.authorization
+    topic_ops_requested = version >= 8 and request.include_topic_authorized_operations
+    topic_ops = topic_operations(topic_ops_requested and authorization is None)
     cluster_ops = cluster_operations(
-        8 <= version <= 10 and request.include_cluster_authorized_operations
+        8 <= version <= 10 and request.include_cluster_authorized_operations, authorization
     )
     if requested is None or (version == 0 and len(requested) == 0):
         topics = [
             _describe_topic(broker, record, topic_ops) for record in broker.controller.topics()
         ]
     else:
-        topics = [_lookup_topic(broker, t, allow_auto_create, topic_ops) for t in requested]
-    return answer_in_order(topics, MetadataResponseTopic, partial(_response, broker, cluster_ops))
+        topics = [
+            _lookup_topic(broker, t, allow_auto_create, topic_ops, authorization) for t in requested
+        ]
+    topic_ops_of = None
+    if topic_ops_requested and authorization is not None:
+        topic_ops_of = partial(topic_operations, True, authorization=authorization)
+    return answer_in_order(
+        topics, MetadataResponseTopic, partial(_response, broker, cluster_ops, topic_ops_of)
+    )
 
 
 def _response(
-    broker: Broker, cluster_ops: int, topics: list[MetadataResponseTopic]
+    broker: Broker,
+    cluster_ops: int,
+    topic_ops_of: Callable[[str | None], int] | None,
+    topics: list[MetadataResponseTopic],
 ) -> MetadataResponse:
+    if topic_ops_of is not None:
+        for topic in topics:
+            topic.topic_authorized_operations = topic_ops_of(topic.name)
     advertised = broker.config.advertised
     brokers = [
         MetadataResponseBroker(
@@ -82,7 +101,11 @@ def _response(
 
 
 def _lookup_topic(
-    broker: Broker, requested: MetadataRequestTopic, allow_auto_create: bool, topic_ops: int
+    broker: Broker,
+    requested: MetadataRequestTopic,
+    allow_auto_create: bool,
+    topic_ops: int,
+    authorization: RequestAuthorization | None = None,
 ) -> ItemAnswer[MetadataResponseTopic]:
     name = requested.name
     topic_id = requested.topic_id  # the zero UUID before v10
@@ -97,13 +120,26 @@ def _lookup_topic(
     record = broker.controller.topic(name)
     if record is not None:
         return _describe_topic(broker, record, topic_ops)
+    auto_create = allow_auto_create and broker.config.auto_create_topics
+    if auto_create and authorization is not None and not _may_create(authorization, name):
+        refused = _topic_error(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        refused.is_internal = is_internal_topic(name)
+        return refused
     try:
         validate_topic_name(name)
     except ControllerError as exc:
         return _topic_error(name, ZERO_UUID, exc.error_code)
-    if allow_auto_create and not is_internal_topic(name) and broker.config.auto_create_topics:
+    if auto_create and not is_internal_topic(name):
         return partial(_auto_create, broker, name, topic_ops)
     return _topic_error(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+def _may_create(authorization: RequestAuthorization, name: str) -> bool:
+    """Kafka's rule for auto-creation: CREATE on the cluster (its denial is not
+    audited: the topic's is what decides), else CREATE on the topic."""
+    return authorization.allows(
+        AclOperation.CREATE, CLUSTER, audit_denial=False
+    ) or authorization.allows_topic(AclOperation.CREATE, name)
 
 
 async def _auto_create(broker: Broker, name: str, topic_ops: int) -> MetadataResponseTopic:

@@ -135,7 +135,7 @@ async def _handle(
     if isinstance(answer, Deferred):
         deferred: Deferred[Any] = answer
         return RequestOutcome(None, pending=lambda: _finish(broker, header, deferred, complete))
-    if complete is not None and answer is not None and not isinstance(answer, EncodedResponse):
+    if complete is not None and answer is not None:  # Produce's: an EncodedResponse
         answer = complete(answer)
     return _encode(header, answer)
 
@@ -173,7 +173,7 @@ async def _finish(
         log.exception("handler for %s failed", _api_name(header.api_key))
         broker.metrics.request_errors_total[_api_name(header.api_key)] += 1
         return CLOSE
-    if complete is not None and body is not None and not isinstance(body, EncodedResponse):
+    if complete is not None and body is not None:  # Produce's: an EncodedResponse
         body = complete(body)
     return _encode(header, body)
 
