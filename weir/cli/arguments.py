@@ -21,6 +21,7 @@ from weir.cli.record_format import (
     compile_format,
     input_tokens,
 )
+from weir.security.scram import DEFAULT_ITERATIONS
 
 BOOTSTRAP_DEFAULT = "127.0.0.1:9092"
 BOOTSTRAP_ENV = "WEIR_BOOTSTRAP"
@@ -175,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_topic_commands(commands, common)
     _add_group_commands(commands, common)
     _add_txn_commands(commands, common)
+    _add_acl_commands(commands, common)
+    _add_user_commands(commands, common)
     _add_cluster_commands(commands, common)
     _add_broker_commands(commands, common)
 
@@ -594,6 +597,148 @@ def _add_broker_commands(commands: Any, common: argparse.ArgumentParser) -> None
     )
     decommission.add_argument("node_id", type=non_negative_int, help="the broker's node id")
     decommission.add_argument("--dry-run", action="store_true", help="print the plan only")
+
+
+def _add_resource_options(parser: argparse.ArgumentParser, pattern_types: Sequence[str]) -> None:
+    parser.add_argument(
+        "--topic",
+        dest="topics",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a topic (or, with --resource-pattern-type prefixed, a prefix); "
+        "repeatable; * is every topic",
+    )
+    parser.add_argument(
+        "--group",
+        dest="groups",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a consumer group; repeatable",
+    )
+    parser.add_argument(
+        "--transactional-id",
+        dest="transactional_ids",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a transactional id; repeatable",
+    )
+    parser.add_argument("--cluster", action="store_true", help="the cluster resource")
+    parser.add_argument(
+        "--resource-pattern-type",
+        choices=pattern_types,
+        default=pattern_types[0],
+        type=str.lower,
+        help=f"how resource names match (default: {pattern_types[0]})",
+    )
+
+
+def _add_acl_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    acl = commands.add_parser("acl", help="create, list or delete ACLs (as kafka-acls.sh)")
+    actions = acl.add_subparsers(dest="acl_command", metavar="ACTION", required=True)
+    create = actions.add_parser(
+        "create", parents=[common], help="allow or deny principals operations on resources"
+    )
+    create.add_argument(
+        "--allow-principal",
+        dest="allow_principals",
+        action="append",
+        default=[],
+        metavar="PRINCIPAL",
+        help="User:NAME (User:* for everyone) to allow; repeatable",
+    )
+    create.add_argument(
+        "--deny-principal",
+        dest="deny_principals",
+        action="append",
+        default=[],
+        metavar="PRINCIPAL",
+        help="a principal to deny; repeatable",
+    )
+    create.add_argument(
+        "--host",
+        dest="hosts",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="the client address the ACL applies to (default: * for any)",
+    )
+    create.add_argument(
+        "--operation",
+        dest="operations",
+        action="append",
+        default=[],
+        metavar="OPERATION",
+        help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, "
+        "DescribeConfigs, AlterConfigs, IdempotentWrite, All; repeatable",
+    )
+    _add_resource_options(create, ("literal", "prefixed"))
+    for name, text in (
+        ("list", "the ACLs matching a filter (everything left out matches anything)"),
+        ("delete", "delete the ACLs matching a filter"),
+    ):
+        action = actions.add_parser(name, parents=[common], help=text)
+        action.add_argument(
+            "--principal",
+            dest="principals",
+            action="append",
+            default=[],
+            metavar="PRINCIPAL",
+            help="only of this principal; repeatable",
+        )
+        action.add_argument("--host", help="only for this host")
+        action.add_argument("--operation", help="only of this operation")
+        action.add_argument(
+            "--permission",
+            choices=("allow", "deny"),
+            type=str.lower,
+            help="only ALLOW or DENY ACLs",
+        )
+        _add_resource_options(action, ("any", "match", "literal", "prefixed"))
+
+
+def _add_user_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    user = commands.add_parser(
+        "user", help="create, list or delete SCRAM users (as kafka-configs.sh --entity-type users)"
+    )
+    actions = user.add_subparsers(dest="user_command", metavar="ACTION", required=True)
+    create = actions.add_parser(
+        "create", parents=[common], help="store a user's SCRAM credential (salted here)"
+    )
+    create.add_argument("name", help="the user name (the principal is User:NAME)")
+    create.add_argument("--password", required=True, help="the user's password")
+    create.add_argument(
+        "--mechanism",
+        dest="mechanisms",
+        action="append",
+        default=[],
+        choices=("SCRAM-SHA-256", "SCRAM-SHA-512"),
+        type=str.upper,
+        help="SCRAM-SHA-256 (default) or SCRAM-SHA-512; repeatable",
+    )
+    create.add_argument(
+        "--iterations",
+        type=positive_int,
+        default=DEFAULT_ITERATIONS,
+        help=f"PBKDF2 iterations, 4096-16384 (default {DEFAULT_ITERATIONS})",
+    )
+    listing = actions.add_parser(
+        "list", parents=[common], help="users with SCRAM credentials, mechanisms and iterations"
+    )
+    listing.add_argument("names", nargs="*", metavar="NAME", help="only these users")
+    delete = actions.add_parser("delete", parents=[common], help="delete a user's credentials")
+    delete.add_argument("name", help="the user name")
+    delete.add_argument(
+        "--mechanism",
+        dest="mechanisms",
+        action="append",
+        default=[],
+        choices=("SCRAM-SHA-256", "SCRAM-SHA-512"),
+        type=str.upper,
+        help="only this mechanism's credential (default: all); repeatable",
+    )
 
 
 def broker_list(text: str) -> list[int]:

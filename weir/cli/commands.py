@@ -8,7 +8,14 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
-from weir.cli import cluster_commands, group_commands, topic_commands, txn_commands
+from weir.cli import (
+    acl_commands,
+    cluster_commands,
+    group_commands,
+    topic_commands,
+    txn_commands,
+    user_commands,
+)
 from weir.cli.cluster import COORDINATOR_MOVING_ERRORS, Cluster
 from weir.cli.consume_command import ConsumeOptions, Consumer, printer
 from weir.cli.errors import KafkaCodeError
@@ -37,6 +44,10 @@ def run_command(args: argparse.Namespace, cluster: Cluster, stdin: BinaryIO, std
         return _run_group_command(args, cluster, stdout)
     if args.command == "txn":
         return _run_txn_command(args, cluster, stdout)
+    if args.command == "acl":
+        return _run_acl_command(args, cluster, stdout)
+    if args.command == "user":
+        return _run_user_command(args, cluster, stdout)
     if args.command == "cluster":
         return _run_cluster_command(args, cluster, stdout)
     if args.command == "broker":
@@ -230,6 +241,52 @@ def _run_cluster_command(args: argparse.Namespace, cluster: Cluster, stdout: Tex
         render = cluster_commands.render_reassignments
     else:
         raise AssertionError(f"unknown cluster action {action!r}")
+    stdout.write(render_json(document) if args.output_format == JSON else render(document))
+    return EXIT_OK
+
+
+def _run_acl_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:
+    selection = acl_commands.resource_selection(
+        args.topics, args.groups, args.transactional_ids, args.cluster, args.resource_pattern_type
+    )
+    document: dict[str, Any]
+    render: Callable[[dict[str, Any]], str]
+    if args.acl_command == "create":
+        document = acl_commands.create_acls(
+            cluster,
+            args.allow_principals,
+            args.deny_principals,
+            args.hosts,
+            args.operations,
+            selection,
+        )
+        render = acl_commands.render_created
+    else:
+        filters = acl_commands.acl_filters(
+            selection, args.principals, args.host, args.operation, args.permission
+        )
+        if args.acl_command == "list":
+            document, render = acl_commands.list_acls(cluster, filters), acl_commands.render_listed
+        else:
+            document = acl_commands.delete_acls(cluster, filters)
+            render = acl_commands.render_deleted
+    stdout.write(render_json(document) if args.output_format == JSON else render(document))
+    return EXIT_OK
+
+
+def _run_user_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:
+    document: dict[str, Any]
+    render: Callable[[dict[str, Any]], str]
+    if args.user_command == "create":
+        document = user_commands.create_user(
+            cluster, args.name, args.password, args.mechanisms, args.iterations
+        )
+        render = user_commands.render_created
+    elif args.user_command == "list":
+        document, render = user_commands.list_users(cluster, args.names), user_commands.render_users
+    else:
+        document = user_commands.delete_user(cluster, args.name, args.mechanisms)
+        render = user_commands.render_deleted
     stdout.write(render_json(document) if args.output_format == JSON else render(document))
     return EXIT_OK
 

@@ -83,6 +83,11 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.WRITE_TXN_MARKERS: (1, 2),  # Kafka 4 refuses v0
     ApiKey.SASL_HANDSHAKE: (1, 1),  # v1: the tokens then travel in SaslAuthenticate
     ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.CREATE_ACLS: (1, 3),  # `weir acl`; Kafka 4 refuses v0 (KIP-896)
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),  # `weir user`
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 
