@@ -14,7 +14,9 @@ Kafka's dialect, followed here:
 An unknown user still gets a server-first (a salt derived from the username and a
 server secret, so it is the same on every try) and fails only on the client-final
 proof, with the same message as a wrong password (RFC 5802 §9): the exchange does not
-tell whether the user exists.
+tell whether the user exists. (Kafka's `ScramSaslServer` fails an unknown user at the
+client-first message, with the same generic text; failing later also hides it from
+the timing and the message count.)
 """
 
 from __future__ import annotations
