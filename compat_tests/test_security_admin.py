@@ -215,10 +215,6 @@ super_users = ["User:ANONYMOUS"]
 """
 
 
-@pytest.mark.skip(
-    reason="needs the app to build broker.authorizer from [security] (lead) and the "
-    "per-API rules of sec-rules (H5); enable after merging them"
-)
 def test_confluent_kafka_creates_describes_and_deletes_acls(tmp_path: Path) -> None:
     proc = WeirProcess.configured(tmp_path / "weir", AUTHORIZER_SETTINGS)
     proc.start()

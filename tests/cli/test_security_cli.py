@@ -114,9 +114,6 @@ super_users = ["User:ANONYMOUS"]
 """
 
 
-@pytest.mark.skip(
-    reason="needs the app to build broker.authorizer from [security] (lead); enable then"
-)
 def test_acl_create_list_delete_round_trip(tmp_path_factory: pytest.TempPathFactory) -> None:
     proc = WeirProcess.configured(tmp_path_factory.mktemp("weir-acl-cli"), AUTHORIZER_SETTINGS)
     proc.start()
