@@ -48,7 +48,11 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "client": directory / "client.pem",
         "client_key": directory / "client-key.pem",
         "other_ca": directory / "other-ca.pem",
+        "ca_cert_pem": directory / "ca-cert-only.pem",
+        "ca_key_pem": directory / "ca-key.pem",
     }
+    ca.cert_pem.write_to_path(str(paths["ca_cert_pem"]))
+    ca.private_key_pem.write_to_path(str(paths["ca_key_pem"]))
     ca.cert_pem.write_to_path(str(paths["ca"]))
     broker_cert.private_key_pem.write_to_path(str(paths["broker_key"]))
     paths["broker"].write_bytes(b"".join(blob.bytes() for blob in broker_cert.cert_chain_pems))
@@ -230,4 +234,34 @@ def test_tls_handshake_to_the_plaintext_port_fails(secured: tuple[WeirProcess, L
         context.wrap_socket(raw) as tls,
     ):
         tls.recv(1)
+    assert broker.is_running()
+
+
+def _served_certificate(port: int, ca: Path) -> bytes:
+    context = ssl.create_default_context(cafile=str(ca))
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        certificate = tls.getpeercert(binary_form=True)
+    assert certificate is not None
+    return certificate
+
+
+def test_a_renewed_certificate_is_served_without_a_restart(
+    secured: tuple[WeirProcess, Listeners], certificates: dict[str, Path]
+) -> None:
+    broker, listeners = secured
+    before = _served_certificate(listeners.ssl, certificates["ca"])
+    renewed = trustme.CA.from_pem(
+        certificates["ca_cert_pem"].read_bytes(), certificates["ca_key_pem"].read_bytes()
+    ).issue_cert("127.0.0.1", "localhost")
+    renewed.private_key_pem.write_to_path(str(certificates["broker_key"]))
+    certificates["broker"].write_bytes(b"".join(blob.bytes() for blob in renewed.cert_chain_pems))
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        time.sleep(0.5)  # the broker looks at the files at most once a second
+        if _served_certificate(listeners.ssl, certificates["ca"]) != before:
+            break
+    assert _served_certificate(listeners.ssl, certificates["ca"]) != before
     assert broker.is_running()

@@ -215,7 +215,10 @@ def resolve_listeners(
     default_listen: tuple[str, int],
     default_advertise: tuple[str, int],
 ) -> tuple[Listener, ...]:
+    protocols = _protocol_map(config.listener_security_protocol_map, source)
     if not config.listeners:
+        if config.advertised_listeners:
+            raise ConfigError(f"{source}: security.advertised_listeners needs security.listeners")
         host, port = default_listen
         advertised_host, advertised_port = default_advertise
         return (
@@ -228,7 +231,6 @@ def resolve_listeners(
                 advertised_port,
             ),
         )
-    protocols = _protocol_map(config.listener_security_protocol_map, source)
     bound = _endpoints(config.listeners, "listeners", source)
     advertised = _endpoints(config.advertised_listeners, "advertised_listeners", source)
     listeners = []
