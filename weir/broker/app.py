@@ -210,15 +210,31 @@ def _warn_if_over_budget(broker: Broker) -> None:
                     len(broker.partitions), partitions_max)  # fmt: skip
 
 
-def ready_line(config: BrokerConfig, kafka_port: int, http_port: int, fsync_method: str) -> str:
+def ready_line(
+    config: BrokerConfig,
+    kafka_port: int,
+    http_port: int,
+    fsync_method: str,
+    listener_ports: dict[str, int] | None = None,
+) -> str:
     """The start-up line: every address the broker listens on, advertises and
     reaches (the bound ports, which differ from the configured ones for port 0)."""
-    kafka = HostPort(config.kafka_listen.host, kafka_port)
     http = HostPort(config.http_listen.host, http_port)
     etcd = f", etcd {config.etcd}" if config.etcd is not None else ""
+    if config.security.listeners:
+        ports = listener_ports or {}
+        kafka_text = "Kafka on " + ", ".join(
+            f"{listener.name} ({listener.protocol.value}) "
+            f"{HostPort(listener.host, ports.get(listener.name, listener.port))} "
+            f"(advertised as {HostPort(listener.advertised_host, listener.advertised_port)})"
+            for listener in config.kafka_listeners
+        )
+    else:
+        kafka = HostPort(config.kafka_listen.host, kafka_port)
+        kafka_text = f"Kafka on {kafka} (advertised as {config.advertised})"
     return (
-        f"weir broker {config.node_id} ready: Kafka on {kafka} (advertised as "
-        f"{config.advertised}), HTTP on {http}{etcd}, data in {config.data_dir}, "
+        f"weir broker {config.node_id} ready: {kafka_text}, HTTP on {http}"
+        f"{' (TLS)' if config.security.http_tls else ''}{etcd}, data in {config.data_dir}, "
         f"fsync method {fsync_method}"
     )
 
@@ -292,7 +308,7 @@ async def serve(
                     if readiness is not None:
                         readiness.set()
                     method = broker.flusher.method
-                    log.info("%s", ready_line(config, kafka_port, http_port, method))
+                    log.info("%s", ready_line(config, kafka_port, http_port, method, kafka.ports))
                     if open_files_note is not None:
                         log.log(*open_files_note)
                     log.info("%s", broker.descriptor_budget.describe())
