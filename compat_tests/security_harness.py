@@ -359,22 +359,27 @@ def kcat_args(security: ClientSecurity) -> list[str]:
     return args
 
 
-class _FileTokenProvider:
-    """kafka-python's and aiokafka's OAUTHBEARER token provider: the token in a file."""
+def _kafka_python_token_provider(path: Path) -> Any:
+    """kafka-python's OAUTHBEARER token provider (it must subclass kafka-python's own
+    AbstractTokenProvider): the token in `path`, read at each login."""
+    from kafka.net.sasl.oauth import AbstractTokenProvider  # noqa: PLC0415  (kafka-python 3)
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    class FileTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
+        def token(self) -> str:
+            return path.read_text().strip()
 
-    def token(self) -> str:
-        return self.path.read_text().strip()
-
-    def extensions(self) -> dict[str, str]:
-        return {}
+    return FileTokenProvider()
 
 
-class _AsyncFileTokenProvider(_FileTokenProvider):
-    async def token(self) -> str:  # type: ignore[override]  # aiokafka awaits it
-        return self.path.read_text().strip()
+def _aiokafka_token_provider(path: Path) -> Any:
+    """aiokafka's provider: its own AbstractTokenProvider, with an async `token`."""
+    from aiokafka.abc import AbstractTokenProvider  # noqa: PLC0415
+
+    class FileTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
+        async def token(self) -> str:
+            return path.read_text().strip()
+
+    return FileTokenProvider()
 
 
 def kafka_python_kwargs(security: ClientSecurity) -> dict[str, Any]:
@@ -384,7 +389,7 @@ def kafka_python_kwargs(security: ClientSecurity) -> dict[str, Any]:
         kwargs["sasl_mechanism"] = security.mechanism
         if security.oauth:
             assert security.token_file is not None
-            kwargs["sasl_oauth_token_provider"] = _FileTokenProvider(security.token_file)
+            kwargs["sasl_oauth_token_provider"] = _kafka_python_token_provider(security.token_file)
         else:
             kwargs["sasl_plain_username"] = security.username
             kwargs["sasl_plain_password"] = security.password
@@ -406,7 +411,7 @@ def aiokafka_kwargs(security: ClientSecurity) -> dict[str, Any]:
         kwargs["sasl_mechanism"] = security.mechanism
         if security.oauth:
             assert security.token_file is not None
-            kwargs["sasl_oauth_token_provider"] = _AsyncFileTokenProvider(security.token_file)
+            kwargs["sasl_oauth_token_provider"] = _aiokafka_token_provider(security.token_file)
         else:
             kwargs["sasl_plain_username"] = security.username
             kwargs["sasl_plain_password"] = security.password
