@@ -22,6 +22,7 @@ a minute: they run only with WEIR_TEST_KAFKA_PEER=1, e.g.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
@@ -520,3 +521,47 @@ def test_kcat_client_certificate_from_another_ca_is_refused(secured: SecuredBrok
     # the broker refuses the certificate during the handshake: librdkafka sees the
     # connection closed ("Disconnected"/"transport failure"), never an authenticated one
     assert b"Broker transport failure" in listed.stderr, listed.stderr
+
+
+# --------------------------------------------------------------------------- kafkajs
+
+KAFKAJS_SCRIPT = Path(__file__).with_name("kafkajs") / "security.js"
+
+
+def run_kafkajs(bootstrap: str, security: sec.ClientSecurity, scenario: str, topic: str) -> Any:
+    node = shutil.which("node")
+    if node is None or not (KAFKAJS_SCRIPT.parent / "node_modules" / "kafkajs").is_dir():
+        pytest.fail("node or kafkajs is missing: run scripts/test, which installs them")
+    result = subprocess.run(
+        [node, str(KAFKAJS_SCRIPT), bootstrap, scenario, topic],
+        capture_output=True,
+        timeout=CLIENT_TIMEOUT_S * 2,
+        env=clean_environment(WEIR_KAFKAJS_SECURITY=sec.kafkajs_json(security)),
+        check=False,
+    )
+    lines = result.stdout.decode().strip().splitlines()
+    assert lines, result.stderr.decode()
+    return json.loads(lines[-1])
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("mode", [*MODES, "plain", "oauthbearer"])
+def test_kafkajs_produces_and_consumes(secured: SecuredBroker, topic: str, mode: str) -> None:
+    bootstrap, security = secured.client(mode)
+    result = run_kafkajs(bootstrap, security, "round-trip", topic)
+    assert result == {"read": sorted(v.decode() for v in values())}
+
+
+@pytest.mark.timeout(60)
+def test_kafkajs_wrong_password_is_an_authentication_error(secured: SecuredBroker) -> None:
+    bootstrap, security = secured.client("scram-sha-512")
+    result = run_kafkajs(bootstrap, security.with_password("not-the-password"), "connect", "-")
+    assert result["error"] == "KafkaJSSASLAuthenticationError", result
+
+
+@pytest.mark.timeout(60)
+def test_kafkajs_untrusted_ca_fails_the_handshake(secured: SecuredBroker) -> None:
+    bootstrap, security = secured.client("mtls")
+    untrusted = security.trusting(secured.material.other_ca_file)
+    result = run_kafkajs(bootstrap, untrusted, "connect", "-")
+    assert result["error"] is not None and "certificate" in result["message"], result
