@@ -565,3 +565,73 @@ def test_kafkajs_untrusted_ca_fails_the_handshake(secured: SecuredBroker) -> Non
     untrusted = security.trusting(secured.material.other_ca_file)
     result = run_kafkajs(bootstrap, untrusted, "connect", "-")
     assert result["error"] is not None and "certificate" in result["message"], result
+
+
+# --------------------------------------------------------------------------- franz-go, sarama
+
+GO_MODULE = REPO_ROOT / "compat_tests" / "go"
+GO_TESTS = {"franz-go": "TestSecurityFranzGo", "sarama": "TestSecuritySarama"}
+
+
+def run_go_security_test(
+    client: str, bootstrap: str, security: sec.ClientSecurity, topic: str, expect: str
+) -> None:
+    """compat_tests/go/security_test.go (-tags security) for one client and one case."""
+    from compat_tests.test_go_clients import GoTestRun, go_environment  # noqa: PLC0415
+
+    go = shutil.which("go")
+    if go is None:
+        pytest.fail("go is not on PATH: install Go 1.26+ (scripts/test builds the suite)")
+    env = go_environment(bootstrap)
+    env.update(sec.go_env(security), WEIR_SECURITY_TOPIC=topic, WEIR_SECURITY_EXPECT=expect)
+    result = subprocess.run(
+        [
+            go,
+            "test",
+            "-tags",
+            "security",
+            "-json",
+            "-count=1",
+            "-run",
+            f"^{GO_TESTS[client]}$",
+            ".",
+        ],
+        cwd=GO_MODULE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,  # compiles the security-tagged binary on a cold build cache
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    run = GoTestRun.parse(result.stdout)
+    report = run.report(result.returncode, result.stderr)
+    assert result.returncode == 0 and run.passed == [GO_TESTS[client]], report
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("client", GO_TESTS)
+@pytest.mark.parametrize("mode", [*MODES, "plain", "oauthbearer"])
+def test_go_client_produces_and_consumes(
+    secured: SecuredBroker, topic: str, client: str, mode: str
+) -> None:
+    bootstrap, security = secured.client(mode)
+    run_go_security_test(client, bootstrap, security, topic, "round-trip")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("client", GO_TESTS)
+def test_go_client_wrong_password_is_an_authentication_error(
+    secured: SecuredBroker, client: str
+) -> None:
+    bootstrap, security = secured.client("scram-sha-256")
+    wrong = security.with_password("not-the-password")
+    run_go_security_test(client, bootstrap, wrong, "-", "authentication-error")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("client", GO_TESTS)
+def test_go_client_untrusted_ca_fails_the_handshake(secured: SecuredBroker, client: str) -> None:
+    bootstrap, security = secured.client("mtls")
+    untrusted = security.trusting(secured.material.other_ca_file)
+    run_go_security_test(client, bootstrap, untrusted, "-", "tls-error")
