@@ -203,13 +203,17 @@ def secured(
         yield broker
 
 
-@pytest.fixture
-def topic(secured: SecuredBroker) -> str:
+def create_topic(broker: SecuredBroker) -> str:
     """A fresh topic (3 partitions) alice may use, created by admin."""
     name = unique_topic_name(TOPIC_PREFIX + "t")
-    admin = admin_client(secured)
+    admin = admin_client(broker)
     admin.create_topics([NewTopic(name, 3, 1)])[name].result(timeout=CLIENT_TIMEOUT_S)
     return name
+
+
+@pytest.fixture
+def topic(secured: SecuredBroker) -> str:
+    return create_topic(secured)
 
 
 def values(count: int = RECORDS) -> list[bytes]:
@@ -635,3 +639,80 @@ def test_go_client_untrusted_ca_fails_the_handshake(secured: SecuredBroker, clie
     bootstrap, security = secured.client("mtls")
     untrusted = security.trusting(secured.material.other_ca_file)
     run_go_security_test(client, bootstrap, untrusted, "-", "tls-error")
+
+
+# --------------------------------------------------------------------------- the Java client
+
+JAVA_CLIENT_VERSION = "4.4.0"
+JAVA_RUN_TIMEOUT_S = 240
+
+
+def write_java_case(
+    directory: Path,
+    name: str,
+    bootstrap: str,
+    security: sec.ClientSecurity,
+    topic: str,
+    expect: str,
+) -> None:
+    path = sec.write_java_properties(security, directory / f"{name}.properties")
+    with path.open("a") as properties:
+        properties.write(
+            f"bootstrap.servers={bootstrap}\nweir.topic={topic}\nweir.expect={expect}\n"
+        )
+
+
+@pytest.mark.timeout(JAVA_RUN_TIMEOUT_S + 30)
+def test_java_client_logs_in_or_fails_as_expected(secured: SecuredBroker, tmp_path: Path) -> None:
+    """One Maven run of SecurityTest over every case: the Java client 4.4 produces and
+    consumes over each mode, OAUTHBEARER with a JWT read from a file (FileJwtRetriever),
+    and fails with SaslAuthenticationException / SslAuthenticationException."""
+    from compat_tests.maven import (  # noqa: PLC0415
+        JAVA_SUITE,
+        JAVA_SUITE_BUILDS,
+        require_maven_build,
+        run_offline,
+        surefire_outcomes,
+        tail,
+    )
+
+    mvn = require_maven_build(JAVA_SUITE_BUILDS / f"kafka-clients-{JAVA_CLIENT_VERSION}")
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    system_properties: dict[str, str] = {}
+    for mode in [*MODES, "plain", "oauthbearer"]:
+        bootstrap, security = secured.client(mode)
+        write_java_case(cases, mode, bootstrap, security, create_topic(secured), "round-trip")
+        system_properties.update(sec.java_oauth_system_properties(security))
+    bootstrap, security = secured.client("scram-sha-256")
+    write_java_case(
+        cases,
+        "wrong-password",
+        bootstrap,
+        security.with_password("not-the-password"),
+        "-",
+        "authentication-error",
+    )
+    untrusted = security.trusting(secured.material.other_ca_file)
+    write_java_case(cases, "untrusted-ca", bootstrap, untrusted, "-", "tls-error")
+    reports = tmp_path / "surefire-reports"
+    result = run_offline(
+        mvn,
+        f"-Dkafka.version={JAVA_CLIENT_VERSION}",
+        f"-Dweir.security.cases={cases}",
+        # Weir.java's producer/consumer defaults want one; each case sets its own
+        f"-Dweir.bootstrap={secured.bootstrap['SASL_SSL']}",
+        f"-Dweir.reports.dir={reports}",
+        "-Dtest=SecurityTest",
+        "-DargLine=" + " ".join(f"-D{key}={value}" for key, value in system_properties.items()),
+        "test",
+        pom=JAVA_SUITE / "pom.xml",
+        timeout_s=JAVA_RUN_TIMEOUT_S,
+    )
+    outcomes = surefire_outcomes(reports)
+    broken = [o for o in outcomes if o.outcome != "passed"]
+    assert result.returncode == 0 and not broken and len(outcomes) == 7, (
+        "\n\n".join(f"{o.outcome}: {o.name}\n{o.message[:2000]}" for o in broken)
+        + "\n--- mvn ---\n"
+        + tail(result.stdout)
+    )
