@@ -29,7 +29,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,8 +228,13 @@ def confluent_round_trip(bootstrap: str, security: sec.ClientSecurity, topic: st
     config = {"bootstrap.servers": bootstrap, **sec.confluent_config(security)}
     producer = Producer(config)
     failures: list[KafkaError] = []
+
+    def delivered(error: KafkaError | None, _message: object) -> None:
+        if error is not None:
+            failures.append(error)
+
     for value in values():
-        producer.produce(topic, value, on_delivery=lambda err, _msg: err and failures.append(err))
+        producer.produce(topic, value, on_delivery=delivered)
     assert producer.flush(CLIENT_TIMEOUT_S) == 0 and not failures, failures
     consumer = Consumer({**config, "group.id": f"{topic}-g", "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
@@ -241,7 +246,7 @@ def confluent_round_trip(bootstrap: str, security: sec.ClientSecurity, topic: st
             if message is None:
                 continue
             assert message.error() is None, message.error()
-            read.append(message.value())
+            read.append(message.value() or b"")
     finally:
         consumer.close()
     return read
