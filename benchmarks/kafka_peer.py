@@ -24,6 +24,16 @@ start script (``-Xmx1G -Xms1G``, G1). It prints the bootstrap address on stdout
 once the broker is serving and stays up until it gets SIGTERM or SIGINT (it then
 stops Kafka cleanly) or its parent dies. The broker's log is ``--dir``/kafka.log.
 
+``start --security sasl_ssl`` (or ``ssl``) secures the listener on ``--port`` instead:
+SASL_SSL with SCRAM-SHA-256/512, PLAIN and OAUTHBEARER (RS256 JWTs checked against a
+JWKS file), or SSL requiring a client certificate (mutual TLS), with the certificates,
+users and tokens of ``compat_tests/security_harness.py`` (written to ``--dir``/security
+the first time), SCRAM users added at format time (``kafka-storage format
+--add-scram``), Kafka's ``StandardAuthorizer`` with ``User:admin`` as the super user
+(ACLs deny everyone else until granted) and the controller listener left PLAINTEXT. It
+writes ``--dir``/client.properties: the admin's client settings for that listener (for
+``--command-config`` and the perf tools). Without ``--security`` nothing changes.
+
 ``benchmarks/run.py`` and its ``side_by_side`` package import :func:`ensure_jars`,
 :func:`start_kafka` and the perf-tool helpers from here.
 """
@@ -181,10 +191,145 @@ def random_cluster_id() -> str:
             return text
 
 
-def server_properties(port: int, controller_port: int, log_dir: Path) -> str:
-    """One node, broker and controller in one process; Kafka's defaults for everything else."""
-    broker = f"PLAINTEXT://127.0.0.1:{port}"
+SECURITY_MODES = ("plaintext", "sasl_ssl", "ssl")
+SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER")
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+# A client certificate's subject CN=alice,OU=eng,O=Weir is the principal User:alice
+SSL_PRINCIPAL_MAPPING_RULES = "RULE:^CN=([^,]+),.*$/$1/,DEFAULT"
+OAUTH_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+JAAS_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "OAUTHBEARER": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
+}
+
+
+@dataclass(frozen=True)
+class PeerSecurity:
+    """A secured peer: its listeners and the PEM files, users and JWKS it trusts.
+
+    `listeners` are (security protocol, port) pairs, each listener named after its
+    protocol; the first is the inter-broker listener (a SASL one logs in with PLAIN as
+    `admin_user`; an SSL one presents the broker's certificate, principal
+    User:broker). SSL listeners require a client certificate; SASL listeners enable
+    every mechanism of SASL_MECHANISMS. `users` (name -> password) become SCRAM-SHA-256
+    and SCRAM-SHA-512 credentials at format time and PLAIN users in the JAAS config.
+    """
+
+    listeners: tuple[tuple[str, int], ...]
+    keystore_file: Path  # the broker's PKCS#8 key then certificate chain, PEM
+    ca_file: Path  # the CA client certificates must chain to, PEM
+    users: dict[str, str]
+    admin_user: str = "admin"
+    jwks_file: Path | None = None
+    jwt_issuer: str = ""
+    jwt_audience: str = ""
+    scram_iterations: int = 4096
+
+    @property
+    def super_users(self) -> str:
+        # the broker (its certificate on SSL) and ANONYMOUS: what reaches the PLAINTEXT
+        # controller listener, the broker's own registration and heartbeats included
+        return f"User:{self.admin_user};User:broker;User:ANONYMOUS"
+
+    def bootstrap(self, protocol: str) -> str:
+        return next(f"127.0.0.1:{port}" for name, port in self.listeners if name == protocol)
+
+
+def security_properties(security: PeerSecurity) -> list[str]:
+    """server.properties lines for `security` (after the listener lines)."""
+    inter_broker = security.listeners[0][0]
+    lines = [
+        f"inter.broker.listener.name={inter_broker}",
+        "ssl.keystore.type=PEM",
+        f"ssl.keystore.location={security.keystore_file}",
+        "ssl.truststore.type=PEM",
+        f"ssl.truststore.location={security.ca_file}",
+        f"ssl.principal.mapping.rules={SSL_PRINCIPAL_MAPPING_RULES}",
+        f"authorizer.class.name={STANDARD_AUTHORIZER}",
+        f"super.users={security.super_users}",
+        "allow.everyone.if.no.acl.found=false",
+    ]
+    plain_users = " ".join(f'user_{name}="{secret}"' for name, secret in security.users.items())
+    admin_password = security.users[security.admin_user]
+    for protocol, _port in security.listeners:
+        prefix = f"listener.name.{protocol.lower()}."
+        if protocol == "SSL":
+            lines.append(f"{prefix}ssl.client.auth=required")
+            continue
+        if not protocol.startswith("SASL_"):
+            continue
+        mechanisms = [m for m in SASL_MECHANISMS if m != "OAUTHBEARER" or security.jwks_file]
+        lines.append(f"{prefix}sasl.enabled.mechanisms={','.join(mechanisms)}")
+        for mechanism in mechanisms:
+            module = JAAS_MODULES[mechanism]
+            options = ""
+            if mechanism == "PLAIN":
+                options = (
+                    f' username="{security.admin_user}" password="{admin_password}" {plain_users}'
+                )
+            lines.append(
+                f"{prefix}{mechanism.lower()}.sasl.jaas.config={module} required{options};"
+            )
+        if security.jwks_file is not None:
+            lines.append(
+                f"{prefix}oauthbearer.sasl.server.callback.handler.class={OAUTH_VALIDATOR}"
+            )
+    if inter_broker.startswith("SASL_"):
+        lines.append("sasl.mechanism.inter.broker.protocol=PLAIN")
+    if security.jwks_file is not None:
+        lines += [
+            f"sasl.oauthbearer.jwks.endpoint.url={security.jwks_file.resolve().as_uri()}",
+            f"sasl.oauthbearer.expected.issuer={security.jwt_issuer}",
+            f"sasl.oauthbearer.expected.audience={security.jwt_audience}",
+        ]
+    return lines
+
+
+def security_jvm_options(security: PeerSecurity | None) -> list[str]:
+    """Kafka 4.x reads an OAuth JWKS file only when a system property allows it."""
+    if security is None or security.jwks_file is None:
+        return []
+    jwks = security.jwks_file.resolve()
+    return [
+        f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={jwks.as_uri()}",
+        f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.files={jwks}",
+    ]
+
+
+def scram_format_arguments(security: PeerSecurity | None) -> list[str]:
+    """kafka-storage format's --add-scram arguments: every user, both mechanisms."""
+    if security is None:
+        return []
+    args = []
+    for name, password in security.users.items():
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            args += [
+                "--add-scram",
+                f"{mechanism}=[name={name},password={password},"
+                f"iterations={security.scram_iterations}]",
+            ]
+    return args
+
+
+def server_properties(
+    port: int, controller_port: int, log_dir: Path, security: PeerSecurity | None = None
+) -> str:
+    """One node, broker and controller in one process; Kafka's defaults for everything else.
+
+    With `security`, its listeners replace PLAINTEXT on `port` (`port` is unused)."""
     controller = f"CONTROLLER://127.0.0.1:{controller_port}"
+    if security is None:
+        broker = f"PLAINTEXT://127.0.0.1:{port}"
+        protocol_map = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        listener_lines = ["inter.broker.listener.name=PLAINTEXT"]
+    else:
+        broker = ",".join(f"{name}://127.0.0.1:{p}" for name, p in security.listeners)
+        protocol_map = ",".join(
+            [*(f"{name}:{name}" for name, _p in security.listeners), "CONTROLLER:PLAINTEXT"]
+        )
+        listener_lines = security_properties(security)
     return "\n".join(
         [
             "process.roles=broker,controller",
@@ -192,8 +337,8 @@ def server_properties(port: int, controller_port: int, log_dir: Path) -> str:
             f"controller.quorum.voters={NODE_ID}@127.0.0.1:{controller_port}",
             f"listeners={broker},{controller}",
             f"advertised.listeners={broker}",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name=PLAINTEXT",
+            f"listener.security.protocol.map={protocol_map}",
+            *listener_lines,
             "controller.listener.names=CONTROLLER",
             f"log.dirs={log_dir}",
             # the internal topics' default replication factor is 3: one node needs 1
@@ -256,8 +401,15 @@ def _log_tail(path: Path, lines: int = 30) -> str:
         return f"<cannot read {path}: {exc}>"
 
 
-def format_storage(jars: KafkaJars, java: str, properties: Path, log_path: Path) -> None:
-    """kafka-storage format: a fresh cluster id, this node's metadata log, its features."""
+def format_storage(
+    jars: KafkaJars,
+    java: str,
+    properties: Path,
+    log_path: Path,
+    security: PeerSecurity | None = None,
+) -> None:
+    """kafka-storage format: a fresh cluster id, this node's metadata log, its features
+    (and with `security`, its users' SCRAM credentials)."""
     cmd = [
         java,
         *TOOL_JVM_OPTS,
@@ -269,9 +421,11 @@ def format_storage(jars: KafkaJars, java: str, properties: Path, log_path: Path)
         str(properties),
         "--cluster-id",
         random_cluster_id(),
+        *scram_format_arguments(security),
     ]
+    shown = [re.sub(r"password=[^,\]]*", "password=***", arg) for arg in cmd]
     with log_path.open("ab") as log_file:
-        log_file.write(f"$ {' '.join(cmd)}\n".encode())
+        log_file.write(f"$ {' '.join(shown)}\n".encode())
         log_file.flush()
         done = subprocess.run(
             cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, check=False
@@ -291,29 +445,34 @@ def start_kafka(
     startup_timeout_s: float = 120.0,
     die_with_parent: bool = False,
     log: Callable[[str], None] = print,
+    security: PeerSecurity | None = None,
 ) -> KafkaNode:
     """Format `data_dir` if needed, start Kafka on 127.0.0.1:`port`, return once it serves.
 
     `data_dir` holds server.properties, the log4j2 config and the Kafka log dir
     (`data/`); the broker's console output (its log) goes to `log_path`, by default
-    `data_dir`/kafka.log.
+    `data_dir`/kafka.log. With `security` the node serves `security.listeners` instead
+    of PLAINTEXT on `port` (`port` must be the first of them: the bootstrap returned).
     """
     jars = jars or ensure_jars(log)
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     controller_port = controller_port or free_port()
     properties = data_dir / "server.properties"
-    properties.write_text(server_properties(port, controller_port, data_dir / "data"))
+    if security is not None and security.listeners[0][1] != port:
+        raise KafkaPeerError(f"port {port} is not the first listener of {security.listeners}")
+    properties.write_text(server_properties(port, controller_port, data_dir / "data", security))
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(BROKER_LOG4J)
     log_path = log_path or data_dir / "kafka.log"
     log_path.touch()
     if not (data_dir / "data" / "meta.properties").exists():
         # a formatted dir keeps its cluster id: Kafka starts on it again as it is
-        format_storage(jars, java, properties, log_path)
+        format_storage(jars, java, properties, log_path, security)
     cmd = [
         java,
         *BROKER_JVM_OPTS,
+        *security_jvm_options(security),
         f"-Dlog4j2.configurationFile={log4j}",
         "-cp",
         jars.broker_classpath,
@@ -510,6 +669,35 @@ def _wait_for_signal(node: KafkaNode) -> int:
     return 0
 
 
+def secure_peer(mode: str, port: int, directory: Path) -> PeerSecurity:
+    """Fresh certificates, users and tokens from compat_tests/security_harness.py in
+    `directory`, the peer's security for `mode` on `port`, and `directory`/../client.properties:
+    the admin's Java client settings for it (SCRAM-SHA-512 on sasl_ssl, the admin's
+    certificate on ssl)."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    from compat_tests import security_harness as harness  # noqa: PLC0415  (only when secured)
+
+    material = harness.make_security_material(directory)
+    protocol = {"sasl_ssl": "SASL_SSL", "ssl": "SSL"}[mode]
+    client = (
+        harness.sasl_ssl(material, "SCRAM-SHA-512", harness.ADMIN_USER)
+        if protocol == "SASL_SSL"
+        else harness.mutual_tls(material, harness.ADMIN_USER)
+    )
+    harness.write_java_properties(client, directory.parent / "client.properties")
+    return PeerSecurity(
+        listeners=((protocol, port),),
+        keystore_file=material.broker.keystore,
+        ca_file=material.ca_file,
+        users=material.users,
+        admin_user=harness.ADMIN_USER,
+        jwks_file=material.jwks_file,
+        jwt_issuer=harness.JWT_ISSUER,
+        jwt_audience=harness.JWT_AUDIENCE,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -522,6 +710,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     start.add_argument("--controller-port", type=int, help="default: a free loopback port")
     start.add_argument("--java", default=os.environ.get("JAVA", "java"))
     start.add_argument("--startup-timeout", type=float, default=120.0)
+    start.add_argument(
+        "--security",
+        choices=SECURITY_MODES,
+        default="plaintext",
+        help="sasl_ssl: SCRAM/PLAIN/OAUTHBEARER over TLS; ssl: mutual TLS; both with ACLs",
+    )
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -532,6 +726,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             jars = ensure_jars(log)
             print(f"broker: {jars.broker_classpath}\ntools: {jars.tools_classpath}")
             return 0
+        security = None
+        if args.security != "plaintext":
+            security = secure_peer(args.security, args.port, args.dir.resolve() / "security")
+            log(f"client settings (admin): {args.dir.resolve() / 'client.properties'}")
         node = start_kafka(
             args.port,
             args.dir,
@@ -540,6 +738,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             startup_timeout_s=args.startup_timeout,
             die_with_parent=True,
             log=log,
+            security=security,
         )
     except KafkaPeerError as exc:
         log(f"kafka_peer: {exc}")
