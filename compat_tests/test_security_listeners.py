@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trustme
@@ -23,6 +24,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.harness import WeirProcess, free_ports
+from weir.wire.messages.metadata import MetadataRequest
+from weir.wire.messages.security import SaslHandshakeRequest
+from weir.wire.protocol import decode_response, encode_request
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -265,3 +269,45 @@ def test_a_renewed_certificate_is_served_without_a_restart(
             break
     assert _served_certificate(listeners.ssl, certificates["ca"]) != before
     assert broker.is_running()
+
+
+def _read_exactly(sock: socket.socket, count: int) -> bytes:
+    data = b""
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        assert chunk, "the broker closed the connection"
+        data += chunk
+    return data
+
+
+def _request(sock: socket.socket, api_key: int, version: int, body: object) -> Any:
+    sock.sendall(encode_request(api_key, version, 1, "raw", body))
+    size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+    return decode_response(api_key, version, memoryview(_read_exactly(sock, size)))[1]
+
+
+def test_sasl_handshake_v0_then_bare_plain_token_authenticates(
+    secured: tuple[WeirProcess, Listeners],
+) -> None:
+    """Before KIP-152 (SaslHandshake v0) the tokens travel as bare frames, without a
+    request header: old sarama and kafka-python 2.0 clients log in that way."""
+    _, listeners = secured
+    with socket.create_connection(("127.0.0.1", listeners.sasl_plaintext), timeout=10) as sock:
+        handshake = _request(sock, 17, 0, SaslHandshakeRequest("PLAIN"))
+        assert handshake.error_code == 0
+        token = b"\x00admin\x00" + ADMIN_PASSWORD.encode()
+        sock.sendall(struct.pack(">i", len(token)) + token)
+        assert _read_exactly(sock, 4) == b"\x00\x00\x00\x00"  # an empty bare token: done
+        metadata = _request(sock, 3, 12, MetadataRequest(topics=None))
+        assert metadata.brokers
+
+
+def test_sasl_handshake_v0_with_a_wrong_password_closes_the_connection(
+    secured: tuple[WeirProcess, Listeners],
+) -> None:
+    _, listeners = secured
+    with socket.create_connection(("127.0.0.1", listeners.sasl_plaintext), timeout=10) as sock:
+        assert _request(sock, 17, 0, SaslHandshakeRequest("PLAIN")).error_code == 0
+        token = b"\x00admin\x00wrong"
+        sock.sendall(struct.pack(">i", len(token)) + token)
+        assert _closed_without_answer(sock)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import trio
 
-from weir.broker.broker import Broker
+from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.handlers.context import (
     ClientConnection,
     Deferred,
@@ -56,6 +56,8 @@ class ConnectionSasl:
     server: SaslServer
     reauthenticating: bool = False
     failed: bool = False
+    # SaslHandshake v0: the tokens come as bare frames, not in SaslAuthenticate.
+    raw_tokens: bool = False
 
 
 def _sasl_listener(connection: ClientConnection | None, broker: Broker) -> bool:
@@ -88,7 +90,9 @@ def handle_sasl_handshake(
     if isinstance(previous, ConnectionSasl) and previous.mechanism != request.mechanism:
         # KIP-368: re-authentication keeps the mechanism.
         return SaslHandshakeResponse(ErrorCode.ILLEGAL_SASL_STATE, enabled)
-    connection.sasl = ConnectionSasl(request.mechanism, server, reauthenticating)
+    connection.sasl = ConnectionSasl(
+        request.mechanism, server, reauthenticating, raw_tokens=ctx.api_version == 0
+    )
     return SaslHandshakeResponse(ErrorCode.NONE, enabled)
 
 
@@ -135,83 +139,123 @@ def handle_sasl_authenticate(
         return SaslAuthenticateResponse(
             ErrorCode.ILLEGAL_SASL_STATE, "Unexpected SaslAuthenticate request"
         )
-    if sasl.server.complete:
+    if sasl.server.complete or sasl.raw_tokens:
         return SaslAuthenticateResponse(
             ErrorCode.ILLEGAL_SASL_STATE, "SaslAuthenticate after the exchange completed"
         )
     client_bytes = bytes(request.auth_bytes)
-    if isinstance(sasl.server, PlainServer):
-        # PBKDF2 takes milliseconds: off the event loop.
-        async def respond_on_thread() -> SaslAuthenticateResponse:
-            now_ms = ctx.now_ms()
-            try:
-                challenge = await trio.to_thread.run_sync(sasl.server.respond, client_bytes, now_ms)
-            except SaslAuthenticationError as exc:
-                return await _failed(ctx, connection, sasl, exc)
-            return _progress(ctx, connection, sasl, challenge)
 
-        return Deferred(respond_on_thread)
+    async def answer() -> SaslAuthenticateResponse:
+        token = await answer_token(ctx.broker, connection, ctx.client_host, client_bytes)
+        return SaslAuthenticateResponse(
+            token.error_code, token.message, token.challenge, token.session_lifetime_ms
+        )
+
+    return Deferred(answer)
+
+
+@dataclass(frozen=True)
+class TokenAnswer:
+    """The server's answer to one client token: its next challenge, or the failure."""
+
+    error_code: ErrorCode
+    message: str | None
+    challenge: bytes = b""
+    session_lifetime_ms: int = 0
+
+
+async def answer_token(
+    broker: Broker, connection: ClientConnection, client_host: str, client_bytes: bytes
+) -> TokenAnswer:
+    """One client token of the connection's exchange (SaslAuthenticate's, or a raw
+    token after SaslHandshake v0), answered; the session is set once it completes."""
+    sasl = connection.sasl
+    assert isinstance(sasl, ConnectionSasl)
+    now_ms = wall_clock_ms()
     try:
-        challenge = sasl.server.respond(client_bytes, ctx.now_ms())
+        if isinstance(sasl.server, PlainServer):  # PBKDF2 takes milliseconds: off the loop
+            challenge = await trio.to_thread.run_sync(sasl.server.respond, client_bytes, now_ms)
+        else:
+            challenge = sasl.server.respond(client_bytes, now_ms)
     except SaslAuthenticationError as exc:
-        error = exc
-
-        async def answer_late() -> SaslAuthenticateResponse:
-            return await _failed(ctx, connection, sasl, error)
-
-        return Deferred(answer_late)
-    return _progress(ctx, connection, sasl, challenge)
+        return await _failed(broker, connection, client_host, sasl, exc)
+    return _progress(broker, connection, client_host, sasl, challenge, now_ms)
 
 
 def _progress(
-    ctx: RequestContext, connection: ClientConnection, sasl: ConnectionSasl, challenge: bytes
-) -> SaslAuthenticateResponse:
+    broker: Broker,
+    connection: ClientConnection,
+    client_host: str,
+    sasl: ConnectionSasl,
+    challenge: bytes,
+    now_ms: int,
+) -> TokenAnswer:
     if not sasl.server.complete:
-        return SaslAuthenticateResponse(ErrorCode.NONE, None, challenge)
+        return TokenAnswer(ErrorCode.NONE, None, challenge)
     principal = user(sasl.server.principal_name())
     previous = connection.session
     if sasl.reauthenticating and previous is not None and previous.principal != principal:
         # KIP-368: a re-authentication may not change who the connection is.
         sasl.failed = True
         connection.close_after_response = True
-        return SaslAuthenticateResponse(
+        return TokenAnswer(
             ErrorCode.SASL_AUTHENTICATION_FAILED,
             "Cannot change principals during re-authentication",
         )
-    connection.session = Session(principal, ctx.client_host.lstrip("/"), connection.listener_name)
-    lifetime_ms = _session_lifetime_ms(ctx, sasl)
+    connection.session = Session(principal, client_host.lstrip("/"), connection.listener_name)
+    lifetime_ms = _session_lifetime_ms(broker, sasl, now_ms)
     connection.session_expires_s = (
         None if lifetime_ms == 0 else time.monotonic() + lifetime_ms / 1000
     )
-    ctx.broker.metrics.sasl_authentications_total["success"] += 1
-    log.debug("%s authenticated as %s with %s", ctx.client_host, principal, sasl.mechanism)
-    return SaslAuthenticateResponse(ErrorCode.NONE, None, challenge, lifetime_ms)
+    sasl.raw_tokens = False
+    broker.metrics.sasl_authentications_total["success"] += 1
+    log.debug("%s authenticated as %s with %s", client_host, principal, sasl.mechanism)
+    return TokenAnswer(ErrorCode.NONE, None, challenge, lifetime_ms)
 
 
-def _session_lifetime_ms(ctx: RequestContext, sasl: ConnectionSasl) -> int:
+def _session_lifetime_ms(broker: Broker, sasl: ConnectionSasl, now_ms: int) -> int:
     """KIP-368: the shorter of `connections_max_reauth_ms` and what the credential
     allows (a token's expiry); 0 when neither bounds it."""
-    configured_ms = ctx.broker.config.security.connections_max_reauth_ms
-    credential_ms = sasl.server.session_lifetime_ms(ctx.now_ms())
+    configured_ms = broker.config.security.connections_max_reauth_ms
+    credential_ms = sasl.server.session_lifetime_ms(now_ms)
     bounds = [ms for ms in (configured_ms or None, credential_ms) if ms is not None]
     return max(min(bounds), 1) if bounds else 0
 
 
 async def _failed(
-    ctx: RequestContext,
+    broker: Broker,
     connection: ClientConnection,
+    client_host: str,
     sasl: ConnectionSasl,
     error: SaslAuthenticationError,
-) -> SaslAuthenticateResponse:
+) -> TokenAnswer:
     sasl.failed = True
-    ctx.broker.metrics.sasl_authentications_total["failure"] += 1
+    broker.metrics.sasl_authentications_total["failure"] += 1
     log.info(
         "authentication failed: client %s on listener %s, mechanism %s: %s",
-        ctx.client_host.lstrip("/"), connection.listener_name, sasl.mechanism, error.log_detail,
+        client_host.lstrip("/"), connection.listener_name, sasl.mechanism, error.log_detail,
     )  # fmt: skip
-    delay_ms = ctx.broker.config.security.connection_failed_authentication_delay_ms
+    delay_ms = broker.config.security.connection_failed_authentication_delay_ms
     await trio.sleep(delay_ms / 1000)
     connection.close_after_response = True
-    return SaslAuthenticateResponse(
+    return TokenAnswer(
         ErrorCode.SASL_AUTHENTICATION_FAILED, error.client_message(sasl.reauthenticating)
     )
+
+
+def in_raw_token_exchange(connection: ClientConnection) -> bool:
+    """After SaslHandshake v0 (before KIP-152), the client's next frames are bare SASL
+    tokens, with no request header, until the exchange completes."""
+    sasl = connection.sasl
+    return isinstance(sasl, ConnectionSasl) and sasl.raw_tokens
+
+
+async def answer_raw_token(
+    broker: Broker, connection: ClientConnection, client_host: str, token: bytes
+) -> bytes | None:
+    """A bare token's answer as a bare size-prefixed frame; None: close the
+    connection (a v0 exchange has no way to carry an error)."""
+    answer = await answer_token(broker, connection, client_host, token)
+    if answer.error_code != ErrorCode.NONE:
+        return None
+    return len(answer.challenge).to_bytes(4, "big") + answer.challenge

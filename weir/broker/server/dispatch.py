@@ -22,6 +22,7 @@ from weir.broker.handlers.context import (
     RequestContext,
 )
 from weir.broker.handlers.request_authorization import RequestAuthorization
+from weir.broker.handlers.sasl import answer_raw_token, in_raw_token_exchange
 from weir.broker.metrics import Metrics
 from weir.format.errors import ErrorCode
 from weir.security.acl import Authorizer
@@ -68,6 +69,10 @@ async def handle_frame(
     client_host: str = "",
     connection: ClientConnection | None = None,
 ) -> RequestOutcome:
+    if connection is not None and connection.sasl is not None and in_raw_token_exchange(connection):
+        return RequestOutcome(
+            None, pending=partial(_raw_sasl_token, broker, connection, client_host, bytes(frame))
+        )
     try:
         header = parse_request_header(frame)
     except DecodeError as exc:
@@ -86,6 +91,14 @@ async def handle_frame(
         )
     broker.metrics.observe_request(name, time.perf_counter() - started_s)
     return outcome
+
+
+async def _raw_sasl_token(
+    broker: Broker, connection: ClientConnection, client_host: str, token: bytes
+) -> RequestOutcome:
+    """A bare SASL token after SaslHandshake v0, answered bare (or the close)."""
+    answer = await answer_raw_token(broker, connection, client_host, token)
+    return CLOSE if answer is None else RequestOutcome(answer)
 
 
 async def _timed(

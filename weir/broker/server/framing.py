@@ -33,6 +33,9 @@ class FrameReader:
     def __init__(self, stream: trio.abc.ReceiveStream, frame_bytes_max: int) -> None:
         self._stream = stream
         self.frame_bytes_max = frame_bytes_max
+        # A request's header is at least this long; a bare SASL token (after
+        # SaslHandshake v0) may be shorter, and the connection lowers it meanwhile.
+        self.frame_bytes_min = REQUEST_HEADER_BYTES_MIN
         self._buffer = bytearray()
 
     async def _receive(self, byte_count_max: int) -> bytes | bytearray:
@@ -77,8 +80,10 @@ class FrameReader:
 
     def _checked_size(self) -> int:
         (size,) = FRAME_SIZE_PREFIX.unpack_from(self._buffer)
-        if size < REQUEST_HEADER_BYTES_MIN or size > self.frame_bytes_max:
-            raise FrameSizeError(f"frame size {size} outside [10, {self.frame_bytes_max}]")
+        if size < self.frame_bytes_min or size > self.frame_bytes_max:
+            raise FrameSizeError(
+                f"frame size {size} outside [{self.frame_bytes_min}, {self.frame_bytes_max}]"
+            )
         return int(size)
 
     def _take(self, size: int) -> memoryview:

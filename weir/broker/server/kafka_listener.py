@@ -30,13 +30,19 @@ from weir.broker.broker import Broker
 from weir.broker.config import HostPort
 from weir.broker.handlers.context import ClientConnection
 from weir.broker.handlers.request_authorization import Session
+from weir.broker.handlers.sasl import in_raw_token_exchange
 from weir.broker.in_flight_budget import CONNECTION_BUDGET, ConnectionBudget, InFlightBudget
 from weir.broker.listen import open_listeners
 from weir.broker.security_config import Listener, SecurityProtocol
 from weir.broker.server.connection_limits import ALL_ADDRESSES, AddressSlots, RefusalLog
 from weir.broker.server.connection_watchdog import ConnectionWatchdog
 from weir.broker.server.dispatch import RequestOutcome, handle_frame
-from weir.broker.server.framing import ConnectionClosedError, FrameReader, FrameSizeError
+from weir.broker.server.framing import (
+    REQUEST_HEADER_BYTES_MIN,
+    ConnectionClosedError,
+    FrameReader,
+    FrameSizeError,
+)
 from weir.broker.tls import HANDSHAKE_TIMEOUT_S, CertificatePrincipals, ServerTlsContext
 from weir.security.principal import ANONYMOUS, KafkaPrincipal, user
 from weir.security.principal_mapping import NoMatchingRuleError
@@ -344,6 +350,9 @@ async def _read_requests(
             broker.config.limits.frame_bytes_max
             if authenticated
             else min(security.sasl_server_max_receive_size, broker.config.limits.frame_bytes_max)
+        )
+        reader.frame_bytes_min = (
+            1 if in_raw_token_exchange(connection) else REQUEST_HEADER_BYTES_MIN
         )
         reader_state.waiting = True
         try:
