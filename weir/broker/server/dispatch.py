@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from weir.broker.authorization.audit import ADMIN_API_KEYS, audit_admin_request
 from weir.broker.authorization.gate import Gate
 from weir.broker.authorization.rules import RULES
 from weir.broker.broker import Broker
@@ -146,6 +147,9 @@ async def _handle(
         if gate.request is None:
             return _encode(header, gate.answer)
         request, complete = gate.request, gate.complete
+    if header.api_key in ADMIN_API_KEYS:
+        session = connection.session if connection is not None else None
+        audit_admin_request(header.api_key, _api_name(header.api_key), session, request)
     try:
         answer = handler(context, request)
     except Exception:
