@@ -25,6 +25,8 @@ from weir.security.scram import DEFAULT_ITERATIONS
 
 BOOTSTRAP_DEFAULT = "127.0.0.1:9092"
 BOOTSTRAP_ENV = "WEIR_BOOTSTRAP"
+# Named here, not imported, so the parser never loads the client stack.
+CLIENT_CONFIG_ENV = "WEIR_CLIENT_CONFIG"
 REQUEST_TIMEOUT_MS_DEFAULT = 10_000
 ADMIN_TIMEOUT_MS_DEFAULT = 30_000
 PRODUCE_TIMEOUT_MS_DEFAULT = 30_000
@@ -149,7 +151,32 @@ def _connection_options(suppress_defaults: bool) -> argparse.ArgumentParser:
         default=argparse.SUPPRESS if suppress_defaults else REQUEST_TIMEOUT_MS_DEFAULT,
         help=f"how long to wait for each answer (default {REQUEST_TIMEOUT_MS_DEFAULT})",
     )
+    _add_client_config_options(parent, suppress_defaults)
     return parent
+
+
+def _add_client_config_options(parent: argparse.ArgumentParser, suppress_defaults: bool) -> None:
+    """kcat's `-X key=value` and `-F FILE`: TLS and SASL settings (librdkafka's names).
+    `-X` before and after the subcommand go to two lists (a subcommand's values would
+    replace the others), joined by `parse_args`, the ones before first."""
+    parent.add_argument(
+        "-X",
+        dest="client_properties" if suppress_defaults else "global_client_properties",
+        action="append",
+        metavar="KEY=VALUE",
+        default=argparse.SUPPRESS if suppress_defaults else [],
+        help="a client setting as kcat takes it, e.g. -X security.protocol=SASL_SSL "
+        "(repeatable; see the user guide)",
+    )
+    parent.add_argument(
+        "-F",
+        # The Kafka tools' spelling of a client properties file.
+        "--command-config",
+        dest="client_config_file",
+        metavar="FILE",
+        default=argparse.SUPPRESS if suppress_defaults else None,
+        help=f"a file of key=value client settings, as kcat's -F (env {CLIENT_CONFIG_ENV})",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -913,6 +940,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """Parse and cross-check options; argparse exits with code 2 on misuse."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.client_properties = [
+        *args.global_client_properties,
+        *getattr(args, "client_properties", []),
+    ]
     if args.command in ("produce", "consume"):
         _check_produce_consume(parser, args)
     if args.command == "txn":

@@ -66,6 +66,7 @@ _PROPERTY_FIELDS = {
     "ssl.key.password": "ssl_key_password",
     "ssl.endpoint.identification.algorithm": "ssl_endpoint_identification_algorithm",
 }
+PROPERTY_NAMES = frozenset(_PROPERTY_FIELDS)
 
 
 def parse_client_properties(pairs: Iterable[str]) -> ClientSecurity:

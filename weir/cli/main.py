@@ -52,19 +52,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_client_command(args: argparse.Namespace) -> int:
     # Imported here so that `weir serve` and `weir --help` never depend on the client stack.
+    from weir.cli.client_config import resolve_client_config
     from weir.cli.cluster import Cluster
     from weir.cli.commands import run_command
     from weir.cli.errors import CliError
     from weir.cli.kafka_client import parse_bootstrap
 
-    bootstrap_text = args.bootstrap or os.environ.get(BOOTSTRAP_ENV) or BOOTSTRAP_DEFAULT
+    try:
+        config = resolve_client_config(args.client_properties, args.client_config_file, os.environ)
+    except CliError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+    bootstrap_text = (
+        args.bootstrap or config.bootstrap or os.environ.get(BOOTSTRAP_ENV) or BOOTSTRAP_DEFAULT
+    )
     try:
         bootstrap = parse_bootstrap(bootstrap_text)
     except ValueError as exc:
         print(f"error: --bootstrap: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        with Cluster(bootstrap, request_timeout_ms=args.request_timeout_ms) as cluster:
+        with Cluster(
+            bootstrap, request_timeout_ms=args.request_timeout_ms, security=config.security
+        ) as cluster:
             return run_command(args, cluster, sys.stdin.buffer, sys.stdout)
     except CliError as exc:
         sys.stdout.flush()
