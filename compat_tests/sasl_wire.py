@@ -9,6 +9,7 @@ import base64
 import json
 import re
 import socket
+import ssl
 import struct
 import time
 import urllib.error
@@ -115,21 +116,32 @@ def basic_authorization(username: str, password: str) -> str:
 
 
 def http_get(
-    url: str, authorization: str | None = None, timeout_s: float = 5.0
+    url: str,
+    authorization: str | None = None,
+    timeout_s: float = 5.0,
+    tls: ssl.SSLContext | None = None,
 ) -> tuple[int, dict[str, str], bytes]:
-    """(status, headers, body) of a GET, with an Authorization header when given."""
+    """(status, headers, body) of a GET, with an Authorization header when given
+    (`tls`: the context an https URL is checked with)."""
     headers = {} if authorization is None else {"Authorization": authorization}
     request = urllib.request.Request(url, headers=headers)
+    opener = _HTTP
+    if tls is not None:
+        opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=tls)
+        )
     try:
-        with _HTTP.open(request, timeout=timeout_s) as response:
+        with opener.open(request, timeout=timeout_s) as response:
             return response.status, dict(response.headers), response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers), exc.read()
 
 
-def metric_value(http_url: str, authorization: str, name: str, labels: str) -> float:
+def metric_value(
+    http_url: str, authorization: str, name: str, labels: str, tls: ssl.SSLContext | None = None
+) -> float:
     """One sample of /metrics (0 when absent), e.g. labels `result="failure"`."""
-    status, _, body = http_get(f"{http_url}/metrics", authorization)
+    status, _, body = http_get(f"{http_url}/metrics", authorization, tls=tls)
     assert status == 200, f"/metrics answered {status}"
     pattern = rf"^{re.escape(name)}{{{re.escape(labels)}}} (\S+)$"
     match = re.search(pattern, body.decode(), re.MULTILINE)
