@@ -485,3 +485,27 @@ def test_offset_commit_to_a_group_it_may_not_read_is_group_authorization_failed(
     assert answer.error_code == GROUP_AUTHORIZATION_FAILED
     [line] = broker.audit_denials(f"GROUP:{group}")
     assert "operation=READ" in line and "api=OFFSET_COMMIT" in line
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="weir/security/scram.py gives an unknown user DEFAULT_ITERATIONS (4096) and a "
+    "SALT_BYTES salt: a user stored with other iterations or salt size is told apart",
+)
+def test_the_scram_server_first_message_does_not_say_whether_the_user_exists(
+    broker: HostileBroker,
+) -> None:
+    admin = AdminClient(broker.admin_config())
+    carol = UserScramCredentialUpsertion(
+        "carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), b"carol-secret"
+    )
+    admin.alter_user_scram_credentials([carol])["carol"].result(timeout=CLIENT_WAIT_S)
+
+    def server_first_shape(username: str) -> tuple[int, str]:
+        with broker.connect() as sock:
+            assert handshake(sock, "SCRAM-SHA-256").error_code == 0
+            answer = authenticate(sock, f"n,,n={username},r=probe".encode())
+            fields = dict(part.split("=", 1) for part in answer.auth_bytes.decode().split(","))
+        return len(fields["s"]), fields["i"]
+
+    assert server_first_shape("carol") == server_first_shape("nobody-at-all")
