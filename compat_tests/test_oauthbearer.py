@@ -28,7 +28,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from compat_tests.harness import WeirProcess, free_ports
 from compat_tests.sasl_wire import (
     TokenIssuer,
+    authenticate,
     closed_by_peer,
+    handshake,
     metadata,
     metric_value,
     oauthbearer_login,
@@ -221,6 +223,27 @@ def test_a_bad_token_is_an_authentication_error_for_librdkafka_not_a_hang(
         producer.poll(0.2)
     assert errors, f"no error reported for the {kind} token"
     assert errors[0].code() == KafkaError._AUTHENTICATION, errors[0]
+
+
+MALFORMED_INITIAL_RESPONSES = {
+    "not_gs2": b"this is not an OAUTHBEARER message",
+    "basic_scheme": b"n,,\x01auth=Basic YWxpY2U6c2VjcmV0\x01\x01",
+    "no_auth": b"n,,\x01host=weir\x01\x01",
+    "token_too_large": b"n,,\x01auth=Bearer " + b"a" * 40_000 + b"\x01\x01",
+    "not_ascii": "n,,\x01auth=Bearer \u00e9\u00e9\x01\x01".encode(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_INITIAL_RESPONSES))
+def test_a_malformed_oauthbearer_message_fails_authentication_and_closes(
+    broker: OAuthBroker, case: str
+) -> None:
+    with _connect(broker) as sock:
+        assert handshake(sock, "OAUTHBEARER").error_code == 0
+        response = authenticate(sock, MALFORMED_INITIAL_RESPONSES[case])
+        assert response.error_code == SASL_AUTHENTICATION_FAILED
+        assert closed_by_peer(sock)
+    assert broker.process.is_running()
 
 
 def test_the_session_lasts_as_long_as_the_token_and_then_a_request_closes_it(
