@@ -17,6 +17,7 @@ import resource
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -118,6 +119,13 @@ def _tail(path: Path) -> str:
     return text or "<empty>"
 
 
+def _https_opener(cafile: Path) -> urllib.request.OpenerDirector:
+    context = ssl.create_default_context(cafile=str(cafile))
+    return urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+    )
+
+
 SETTINGS_FILE_NAME = "weir.toml"
 
 
@@ -137,12 +145,15 @@ class WeirProcess:
         open_files_limit: int | None = None,
         host: str = "127.0.0.1",
         command_prefix: tuple[str, ...] = (),
+        http_cafile: Path | None = None,
     ) -> None:
         """`settings_via_env` passes data dir and listen addresses as WEIR_* environment
         variables instead of flags; `extra_env` adds variables (WEIR_* ones included);
         `open_files_limit` sets the broker's RLIMIT_NOFILE (soft and hard); `host` is
         the address it listens on and `command_prefix` runs it through another command
-        (`ip netns exec NS`, which execs it: the pid stays the broker's)."""
+        (`ip netns exec NS`, which execs it: the pid stays the broker's). With
+        `http_cafile` the HTTP listener is spoken to over https, trusting that CA
+        (a broker with `security.http_tls`)."""
         if kafka_port is None or http_port is None:
             kafka_port, http_port = free_ports(2)
         self.data_dir = Path(data_dir)
@@ -156,14 +167,20 @@ class WeirProcess:
         self.host = host
         self.command_prefix = command_prefix
         self.bootstrap = f"{host}:{kafka_port}"
-        self.http_url = f"http://{host}:{http_port}"
+        self.http_url = f"{'https' if http_cafile else 'http'}://{host}:{http_port}"
+        self._http = _HTTP if http_cafile is None else _https_opener(http_cafile)
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.log_dir.mkdir(parents=True, exist_ok=True)
 
     @classmethod
     def configured(
-        cls, base: Path, settings_toml: str, *, open_files_limit: int | None = None
+        cls,
+        base: Path,
+        settings_toml: str,
+        *,
+        open_files_limit: int | None = None,
+        http_cafile: Path | None = None,
     ) -> WeirProcess:
         """A broker (not started) with its data and logs under `base`, started with
         `--config base/weir.toml`, a settings file holding `settings_toml`."""
@@ -175,6 +192,7 @@ class WeirProcess:
             base / "logs",
             extra_args=("--config", str(settings_file)),
             open_files_limit=open_files_limit,
+            http_cafile=http_cafile,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -249,7 +267,7 @@ class WeirProcess:
                     f"--- stderr ---\n{self.stderr_text()}"
                 )
             try:
-                with _HTTP.open(url, timeout=1.0) as response:
+                with self._http.open(url, timeout=1.0) as response:
                     if response.status == 200:
                         return
                     last_error = f"HTTP {response.status}"
@@ -318,7 +336,7 @@ class WeirProcess:
 
     def http_get(self, path: str, timeout_s: float = 5.0) -> tuple[int, bytes]:
         try:
-            with _HTTP.open(self.http_url + path, timeout=timeout_s) as response:
+            with self._http.open(self.http_url + path, timeout=timeout_s) as response:
                 return response.status, response.read()
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read()

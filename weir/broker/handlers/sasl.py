@@ -25,7 +25,7 @@ from weir.broker.handlers.request_authorization import Session
 from weir.broker.security_config import SecurityProtocol
 from weir.format.errors import ErrorCode
 from weir.security.principal import user
-from weir.security.sasl import SaslAuthenticationError, SaslServer
+from weir.security.sasl import SaslAuthenticationError, SaslExchangeStateError, SaslServer
 from weir.security.sasl_mechanisms import (
     SaslSources,
     UnsupportedSaslMechanismError,
@@ -80,15 +80,20 @@ def handle_sasl_handshake(
         return SaslHandshakeResponse(ErrorCode.ILLEGAL_SASL_STATE, enabled)
     previous = connection.sasl
     reauthenticating = connection.session is not None
+    # Each refusal below ends the connection after its answer, as Kafka's
+    # authenticator does: a client that gets the exchange wrong cannot go on probing.
     if isinstance(previous, ConnectionSasl) and not (reauthenticating and previous.server.complete):
         # One handshake per exchange: a second one before the first exchange succeeded.
+        connection.close_after_response = True
         return SaslHandshakeResponse(ErrorCode.ILLEGAL_SASL_STATE, enabled)
     try:
         server = build_sasl_server(request.mechanism, tuple(enabled), _sources(broker))
     except UnsupportedSaslMechanismError:
+        connection.close_after_response = True
         return SaslHandshakeResponse(ErrorCode.UNSUPPORTED_SASL_MECHANISM, enabled)
     if isinstance(previous, ConnectionSasl) and previous.mechanism != request.mechanism:
         # KIP-368: re-authentication keeps the mechanism.
+        connection.close_after_response = True
         return SaslHandshakeResponse(ErrorCode.ILLEGAL_SASL_STATE, enabled)
     connection.sasl = ConnectionSasl(
         request.mechanism, server, reauthenticating, raw_tokens=ctx.api_version == 0
@@ -136,6 +141,9 @@ def handle_sasl_authenticate(
     connection = ctx.connection
     sasl = connection.sasl if connection is not None else None
     if connection is None or not isinstance(sasl, ConnectionSasl) or sasl.failed:
+        if connection is not None and connection.session is None:
+            # Before a handshake, Kafka's authenticator ends the connection.
+            connection.close_after_response = True
         return SaslAuthenticateResponse(
             ErrorCode.ILLEGAL_SASL_STATE, "Unexpected SaslAuthenticate request"
         )
@@ -177,9 +185,23 @@ async def answer_token(
             challenge = await trio.to_thread.run_sync(sasl.server.respond, client_bytes, now_ms)
         else:
             challenge = sasl.server.respond(client_bytes, now_ms)
+    except SaslExchangeStateError as exc:
+        return _out_of_turn(connection, sasl, exc)
     except SaslAuthenticationError as exc:
         return await _failed(broker, connection, client_host, sasl, exc)
     return _progress(broker, connection, client_host, sasl, challenge, now_ms)
+
+
+def _out_of_turn(
+    connection: ClientConnection, sasl: ConnectionSasl, error: SaslExchangeStateError
+) -> TokenAnswer:
+    """A message the exchange cannot take now (a second PLAIN message pipelined
+    behind the first, say): the client's mistake, answered and closed, not a
+    broker error."""
+    log.debug("closing connection: SaslAuthenticate out of turn: %s", error)
+    sasl.failed = True
+    connection.close_after_response = True
+    return TokenAnswer(ErrorCode.ILLEGAL_SASL_STATE, "Unexpected SaslAuthenticate request")
 
 
 def _progress(
@@ -198,6 +220,11 @@ def _progress(
         # KIP-368: a re-authentication may not change who the connection is.
         sasl.failed = True
         connection.close_after_response = True
+        broker.metrics.sasl_authentications_total["failure"] += 1
+        log.info(
+            "re-authentication refused: client %s on listener %s tried to change %s to %s",
+            client_host.lstrip("/"), connection.listener_name, previous.principal, principal,
+        )  # fmt: skip
         return TokenAnswer(
             ErrorCode.SASL_AUTHENTICATION_FAILED,
             "Cannot change principals during re-authentication",

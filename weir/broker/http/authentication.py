@@ -51,8 +51,12 @@ class HttpAuthentication:
         ):
             await self.app(scope, receive, send)
             return
-        principal = await self._principal(_authorization_header(scope))
+        header = _authorization_header(scope)
+        principal = await self._principal(header)
         if principal is None:
+            if header is not None:
+                # A credential was presented and refused: a failed login, as on Kafka.
+                self.broker.metrics.sasl_authentications_total["failure"] += 1
             delay_ms = self.broker.config.security.connection_failed_authentication_delay_ms
             await trio.sleep(delay_ms / 1000)
             await _unauthorized(send)
@@ -82,7 +86,6 @@ class HttpAuthentication:
         # PBKDF2 takes milliseconds: off the event loop.
         matched = await trio.to_thread.run_sync(self._check_password, name, password)
         if not matched:
-            self.broker.metrics.sasl_authentications_total["failure"] += 1
             log.info("HTTP authentication failed for user %r", name)
             return None
         return user(name)
