@@ -41,6 +41,8 @@ class SaslSources:
     scram_credentials: ScramCredentialSource | None = None
     oauthbearer: OAuthBearerSettings | None = None
     jwks: Callable[[], JwkSet] | None = None
+    # An unknown SCRAM user's (salt bytes, iterations): the stored users' usual ones.
+    scram_unknown_user_shape: Callable[[ScramMechanism], tuple[int, int]] | None = None
 
 
 class UnsupportedSaslMechanismError(ValueError):
@@ -78,8 +80,12 @@ def build_sasl_server(mechanism: str, enabled: tuple[str, ...], sources: SaslSou
     scram = ScramMechanism.from_sasl_name(mechanism)
     if scram is not None and sources.scram_credentials is not None:
         source = sources.scram_credentials
+        shape = sources.scram_unknown_user_shape
         return ScramServer(
-            scram, lambda username: source(scram, username), sources.unknown_user_secret
+            scram,
+            lambda username: source(scram, username),
+            sources.unknown_user_secret,
+            unknown_user_shape=None if shape is None else (lambda: shape(scram)),
         )
     if mechanism == OAUTHBEARER and sources.oauthbearer is not None and sources.jwks is not None:
         return OAuthBearerServer(sources.oauthbearer, sources.jwks())

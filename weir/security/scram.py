@@ -357,10 +357,14 @@ class ScramServer:
         lookup: ScramCredentialLookup,
         unknown_user_secret: bytes,
         make_server_nonce: Callable[[], str] | None = None,
+        unknown_user_shape: Callable[[], tuple[int, int]] | None = None,
     ) -> None:
         self._scram = mechanism
         self._lookup = lookup
         self._unknown_user_secret = unknown_user_secret
+        # (salt bytes, iterations) an unknown user's fake credential takes: the
+        # stored users' usual ones, so the server-first message does not tell them apart.
+        self._unknown_user_shape = unknown_user_shape
         self._make_server_nonce = make_server_nonce or random_server_nonce
         self._state = _State.CLIENT_FIRST
         self._username = ""
@@ -434,11 +438,15 @@ class ScramServer:
             return hmac.new(self._unknown_user_secret, message, "sha512").digest()
 
         size = self._scram.digest_size
+        salt_bytes, iterations = (SALT_BYTES, DEFAULT_ITERATIONS)
+        if self._unknown_user_shape is not None:
+            salt_bytes, iterations = self._unknown_user_shape()
+        salt = b"".join(derive(b"salt%d" % block) for block in range(salt_bytes // 64 + 1))
         return ScramCredential(
-            salt=derive(b"salt")[:SALT_BYTES],
+            salt=salt[:salt_bytes],
             stored_key=derive(b"stored")[:size],
             server_key=derive(b"server")[:size],
-            iterations=DEFAULT_ITERATIONS,
+            iterations=iterations,
         )
 
     def _server_final_message(self, client_bytes: bytes) -> bytes:

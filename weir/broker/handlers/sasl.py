@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 import trio
@@ -32,7 +33,7 @@ from weir.security.sasl_mechanisms import (
     build_sasl_server,
 )
 from weir.security.sasl_plain import PlainPasswordCheck, PlainServer, plain_check_from_scram
-from weir.security.scram import ScramMechanism
+from weir.security.scram import DEFAULT_ITERATIONS, SALT_BYTES, ScramMechanism
 from weir.wire.messages.security import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -111,7 +112,22 @@ def _sources(broker: Broker) -> SaslSources:
         scram_credentials=lambda scram, name: broker.controller.scram_credential(name, scram),
         oauthbearer=None if keys is None else keys.settings,
         jwks=None if keys is None else (lambda: keys.keys),
+        scram_unknown_user_shape=lambda scram: _usual_scram_shape(broker, scram),
     )
+
+
+def _usual_scram_shape(broker: Broker, scram: ScramMechanism) -> tuple[int, int]:
+    """The (salt bytes, iterations) most stored credentials of `scram` have (ties:
+    the smallest), so an unknown user's fake credential looks like a stored one."""
+    counts: Counter[tuple[int, int]] = Counter()
+    for credentials in broker.controller.scram_credentials().values():
+        credential = credentials.get(scram)
+        if credential is not None:
+            counts[(len(credential.salt), credential.iterations)] += 1
+    if not counts:
+        return SALT_BYTES, DEFAULT_ITERATIONS
+    most = max(counts.values())
+    return min(shape for shape, count in counts.items() if count == most)
 
 
 def password_check(broker: Broker) -> PlainPasswordCheck:
