@@ -406,4 +406,3 @@ def strict_mutation_quota(api_name: str, api_version: int) -> bool:
 
 
 _STRICT_SINCE = {"CREATE_TOPICS": 6, "CREATE_PARTITIONS": 3, "DELETE_TOPICS": 5}
-
