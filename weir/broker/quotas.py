@@ -34,15 +34,22 @@ handling is 100 (percent of one thread for a second).
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from weir.broker.metrics import Metrics
 from weir.security.principal import ANONYMOUS
-from weir.security.quotas import ClientQuotas, QuotaType, quota_levels
+from weir.security.quotas import ClientQuotas, QuotaType, quota_levels, strict_mutation_quota
 from weir.wire.api_keys import ApiKey
 from weir.wire.messages.fetch import FetchResponse
+from weir.wire.messages.topics import (
+    CreatePartitionsResponseResult,
+    CreateTopicsResponseTopic,
+    DeleteTopicsResponseResponse,
+)
 from weir.wire.protocol import RequestHeader, decode_response, encode_response
 
 # A fetch from a consumer, not from a follower broker.
@@ -50,6 +57,7 @@ CONSUMER_REPLICA_ID = -1
 FIRST_REPLICA_STATE_VERSION = 15
 # Never throttled: a connection's SASL exchange, and what brokers send each other.
 EXEMPT_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE, ApiKey.WRITE_TXN_MARKERS})
+ZERO_UUID = uuid.UUID(int=0)
 # One second of handling, as a request_percentage value.
 PERCENT_PER_SECOND = 100.0
 
@@ -172,6 +180,8 @@ class RequestQuota:
     acks_zero: bool = False
     consumer_fetch: bool = False
     throttle_ms: int = 0
+    # CreateTopics, CreatePartitions, DeleteTopics: controller_mutation_rate's throttle.
+    mutation_throttle_ms: int = 0
 
     def __post_init__(self) -> None:
         self.started_s = time.perf_counter()
@@ -202,9 +212,14 @@ class RequestQuota:
             request_ms = quotas[QuotaType.REQUEST].record(
                 self.user, self.client_id, self._request_percent(), now_ms
             )
-        self.throttle_ms = max(produce_ms, request_ms)
-        if self.throttle_ms > 0:
+        self.throttle_ms = max(produce_ms, request_ms, self.mutation_throttle_ms)
+        if max(produce_ms, request_ms) > self.mutation_throttle_ms:
             self._mute(QuotaType.PRODUCE if produce_ms > request_ms else QuotaType.REQUEST)
+
+    def mute_for_mutations(self) -> None:
+        """controller_mutation_rate's throttle, known before the handler runs."""
+        self.throttle_ms = self.mutation_throttle_ms
+        self._mute(QuotaType.CONTROLLER_MUTATION)
 
     def settle(self, body: Any) -> Any:
         """`body` (None: no response is sent, acks=0) with the request's throttle
@@ -256,3 +271,113 @@ def _with_throttle(header: RequestHeader, body: Any, throttle_ms: int) -> Any:
     if hasattr(body, "throttle_time_ms"):
         body.throttle_time_ms = throttle_ms
     return body
+
+
+# -- controller_mutation_rate ---------------------------------------------------------
+
+MUTATION_APIS = frozenset({ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.DELETE_TOPICS})
+THROTTLING_QUOTA_EXCEEDED = 89
+THROTTLING_MESSAGE = "The throttling quota has been exceeded."
+FIRST_DELETE_BY_ID_VERSION = 6
+
+
+class _Topics(Protocol):
+    def topic(self, name: str) -> Any: ...
+
+    def topic_by_id(self, topic_id: Any) -> Any: ...
+
+
+def limit_mutations(
+    quota: RequestQuota, request: Any, topics: _Topics, default_partitions: int
+) -> Callable[[Any], Any] | None:
+    """CreateTopics, CreatePartitions, DeleteTopics under `controller_mutation_rate`:
+    each topic's partitions charged in turn (only a topic the request would change:
+    Weir charges before its handler validates, Kafka after); a topic refused by a
+    strict quota leaves the request and is answered THROTTLING_QUOTA_EXCEEDED by the
+    returned `complete`. None when nothing was refused."""
+    mutations = quota.manager.quotas[QuotaType.CONTROLLER_MUTATION]
+    if not mutations.enabled:
+        return None
+    api = ApiKey(quota.header.api_key)
+    strict = strict_mutation_quota(api.name, quota.header.api_version)
+    now_ms = monotonic_ms()
+
+    def allowed(partitions: int) -> bool:
+        if partitions <= 0:
+            return True  # nothing to change: the handler answers it
+        decision = mutations.record_mutation(
+            quota.user, quota.client_id, partitions, strict, now_ms
+        )
+        quota.mutation_throttle_ms = max(quota.mutation_throttle_ms, decision.throttle_time_ms)
+        return decision.accepted
+
+    refused: list[Any]
+    if api == ApiKey.CREATE_TOPICS:
+        kept = [t for t in request.topics if allowed(_created(t, topics, default_partitions))]
+        refused = [t.name for t in request.topics if t not in kept]
+        request.topics = kept
+    elif api == ApiKey.CREATE_PARTITIONS:
+        kept = [t for t in request.topics if allowed(_added(t, topics))]
+        refused = [t.name for t in request.topics if t not in kept]
+        request.topics = kept
+    elif quota.header.api_version >= FIRST_DELETE_BY_ID_VERSION:
+        kept = [t for t in request.topics if allowed(_deleted(topics, t.name, t.topic_id))]
+        refused = [t for t in request.topics if t not in kept]
+        request.topics = kept
+    else:
+        kept = [n for n in request.topic_names if allowed(_deleted(topics, n, None))]
+        refused = [n for n in request.topic_names if n not in kept]
+        request.topic_names = kept
+    if quota.mutation_throttle_ms > 0:
+        quota.mute_for_mutations()
+    if not refused:
+        return None
+    return lambda response: _add_refused(api, response, refused)
+
+
+def _created(topic: Any, topics: _Topics, default_partitions: int) -> int:
+    if not topic.name or topics.topic(topic.name) is not None:
+        return 0
+    if topic.assignments:
+        return len(topic.assignments)
+    return topic.num_partitions if topic.num_partitions > 0 else default_partitions
+
+
+def _added(topic: Any, topics: _Topics) -> int:
+    record = topics.topic(topic.name)
+    return 0 if record is None else max(topic.count - record.partition_count, 0)
+
+
+def _deleted(topics: _Topics, name: str | None, topic_id: Any) -> int:
+    record = topics.topic(name) if name else topics.topic_by_id(topic_id)
+    return 0 if record is None else int(record.partition_count)
+
+
+def _add_refused(api: ApiKey, response: Any, refused: list[Any]) -> Any:
+    if response is None:
+        return None
+    if api == ApiKey.CREATE_TOPICS:
+        response.topics.extend(
+            CreateTopicsResponseTopic(
+                name=name, error_code=THROTTLING_QUOTA_EXCEEDED, error_message=THROTTLING_MESSAGE
+            )
+            for name in refused
+        )
+    elif api == ApiKey.CREATE_PARTITIONS:
+        response.results.extend(
+            CreatePartitionsResponseResult(
+                name=name, error_code=THROTTLING_QUOTA_EXCEEDED, error_message=THROTTLING_MESSAGE
+            )
+            for name in refused
+        )
+    else:
+        response.responses.extend(
+            DeleteTopicsResponseResponse(
+                name=item if isinstance(item, str) else item.name,
+                topic_id=getattr(item, "topic_id", ZERO_UUID),
+                error_code=THROTTLING_QUOTA_EXCEEDED,
+                error_message=THROTTLING_MESSAGE,
+            )
+            for item in refused
+        )
+    return response

@@ -23,7 +23,7 @@ from weir.broker.handlers.context import (
 )
 from weir.broker.handlers.request_authorization import RequestAuthorization
 from weir.broker.metrics import Metrics
-from weir.broker.quotas import RequestQuota
+from weir.broker.quotas import MUTATION_APIS, RequestQuota, limit_mutations
 from weir.format.errors import ErrorCode
 from weir.security.acl import Authorizer
 from weir.wire.messages.api_versions import ApiVersionsResponse
@@ -137,6 +137,8 @@ async def _handle(
         if gate.request is None:
             return _encode(header, gate.answer, quota)
         request, complete = gate.request, gate.complete
+    if quota is not None and header.api_key in MUTATION_APIS:
+        complete = _chain(complete, _limit_mutations(broker, quota, request))
     try:
         answer = handler(context, request)
     except Exception:
@@ -152,6 +154,23 @@ async def _handle(
     if complete is not None and answer is not None:  # Produce's: an EncodedResponse
         answer = complete(answer)
     return _encode(header, answer, quota)
+
+
+def _limit_mutations(
+    broker: Broker, quota: RequestQuota, request: object
+) -> Callable[[Any], Any] | None:
+    """controller_mutation_rate: topics over it leave the request (see quotas.py)."""
+    default_partitions = broker.config.default_partition_count
+    return limit_mutations(quota, request, broker.controller, default_partitions)
+
+
+def _chain(
+    first: Callable[[Any], Any] | None, second: Callable[[Any], Any] | None
+) -> Callable[[Any], Any] | None:
+    """Both completions of a response, in order."""
+    if first is None or second is None:
+        return first or second
+    return lambda response: second(first(response))
 
 
 # What a connection may send before it authenticates (and to re-authenticate).
