@@ -18,6 +18,7 @@ from weir.broker.descriptor_budget import DescriptorBudget, open_files_limit
 from weir.broker.loop_lag import LAG_SECONDS_BUCKETS, EventLoopLag
 from weir.broker.metrics import GaugeSample, HistogramSample, Metrics
 from weir.broker.partition_replica import PartitionReplica
+from weir.broker.quotas import QuotaManager
 from weir.broker.roles import (
     ClusterRole,
     InternalStateOwner,
@@ -160,6 +161,8 @@ class Broker:
         # from the metadata's bindings and keeps it current); None: all allowed.
         self.authorizer: Authorizer | None = None
         self.controller.acl_listeners.append(self._follow_acls)
+        # Client quotas: what each request is measured on, and its throttle.
+        self.quotas = QuotaManager(self.controller, self.metrics)
         # OAUTHBEARER's token validator when that mechanism is enabled (the app).
         self.oauthbearer: OAuthBearerKeysRole | None = None
         self.ready = False

@@ -35,6 +35,9 @@ class ClientConnection:
         # Set by a failed login: the writer closes the connection once the response
         # that says so is sent.
         self.close_after_response = False
+        # Client quotas (KIP-219): the reader takes no request before this time
+        # (time.monotonic()); 0.0 when not throttled.
+        self.throttled_until_s = 0.0
 
     def on_close(self, callback: Callable[[], None]) -> None:
         if self.closed:

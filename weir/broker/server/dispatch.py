@@ -25,6 +25,7 @@ from weir.broker.handlers.context import (
 from weir.broker.handlers.request_authorization import RequestAuthorization
 from weir.broker.handlers.sasl import answer_raw_token, in_raw_token_exchange
 from weir.broker.metrics import Metrics
+from weir.broker.quotas import MUTATION_APIS, RequestQuota, limit_mutations
 from weir.format.errors import ErrorCode
 from weir.security.acl import Authorizer
 from weir.wire.messages.api_versions import ApiVersionsResponse
@@ -139,28 +140,54 @@ async def _handle(
         log.debug("closing connection: malformed %s request: %s", _api_name(header.api_key), exc)
         return CLOSE
     context = RequestContext(header, broker, client_host, connection)
+    quota = None
+    if connection is not None and broker.quotas.enabled():  # client quotas: see quotas.py
+        quota = broker.quotas.for_request(header, request, len(frame), connection)
     complete = None
     if broker.authorizer is not None and header.api_key not in PRE_AUTHENTICATION_APIS:
         gate = _authorize(broker.authorizer, context, request)
         if gate is None:
             return CLOSE
         if gate.request is None:
-            return _encode(header, gate.answer)
+            return _encode(header, gate.answer, quota)
         request, complete = gate.request, gate.complete
     if header.api_key in ADMIN_API_KEYS:
         session = connection.session if connection is not None else None
         audit_admin_request(header.api_key, _api_name(header.api_key), session, request)
+    if quota is not None and header.api_key in MUTATION_APIS:
+        complete = _chain(complete, _limit_mutations(broker, quota, request))
     try:
         answer = handler(context, request)
     except Exception:
         log.exception("handler for %s failed", _api_name(header.api_key))
         return CLOSE
+    if quota is not None:
+        quota.handler_returned()
     if isinstance(answer, Deferred):
         deferred: Deferred[Any] = answer
-        return RequestOutcome(None, pending=lambda: _finish(broker, header, deferred, complete))
+        return RequestOutcome(
+            None, pending=lambda: _finish(broker, header, deferred, complete, quota)
+        )
     if complete is not None and answer is not None:  # Produce's: an EncodedResponse
         answer = complete(answer)
-    return _encode(header, answer)
+    return _encode(header, answer, quota)
+
+
+def _limit_mutations(
+    broker: Broker, quota: RequestQuota, request: object
+) -> Callable[[Any], Any] | None:
+    """controller_mutation_rate: topics over it leave the request (see quotas.py)."""
+    default_partitions = broker.config.default_partition_count
+    return limit_mutations(quota, request, broker.controller, default_partitions)
+
+
+def _chain(
+    first: Callable[[Any], Any] | None, second: Callable[[Any], Any] | None
+) -> Callable[[Any], Any] | None:
+    """Both completions of a response, in order."""
+    if first is None or second is None:
+        return first or second
+    return lambda response: second(first(response))
 
 
 # What a connection may send before it authenticates (and to re-authenticate).
@@ -206,6 +233,7 @@ async def _finish(
     header: RequestHeader,
     deferred: Deferred[object],
     complete: Callable[[Any], Any] | None = None,
+    quota: RequestQuota | None = None,
 ) -> RequestOutcome:
     try:
         body = await deferred.finish()
@@ -215,10 +243,18 @@ async def _finish(
         return CLOSE
     if complete is not None and body is not None:  # Produce's: an EncodedResponse
         body = complete(body)
-    return _encode(header, body)
+    return _encode(header, body, quota)
 
 
-def _encode(header: RequestHeader, body: Body[object]) -> RequestOutcome:
+def _encode(
+    header: RequestHeader, body: Body[object], quota: RequestQuota | None = None
+) -> RequestOutcome:
+    """The response frame; under a client quota, the request recorded and its
+    throttle in the response (the connection is muted by the reader)."""
+    if quota is not None:
+        if quota.consumer_fetch:
+            return _encode_fetch(header, body, quota)
+        body = quota.settle(body)
     if body is None:
         return NO_RESPONSE
     if isinstance(body, EncodedResponse):
@@ -229,6 +265,16 @@ def _encode(header: RequestHeader, body: Body[object]) -> RequestOutcome:
         log.exception("cannot encode the %s response", _api_name(header.api_key))
         return CLOSE
     return RequestOutcome(frame)
+
+
+def _encode_fetch(header: RequestHeader, body: Body[object], quota: RequestQuota) -> RequestOutcome:
+    """A consumer's fetch is measured by its response's size: a throttled one is
+    answered with no records instead (Kafka's throttled fetch response)."""
+    outcome = _encode(header, body)
+    if outcome.response is None:
+        return outcome
+    throttled = quota.settle_fetch(len(outcome.response))
+    return outcome if throttled is None else _encode(header, throttled)
 
 
 def _unsupported_api_versions(header: RequestHeader) -> RequestOutcome:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -365,6 +366,8 @@ async def _read_requests(
             broker.metrics.connections_closed_by_broker_total["frame_size"] += 1
             raise
         reader_state.waiting = False
+        if connection.throttled_until_s:
+            await _wait_out_throttle(connection, reader_state)
         if reader_state.scope.cancel_called:
             return  # shutdown: the frame is dropped unanswered
         broker.metrics.bytes_received_total += len(frame) + 4
@@ -377,6 +380,17 @@ async def _read_requests(
         if outcome.close_connection:
             broker.metrics.connections_closed_by_broker_total["request"] += 1
             return
+
+
+async def _wait_out_throttle(connection: ClientConnection, reader_state: _ReaderState) -> None:
+    """A client over its quota was answered at once with its throttle time (KIP-219);
+    its next request waits until the throttle has passed (Kafka mutes the channel)."""
+    remaining_s = connection.throttled_until_s - time.monotonic()
+    connection.throttled_until_s = 0.0
+    if remaining_s > 0:
+        reader_state.waiting = True  # shutdown may end the wait
+        await trio.sleep(remaining_s)
+        reader_state.waiting = False
 
 
 async def _next_frame(
