@@ -16,8 +16,13 @@ import pytest
 import trustme
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     NewTopic,
+    ResourcePatternType,
+    ResourceType,
     ScramCredentialInfo,
     ScramMechanism,
     UserScramCredentialUpsertion,
@@ -185,3 +190,46 @@ def test_a_user_without_acls_is_refused_on_every_broker(
         producer.flush(15)
         assert delivered and delivered[0] is not None
         assert delivered[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_an_acl_created_through_one_broker_is_applied_by_every_broker(
+    cluster: WeirCluster, certificates: dict[str, Path]
+) -> None:
+    brokers = list(cluster.running())
+    first = {
+        **client_config(cluster, certificates["ca"]),
+        "bootstrap.servers": brokers[0].bootstrap,
+    }
+    admin = AdminClient(first)
+    admin.alter_user_scram_credentials(
+        [
+            UserScramCredentialUpsertion(
+                "trent", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"trent-pw"
+            )
+        ]
+    )["trent"].result(timeout=20)
+    topic = f"granted-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(timeout=30)
+    grant = AclBinding(
+        ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:trent", "*",
+        AclOperation.WRITE, AclPermissionType.ALLOW,
+    )  # fmt: skip
+    admin.create_acls([grant])[grant].result(timeout=20)
+    deadline = time.monotonic() + 30
+    for broker in brokers:  # a fresh client asks its one bootstrap broker
+        config = {
+            **client_config(cluster, certificates["ca"], "trent", "trent-pw"),
+            "bootstrap.servers": broker.bootstrap,
+        }
+        while True:
+            described = AdminClient(config).list_topics(topic, timeout=15).topics[topic]
+            if described.error is None:
+                break  # WRITE implies DESCRIBE: this broker applies the new ACL
+            assert described.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+            assert time.monotonic() < deadline, f"broker {broker.bootstrap} never applied it"
+            time.sleep(0.5)  # the ACL reaches the other brokers through etcd's watch
+    delivered: list[KafkaError | None] = []
+    producer = Producer({**config, "message.timeout.ms": 10000})
+    producer.produce(topic, b"allowed", on_delivery=_collect_into(delivered))
+    producer.flush(20)
+    assert delivered == [None]
