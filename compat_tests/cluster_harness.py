@@ -3,15 +3,17 @@ over a real etcd (compat_tests/etcd_harness.py), each a `WeirProcess`."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import trustme
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from compat_tests.etcd_harness import EtcdCluster
+from compat_tests.etcd_harness import EtcdCluster, EtcdTlsFiles
 from compat_tests.harness import SETTINGS_FILE_NAME, WeirProcess, free_ports
 
 # Short timeouts so that failover tests take seconds (the defaults are Kafka's).
@@ -191,11 +193,16 @@ def running_cluster(
     with `settings` as its settings file; everything stopped on exit (a broker that
     logged a traceback fails it). `etcd_placement`, `broker_env`, `data_dir_of`: see
     EtcdCluster.start and WeirCluster."""
-    etcd = EtcdCluster.start(base / "etcd", etcd_members, host=etcd_host, placement=etcd_placement)
+    secured = placement is None and etcd_placement is None and _secured_mode()
+    tls = internal_tls_files(base / "tls") if secured else None
+    etcd = EtcdCluster.start(
+        base / "etcd", etcd_members, host=etcd_host, placement=etcd_placement, tls=tls
+    )
     try:
         cluster = WeirCluster(
-            base / "weir", etcd, brokers_count, placement, settings, broker_env, data_dir_of
-        )
+            base / "weir", etcd, brokers_count, placement, settings, broker_env, data_dir_of,
+            settings_for=None if tls is None else internal_tls_settings(settings, tls),
+        )  # fmt: skip
         try:
             cluster.start()
             yield cluster
@@ -203,3 +210,66 @@ def running_cluster(
             cluster.stop()
     finally:
         etcd.stop()
+
+
+# On demand (not CI): `WEIR_TEST_CLUSTER_SECURED=1` runs every loopback cluster of
+# `running_cluster` with brokers replicating over an internal SASL_SSL listener (SCRAM,
+# the inter-broker user) and etcd over TLS with client certificates, while the tests'
+# clients keep a PLAINTEXT listener on each broker's usual port: the earlier cluster
+# tests, unchanged, then prove replication and failover over the secured paths.
+SECURED_MODE_VARIABLE = "WEIR_TEST_CLUSTER_SECURED"
+INTERNAL_PASSWORD = "internal-secret"
+
+
+def _secured_mode() -> bool:
+    return os.environ.get(SECURED_MODE_VARIABLE) == "1"
+
+
+def internal_tls_files(directory: Path) -> EtcdTlsFiles:
+    """A CA, a server certificate for 127.0.0.1 (etcd's and the brokers'), and a client
+    certificate (the brokers' to etcd), as PEM files in `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = trustme.CA()
+    server = ca.issue_cert("127.0.0.1", "localhost")
+    client = ca.issue_cert("weir-broker")
+    files = EtcdTlsFiles(
+        directory / "ca.pem",
+        directory / "server.pem",
+        directory / "server-key.pem",
+        directory / "client.pem",
+        directory / "client-key.pem",
+    )
+    ca.cert_pem.write_to_path(str(files.ca))
+    files.cert.write_bytes(b"".join(blob.bytes() for blob in server.cert_chain_pems))
+    server.private_key_pem.write_to_path(str(files.key))
+    files.client_cert.write_bytes(b"".join(blob.bytes() for blob in client.cert_chain_pems))
+    client.private_key_pem.write_to_path(str(files.client_key))
+    return files
+
+
+def internal_tls_settings(settings: str, tls: EtcdTlsFiles) -> Callable[[int, int], str]:
+    """Each broker's settings: `settings`, then a [security] table with the tests'
+    PLAINTEXT listener on its port and an internal SASL_SSL one beside it."""
+
+    def settings_for(node_id: int, kafka_port: int) -> str:
+        (internal_port,) = free_ports(1)
+        return (
+            settings
+            + f"""
+[security]
+listeners = "PLAINTEXT://127.0.0.1:{kafka_port},INTERNAL://127.0.0.1:{internal_port}"
+listener_security_protocol_map = "INTERNAL:SASL_SSL"
+inter_broker_listener_name = "INTERNAL"
+ssl_certfile = "{tls.cert}"
+ssl_keyfile = "{tls.key}"
+ssl_cafile = "{tls.ca}"
+sasl_enabled_mechanisms = ["SCRAM-SHA-512"]
+inter_broker_sasl_username = "broker"
+inter_broker_sasl_password = "{INTERNAL_PASSWORD}"
+etcd_cafile = "{tls.ca}"
+etcd_certfile = "{tls.client_cert}"
+etcd_keyfile = "{tls.client_key}"
+"""
+        )
+
+    return settings_for
