@@ -50,6 +50,8 @@ JWT_AUDIENCE = "weir"
 JWT_KEY_ID = "weir-test-key-1"
 JWT_LIFETIME_S = 3600
 SCRAM_ITERATIONS = 4096
+# Kafka's ssl.principal.mapping.rules: the certificate CN=alice,OU=eng,O=Weir is User:alice
+SSL_PRINCIPAL_MAPPING_RULES = "RULE:^CN=([^,]+),.*$/$1/,DEFAULT"
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")

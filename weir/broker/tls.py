@@ -57,14 +57,23 @@ def _state_of(paths: tuple[Path, ...]) -> _FilesState:
 class ServerTlsContext:
     """The listeners' TLS server context, current with its certificate files."""
 
-    def __init__(self, security: SecurityConfig, *, http: bool = False) -> None:
-        """The Kafka listeners' context, or with `http` the HTTP listener's (no
-        client certificates; ALPN offers HTTP/1.1)."""
+    def __init__(
+        self, security: SecurityConfig, *, http: bool = False, client_certificates: bool = True
+    ) -> None:
+        """The SSL listeners' context (client certificates as `ssl_client_auth` says);
+        without `client_certificates` a SASL_SSL listener's (none asked for: Kafka
+        applies the broker-wide `ssl.client.auth` to SSL listeners only, KIP-684); with
+        `http` the HTTP listener's (no client certificates; ALPN offers HTTP/1.1)."""
         self._certfile = Path(security.ssl_certfile)
         self._keyfile = Path(security.ssl_keyfile)
         self._http = http
-        self._cafile = Path(security.ssl_cafile) if security.ssl_cafile and not http else None
-        self._verify_mode = ssl.CERT_NONE if http else _CLIENT_AUTH_MODES[security.ssl_client_auth]
+        asks_certificates = client_certificates and not http
+        self._cafile = (
+            Path(security.ssl_cafile) if security.ssl_cafile and asks_certificates else None
+        )
+        self._verify_mode = (
+            _CLIENT_AUTH_MODES[security.ssl_client_auth] if asks_certificates else ssl.CERT_NONE
+        )
         paths = [self._certfile, self._keyfile]
         if self._cafile is not None:
             paths.append(self._cafile)

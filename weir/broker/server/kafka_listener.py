@@ -86,8 +86,15 @@ class KafkaServer:
         self.refusals = RefusalLog(limits.refusal_log_addresses_max)
         self.draining = False
         security = broker.config.security
-        uses_tls = any(listener.protocol.uses_tls for listener in broker.config.kafka_listeners)
-        self.tls = ServerTlsContext(security) if uses_tls else None
+        protocols = {listener.protocol for listener in broker.config.kafka_listeners}
+        uses_tls = any(protocol.uses_tls for protocol in protocols)
+        self.tls = ServerTlsContext(security) if SecurityProtocol.SSL in protocols else None
+        # SASL_SSL authenticates by SASL: no client certificate asked for (as Kafka)
+        self.sasl_tls = (
+            ServerTlsContext(security, client_certificates=False)
+            if SecurityProtocol.SASL_SSL in protocols
+            else None
+        )
         self.certificate_principals = (
             CertificatePrincipals(security.ssl_principal_mapping_rules) if uses_tls else None
         )
@@ -209,8 +216,9 @@ class KafkaServer:
         SaslAuthenticate."""
         principal = ANONYMOUS
         if listener.protocol.uses_tls:
-            assert self.tls is not None
-            tls_stream = trio.SSLStream(stream, self.tls.context(), server_side=True)
+            tls = self.tls if listener.protocol is SecurityProtocol.SSL else self.sasl_tls
+            assert tls is not None
+            tls_stream = trio.SSLStream(stream, tls.context(), server_side=True)
             try:
                 with trio.fail_after(HANDSHAKE_TIMEOUT_S):
                     await tls_stream.do_handshake()
