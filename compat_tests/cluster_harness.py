@@ -203,6 +203,9 @@ def running_cluster(
             base / "weir", etcd, brokers_count, placement, settings, broker_env, data_dir_of,
             settings_for=None if tls is None else internal_tls_settings(settings, tls),
         )  # fmt: skip
+        if tls is not None:
+            for broker in cluster.brokers.values():
+                broker.http_credentials = ("broker", INTERNAL_PASSWORD)
         try:
             cluster.start()
             yield cluster

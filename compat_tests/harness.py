@@ -9,6 +9,7 @@ contract (the command line, the Kafka port and the HTTP port).
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import functools
 import os
@@ -169,6 +170,8 @@ class WeirProcess:
         self.bootstrap = f"{host}:{kafka_port}"
         self.http_url = f"{'https' if http_cafile else 'http'}://{host}:{http_port}"
         self._http = _HTTP if http_cafile is None else _https_opener(http_cafile)
+        # (user, password) for the HTTP endpoints of a broker with security on.
+        self.http_credentials: tuple[str, str] | None = None
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -335,8 +338,13 @@ class WeirProcess:
         return int(match.group(1)) * 1024
 
     def http_get(self, path: str, timeout_s: float = 5.0) -> tuple[int, bytes]:
+        """GET `path`, with HTTP Basic as `http_credentials` when those are set."""
+        request = urllib.request.Request(self.http_url + path)
+        if self.http_credentials is not None:
+            token = base64.b64encode(":".join(self.http_credentials).encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
         try:
-            with self._http.open(self.http_url + path, timeout=timeout_s) as response:
+            with self._http.open(request, timeout=timeout_s) as response:
                 return response.status, response.read()
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read()
