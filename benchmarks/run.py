@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     # the side-by-side tables are over one protocol: PLAINTEXT when it was measured
     compared = PLAINTEXT if PLAINTEXT in args.security else args.security[0]
-    compared_passes = [p for p in result["passes"] if p["security"] == compared]
+    compared_passes = [p for p in result["passes"] if p["security"] == compared or p.get("profile")]
     result["medians"] = medians(compared_passes, args.brokers, args.sizes)
     result["limit_medians"] = limit_medians(result["limits"], args.fio_block_sizes)
     report = markdown_report({**result, "passes": compared_passes})
