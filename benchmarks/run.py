@@ -36,6 +36,13 @@ script:
 Every phase records the broker process's CPU (threads and children included:
 Weir's syncfs helper, the Kafka JVM's threads) and derives CPU per message.
 
+With ``--security plaintext,sasl_ssl`` every broker runs a pass over each protocol
+in every round (alternating, as the brokers do): PLAINTEXT with nothing configured,
+SASL_SSL with one SASL_SSL listener (SCRAM-SHA-512, the ACL authorizer on, the
+generators logged in as a super user: librdkafka's settings, and the perf tools'
+``--command-config`` file; see ``side_by_side/secured.py``), and the report adds
+each broker's SASL_SSL / PLAINTEXT ratios side by side (Tansu: PLAINTEXT only).
+
 Each round also measures the machine's physical limits: ``fio`` sequential
 write with ``fdatasync`` after every block on the filesystem that holds the
 broker data, and ``iperf3`` over loopback. Medians over rounds are reported.
@@ -63,6 +70,8 @@ from side_by_side.limits import ensure_tools, measure_limits, parse_block_size
 from side_by_side.passes import run_broker_pass
 from side_by_side.progress import log
 from side_by_side.report import limit_medians, machine_facts, markdown_report, medians
+from side_by_side.secured import PLAINTEXT, SECURITY_MODES
+from side_by_side.security_report import security_report_lines
 
 GENERATORS = ("confluent", "kafka-tools")
 
@@ -95,6 +104,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--java", default=os.environ.get("JAVA", "java"), help="for Kafka and its tools"
+    )
+    parser.add_argument(
+        "--security",
+        default=PLAINTEXT,
+        help=f"comma list of {','.join(SECURITY_MODES)}: every broker is measured over each",
     )
     parser.add_argument("--sizes", default="100,1024", help="message sizes in bytes")
     parser.add_argument("--rounds", type=int, default=3)
@@ -153,6 +167,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for generator in args.generators:
         if generator not in GENERATORS:
             parser.error(f"unknown generator {generator!r}")
+    args.security = [m.strip() for m in args.security.split(",") if m.strip()]
+    for mode in args.security:
+        if mode not in SECURITY_MODES:
+            parser.error(f"unknown security protocol {mode!r}")
+    if "tansu" in args.brokers and args.security != [PLAINTEXT]:
+        parser.error("tansu is measured over PLAINTEXT only: leave it out of --brokers")
     args.sizes = [int(s) for s in args.sizes.split(",")]
     if min(args.sizes) < TIMESTAMP_BYTES:
         parser.error(f"sizes must be >= {TIMESTAMP_BYTES} bytes (payload carries a timestamp)")
@@ -200,17 +220,23 @@ def main(argv: list[str] | None = None) -> int:
             limits = measure_limits(args, round_no)
             limits["round"] = round_no
             result["limits"].append(limits)
-        order = args.brokers if round_no % 2 == 1 else list(reversed(args.brokers))
-        for broker in order:
-            result["passes"].append(run_broker_pass(broker, args, run_dir, round_no))
+        passes = [(broker, mode) for broker in args.brokers for mode in args.security]
+        for broker, mode in passes if round_no % 2 == 1 else reversed(passes):
+            result["passes"].append(run_broker_pass(broker, args, run_dir, round_no, security=mode))
     if args.profile and "weir" in args.brokers:
-        profiled = run_broker_pass("weir", args, run_dir, 0, profile=True)
-        profiled["profile"] = True
-        result["passes"].append(profiled)
+        for mode in args.security:
+            profiled = run_broker_pass("weir", args, run_dir, 0, profile=True, security=mode)
+            profiled["profile"] = True
+            result["passes"].append(profiled)
     result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    result["medians"] = medians(result["passes"], args.brokers, args.sizes)
+    # the side-by-side tables are over one protocol: PLAINTEXT when it was measured
+    compared = PLAINTEXT if PLAINTEXT in args.security else args.security[0]
+    compared_passes = [p for p in result["passes"] if p["security"] == compared or p.get("profile")]
+    result["medians"] = medians(compared_passes, args.brokers, args.sizes)
     result["limit_medians"] = limit_medians(result["limits"], args.fio_block_sizes)
-    report = markdown_report(result)
+    report = markdown_report({**result, "passes": compared_passes})
+    if args.security != [PLAINTEXT]:
+        report += "\n" + "\n".join(security_report_lines(result))
     result["markdown"] = report
     out_path = results_dir / f"bench-{stamp}.json"
     out_path.write_text(json.dumps(result, indent=2, default=str))

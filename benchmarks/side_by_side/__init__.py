@@ -10,6 +10,8 @@ what it measures and how; its command line is there too). One module a part:
 - profiling: py-spy around a phase, and its samples summed up;
 - passes: one broker's pass of a round (warm-up, then every size's phases);
 - report: medians over the rounds and the markdown tables.
+- secured: `--security sasl_ssl`: the secured brokers and the generators' logins;
+- security_report: each broker's SASL_SSL / PLAINTEXT ratios, side by side.
 
 Imported as `side_by_side` (benchmarks/ is on sys.path when run.py runs), like
 `kafka_peer`.

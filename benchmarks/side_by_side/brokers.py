@@ -26,6 +26,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from side_by_side.progress import log
+from side_by_side.secured import PLAINTEXT, PLAINTEXT_LOGIN, ClientLogin, kafka_login, secure_weir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 BENCH_DIR = REPO_ROOT / "benchmarks"
@@ -90,6 +91,8 @@ class BrokerProcess:
     startup_s: float
     extra: dict[str, Any] = field(default_factory=dict)
     stop_grace_s: float = STOP_GRACE_S
+    security: str = PLAINTEXT
+    login: ClientLogin = PLAINTEXT_LOGIN  # what every generator connects with
 
     def check_alive(self) -> None:
         code = self.proc.poll()
@@ -112,8 +115,10 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> 
         time.sleep(0.05)
 
 
-def wait_for_metadata(bootstrap: str, deadline: float) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def wait_for_metadata(
+    bootstrap: str, deadline: float, login: ClientLogin = PLAINTEXT_LOGIN
+) -> None:
+    admin = AdminClient({**login.librdkafka, "bootstrap.servers": bootstrap})
     last: Exception | None = None
     while time.monotonic() < deadline:
         try:
@@ -126,10 +131,17 @@ def wait_for_metadata(bootstrap: str, deadline: float) -> None:
     raise BrokerError(f"no Metadata answer from {bootstrap}: {last}")
 
 
-def start_weir(args: argparse.Namespace, run_dir: Path, tag: str) -> BrokerProcess:
+def start_weir(
+    args: argparse.Namespace, run_dir: Path, tag: str, security: str = PLAINTEXT
+) -> BrokerProcess:
+    """With `security` sasl_ssl, the Kafka port is a SASL_SSL listener (secured.py)."""
     kafka_port, http_port = free_port(), free_port()
     data_dir = Path(tempfile.mkdtemp(prefix=f"weir-bench-{tag}-", dir=args.data_root))
     log_path = run_dir / f"weir-{tag}.log"
+    login, settings_args = PLAINTEXT_LOGIN, []
+    if security != PLAINTEXT:
+        secured = secure_weir(kafka_port, run_dir / f"weir-{tag}")
+        login, settings_args = secured.login, ["--config", str(secured.settings_file)]
     cmd = [
         str(args.weir_bin),
         "serve",
@@ -139,6 +151,7 @@ def start_weir(args: argparse.Namespace, run_dir: Path, tag: str) -> BrokerProce
         f"127.0.0.1:{kafka_port}",
         "--http-listen",
         f"127.0.0.1:{http_port}",
+        *settings_args,
         *args.weir_extra_args.split(),
     ]
     log(f"starting weir: {' '.join(cmd)}")
@@ -153,6 +166,8 @@ def start_weir(args: argparse.Namespace, run_dir: Path, tag: str) -> BrokerProce
         data_dir,
         0.0,
         {"cmd": cmd, "metrics_url": f"http://127.0.0.1:{http_port}/metrics"},
+        security=security,
+        login=login,
     )
     deadline = time.monotonic() + args.startup_timeout
     url = f"http://127.0.0.1:{http_port}/health/ready"
@@ -203,11 +218,19 @@ def start_tansu(args: argparse.Namespace, run_dir: Path, tag: str) -> BrokerProc
     return broker
 
 
-def start_kafka(args: argparse.Namespace, run_dir: Path, tag: str) -> BrokerProcess:
-    """One KRaft node (broker and controller in one JVM), Kafka's defaults, fresh data dir."""
+def start_kafka(
+    args: argparse.Namespace, run_dir: Path, tag: str, security: str = PLAINTEXT
+) -> BrokerProcess:
+    """One KRaft node (broker and controller in one JVM), Kafka's defaults, fresh data dir.
+
+    With `security` sasl_ssl, kafka_peer.py's secured node: one SASL_SSL listener."""
     port = free_port()
     data_dir = Path(tempfile.mkdtemp(prefix=f"kafka-bench-{tag}-", dir=args.data_root))
     log_path = run_dir / f"kafka-{tag}.log"
+    peer_security, login = None, PLAINTEXT_LOGIN
+    if security != PLAINTEXT:
+        peer_security = kafka_peer.secure_peer(security, port, data_dir / "security")
+        login = kafka_login(data_dir, peer_security)
     try:
         node = kafka_peer.start_kafka(
             port,
@@ -217,6 +240,7 @@ def start_kafka(args: argparse.Namespace, run_dir: Path, tag: str) -> BrokerProc
             log_path=log_path,
             startup_timeout_s=args.startup_timeout,
             log=log,
+            security=peer_security,
         )
     except kafka_peer.KafkaPeerError as exc:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -230,22 +254,28 @@ def start_kafka(args: argparse.Namespace, run_dir: Path, tag: str) -> BrokerProc
         node.startup_s,
         {"cmd": node.cmd},
         stop_grace_s=KAFKA_STOP_GRACE_S,
+        security=security,
+        login=login,
     )
     try:
-        wait_for_metadata(broker.bootstrap, time.monotonic() + args.startup_timeout)
+        wait_for_metadata(broker.bootstrap, time.monotonic() + args.startup_timeout, login)
     except BrokerError:
         broker.stop()
         raise
     return broker
 
 
-def start_broker(name: str, args: argparse.Namespace, run_dir: Path, tag: str) -> BrokerProcess:
+def start_broker(
+    name: str, args: argparse.Namespace, run_dir: Path, tag: str, security: str = PLAINTEXT
+) -> BrokerProcess:
     if name == "weir":
-        return start_weir(args, run_dir, tag)
+        return start_weir(args, run_dir, tag, security)
     if name == "tansu":
+        if security != PLAINTEXT:
+            raise BrokerError(f"tansu is measured over PLAINTEXT only, not {security}")
         return start_tansu(args, run_dir, tag)
     if name == "kafka":
-        return start_kafka(args, run_dir, tag)
+        return start_kafka(args, run_dir, tag, security)
     raise ValueError(f"unknown broker {name!r}")
 
 

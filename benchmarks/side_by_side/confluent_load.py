@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from side_by_side.brokers import BrokerError
 from side_by_side.cpu import proc_cpu_seconds, self_cpu_seconds
+from side_by_side.secured import PLAINTEXT_LOGIN, ClientLogin
 
 TIMESTAMP_BYTES = 8  # every payload starts with perf_counter_ns() at produce()
 _TS = struct.Struct(">Q")
@@ -38,8 +39,14 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
     return sorted_values[rank]
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float) -> float:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def create_topic(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    timeout_s: float,
+    login: ClientLogin = PLAINTEXT_LOGIN,
+) -> float:
+    admin = AdminClient({**login.librdkafka, "bootstrap.servers": bootstrap})
     started = time.perf_counter()
     futures = admin.create_topics(
         [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
@@ -62,8 +69,11 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float) 
     raise BrokerError(f"topic {topic} has no leaders for all {partitions} partitions")
 
 
-def producer_config(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
+def producer_config(
+    args: argparse.Namespace, bootstrap: str, login: ClientLogin = PLAINTEXT_LOGIN
+) -> dict[str, Any]:
     return {
+        **login.librdkafka,
         "bootstrap.servers": bootstrap,
         "acks": args.acks,
         "linger.ms": args.linger_ms,
@@ -118,6 +128,7 @@ def produce_workload(
     partitions: int,
     broker_pid: int,
     rate_per_s: float | None = None,
+    login: ClientLogin = PLAINTEXT_LOGIN,
 ) -> dict[str, Any]:
     """Produce `count` messages of `size` bytes, round-robin over the partitions.
 
@@ -129,7 +140,7 @@ def produce_workload(
     if size < TIMESTAMP_BYTES:
         raise ValueError(f"message size must be >= {TIMESTAMP_BYTES}")
     stats = StatsSink()
-    producer = Producer({**producer_config(args, bootstrap), "stats_cb": stats})
+    producer = Producer({**producer_config(args, bootstrap, login), "stats_cb": stats})
     padding = b"\xab" * (size - TIMESTAMP_BYTES)
     latencies_ns: list[int] = []
     errors: Counter[str] = Counter()
@@ -236,9 +247,11 @@ def consume_workload(
     expected: int,
     partitions: int,
     broker_pid: int,
+    login: ClientLogin = PLAINTEXT_LOGIN,
 ) -> dict[str, Any]:
     consumer = Consumer(
         {
+            **login.librdkafka,
             "bootstrap.servers": bootstrap,
             "group.id": f"bench-{topic}",  # required by the client; assign() skips the group
             "enable.auto.commit": False,

@@ -27,6 +27,7 @@ from side_by_side.cpu import idle_cpu_util
 from side_by_side.perf_tools_load import tool_consume_workload, tool_produce_workload
 from side_by_side.profiling import py_spy_recording, summarize_py_spy
 from side_by_side.progress import log
+from side_by_side.secured import PLAINTEXT
 
 
 def unique_topic(prefix: str) -> str:
@@ -42,14 +43,20 @@ def warm_up(broker: BrokerProcess, args: argparse.Namespace, tag: str) -> dict[s
     for (Tansu's takes about 20 s).
     """
     topic = unique_topic(f"bench-warmup-{tag}")
-    create_topic(broker.bootstrap, topic, args.partitions, args.phase_timeout)
+    create_topic(broker.bootstrap, topic, args.partitions, args.phase_timeout, broker.login)
     size = min(args.sizes)
     log(f"{broker.name} {tag}: warm-up, {args.warmup_messages} records of {size} B")
     produced = tool_produce_workload(
-        broker.bootstrap, topic, args, size, args.warmup_messages, broker.proc.pid
+        broker.bootstrap, topic, args, size, args.warmup_messages, broker.proc.pid, broker.login
     )
     consumed = consume_workload(
-        broker.bootstrap, topic, args, args.warmup_messages, args.partitions, broker.proc.pid
+        broker.bootstrap,
+        topic,
+        args,
+        args.warmup_messages,
+        args.partitions,
+        broker.proc.pid,
+        broker.login,
     )
     log(
         f"  warm-up produce {produced['msgs_per_s']:,.0f} msgs/s, "
@@ -71,13 +78,13 @@ def confluent_phases(
     name, round_label = broker.name, tag
     topic = unique_topic(f"bench-{size}b-{tag}")
     sample["create_topic_s"] = create_topic(
-        broker.bootstrap, topic, args.partitions, args.phase_timeout
+        broker.bootstrap, topic, args.partitions, args.phase_timeout, broker.login
     )
 
     def spy(phase: str) -> contextlib.AbstractContextManager[None]:
         if not profile:
             return contextlib.nullcontext()
-        raw_path = run_dir / f"py-spy-{name}-{size}b-{phase}.txt"
+        raw_path = run_dir / f"py-spy-{name}-{broker.security}-{size}b-{phase}.txt"
         return py_spy_recording(broker.proc.pid, raw_path, args.py_spy_rate)
 
     with spy("produce"):
@@ -92,6 +99,7 @@ def confluent_phases(
             args.messages,
             args.partitions,
             broker.proc.pid,
+            login=broker.login,
         )
         sample["produce"]["broker_counters"] = counter_deltas(before, scrape_counters(metrics_url))
     broker.check_alive()
@@ -109,6 +117,7 @@ def confluent_phases(
             args.messages + args.partitions,
             args.partitions,
             broker.proc.pid,
+            broker.login,
         )
     broker.check_alive()
     log(
@@ -117,7 +126,9 @@ def confluent_phases(
     )
     if args.paced_rate > 0:
         paced_topic = topic + "-paced"
-        create_topic(broker.bootstrap, paced_topic, args.partitions, args.phase_timeout)
+        create_topic(
+            broker.bootstrap, paced_topic, args.partitions, args.phase_timeout, broker.login
+        )
         paced_count = int(args.paced_rate * args.paced_seconds)
         with spy("paced"):
             sample["paced"] = produce_workload(
@@ -129,6 +140,7 @@ def confluent_phases(
                 args.partitions,
                 broker.proc.pid,
                 rate_per_s=args.paced_rate,
+                login=broker.login,
             )
         log(
             f"  paced {args.paced_rate:.0f}/s: "
@@ -137,7 +149,7 @@ def confluent_phases(
         )
     if profile:
         for phase in ("produce", "consume", "paced"):
-            raw_path = run_dir / f"py-spy-{name}-{size}b-{phase}.txt"
+            raw_path = run_dir / f"py-spy-{name}-{broker.security}-{size}b-{phase}.txt"
             sample[f"py_spy_{phase}"] = summarize_py_spy(raw_path, args.py_spy_top)
             sample[f"py_spy_{phase}"]["raw"] = str(raw_path)
 
@@ -147,10 +159,10 @@ def tool_phases(
 ) -> None:
     """produce and consume with Kafka's perf tools (their own JVMs); fills `sample`."""
     topic = unique_topic(f"bench-perf-{size}b-{tag}")
-    create_topic(broker.bootstrap, topic, args.partitions, args.phase_timeout)
+    create_topic(broker.bootstrap, topic, args.partitions, args.phase_timeout, broker.login)
     log(f"{broker.name} {tag} {size}B: producer perf test, {args.tool_messages} to {topic}")
     sample["tool_produce"] = tool_produce_workload(
-        broker.bootstrap, topic, args, size, args.tool_messages, broker.proc.pid
+        broker.bootstrap, topic, args, size, args.tool_messages, broker.proc.pid, broker.login
     )
     broker.check_alive()
     produced = sample["tool_produce"]
@@ -159,7 +171,7 @@ def tool_phases(
         f"broker {produced['broker_cpu_us_per_message']:.2f} µs CPU/msg"
     )
     sample["tool_consume"] = tool_consume_workload(
-        broker.bootstrap, topic, args, size, args.tool_messages, broker.proc.pid
+        broker.bootstrap, topic, args, size, args.tool_messages, broker.proc.pid, broker.login
     )
     broker.check_alive()
     consumed = sample["tool_consume"]
@@ -175,22 +187,26 @@ def run_broker_pass(
     run_dir: Path,
     round_no: int,
     profile: bool = False,
+    security: str = PLAINTEXT,
 ) -> dict[str, Any]:
     tag = f"r{round_no}" if not profile else "profile"
+    if security != PLAINTEXT:
+        tag += f"-{security}"
     outcome: dict[str, Any] = {
         "broker": name,
+        "security": security,
         "round": round_no,
         "sizes": {},
         "loadavg_start": os.getloadavg(),
     }
     try:
-        broker = start_broker(name, args, run_dir, tag)
+        broker = start_broker(name, args, run_dir, tag, security)
     except (BrokerError, OSError, KafkaException) as exc:
         outcome["error"] = f"start failed: {exc}"
-        log(f"{name} round {round_no}: {outcome['error']}")
+        log(f"{name} {security} round {round_no}: {outcome['error']}")
         return outcome
     outcome["startup_s"] = broker.startup_s
-    log(f"{name} ready in {broker.startup_s:.2f}s at {broker.bootstrap}")
+    log(f"{name} ready in {broker.startup_s:.2f}s at {broker.bootstrap} ({security})")
     tools = "kafka-tools" in args.generators and not profile
     try:
         if tools and args.warmup_messages > 0:
@@ -198,7 +214,7 @@ def run_broker_pass(
                 outcome["warmup"] = warm_up(broker, args, tag)
             except (BrokerError, KafkaException, OSError) as exc:
                 outcome["warmup"] = {"error": str(exc)}
-                log(f"{name} round {round_no} warm-up: {exc}")
+                log(f"{name} {tag} warm-up: {exc}")
         outcome["idle_cpu_util"] = idle_cpu_util(broker.proc.pid, args.idle_seconds)
         for size in args.sizes:
             sample: dict[str, Any] = {}
@@ -210,7 +226,7 @@ def run_broker_pass(
                     tool_phases(broker, args, size, tag, sample)
             except (BrokerError, KafkaException, OSError) as exc:
                 sample["error"] = str(exc)
-                log(f"{name} round {round_no} size {size}: {exc}")
+                log(f"{name} {tag} size {size}: {exc}")
                 if broker.proc.poll() is not None:
                     break
     finally:

@@ -16,6 +16,7 @@ import kafka_peer  # benchmarks/kafka_peer.py: benchmarks/ is on sys.path
 
 from side_by_side.brokers import BrokerError
 from side_by_side.cpu import machine_cpu_seconds, proc_cpu_seconds
+from side_by_side.secured import PLAINTEXT_LOGIN, ClientLogin
 
 
 @dataclass
@@ -64,6 +65,15 @@ def run_tool(cmd: list[str], broker_pid: int, timeout_s: float, what: str) -> To
     )
 
 
+def login_arguments(login: ClientLogin) -> list[str]:
+    """The tools' `--command-config`: the Java client's security settings. Not
+    `--command-property`: the tools split a property at every `=`, and a
+    `sasl.jaas.config` value holds several (the tool stops with "Invalid property")."""
+    if login.java_properties is None:
+        return []
+    return ["--command-config", str(login.java_properties)]
+
+
 def tool_cpu_figures(run: ToolRun, messages: int, active_s: float) -> dict[str, Any]:
     """Broker CPU over the tool's whole run, per message and per second of the tool's clock.
 
@@ -105,7 +115,13 @@ def producer_metric_figures(metrics: dict[str, float]) -> dict[str, Any]:
 
 
 def tool_produce_workload(
-    bootstrap: str, topic: str, args: argparse.Namespace, size: int, count: int, broker_pid: int
+    bootstrap: str,
+    topic: str,
+    args: argparse.Namespace,
+    size: int,
+    count: int,
+    broker_pid: int,
+    login: ClientLogin = PLAINTEXT_LOGIN,
 ) -> dict[str, Any]:
     """kafka-producer-perf-test: `count` records of `size` bytes, as fast as it goes."""
     cmd = [
@@ -113,6 +129,7 @@ def tool_produce_workload(
             args.kafka_jars, args.java, kafka_peer.PRODUCER_PERF_MAIN, args.tools_log4j
         ),
         *kafka_peer.producer_perf_args(bootstrap, topic, count, size, producer_properties(args)),
+        *login_arguments(login),
     ]
     run = run_tool(cmd, broker_pid, args.phase_timeout, f"producer perf test to {topic}")
     try:
@@ -139,7 +156,13 @@ def tool_produce_workload(
 
 
 def tool_consume_workload(
-    bootstrap: str, topic: str, args: argparse.Namespace, size: int, count: int, broker_pid: int
+    bootstrap: str,
+    topic: str,
+    args: argparse.Namespace,
+    size: int,
+    count: int,
+    broker_pid: int,
+    login: ClientLogin = PLAINTEXT_LOGIN,
 ) -> dict[str, Any]:
     """kafka-consumer-perf-test: one member subscribes in a fresh group, reads `count` records.
 
@@ -152,6 +175,7 @@ def tool_consume_workload(
         *kafka_peer.consumer_perf_args(
             bootstrap, topic, count, f"bench-perf-{topic}", timeout_ms=30_000
         ),
+        *login_arguments(login),
     ]
     run = run_tool(cmd, broker_pid, args.phase_timeout, f"consumer perf test of {topic}")
     try:

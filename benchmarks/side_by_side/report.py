@@ -451,7 +451,8 @@ def markdown_report(result: dict[str, Any]) -> str:
                 threads = ", ".join(f"{t}: {c}" for t, c in spy["threads"].items())
                 lines += [
                     "",
-                    f"py-spy, {p['broker']} {size} B {phase} ({spy['samples']} busy samples; "
+                    f"py-spy, {p['broker']} {p.get('security', 'plaintext').upper()} "
+                    f"{size} B {phase} ({spy['samples']} busy samples; "
                     f"{threads}). Top self time on the event-loop thread:",
                     "",
                     "| % of loop samples | samples | function |",
