@@ -28,6 +28,8 @@ JAVA_SUITE_BUILDS = REPO_ROOT / ".cache" / "java-suite"
 KAFKA_TOOLS_VERSION = "4.3.1"
 # kafka-tools and its runtime dependencies, copied by compat_tests/java/kafka-tools/pom.xml.
 KAFKA_TOOLS_DIR = REPO_ROOT / ".cache" / "kafka-tools" / KAFKA_TOOLS_VERSION
+# kafka-configs.sh's ConfigCommand is in kafka-tools from 4.4.0 (scripts/test fetches both).
+KAFKA_CONFIG_TOOLS_DIR = REPO_ROOT / ".cache" / "kafka-tools" / "4.4.0"
 OUTPUT_TAIL_CHARS = 8000
 
 

@@ -33,8 +33,8 @@ from confluent_kafka.admin import (
 )
 
 from compat_tests.cluster_harness import WeirCluster, running_cluster
-from compat_tests.harness import WeirProcess
-from compat_tests.maven import KAFKA_TOOLS_DIR, require_maven_build
+from compat_tests.harness import WeirProcess, free_ports
+from compat_tests.maven import KAFKA_CONFIG_TOOLS_DIR, KAFKA_TOOLS_DIR, require_maven_build
 from compat_tests.wire_client import connect, round_trip
 from weir.wire.api_keys import ApiKey
 
@@ -293,3 +293,70 @@ def test_a_credential_saved_through_one_broker_is_described_by_another(
         return infos == [(ScramMechanism.SCRAM_SHA_512.value, 8192)]
 
     cluster.wait_until(seen_on_second, timeout_s=20, what="the credential on broker 2")
+
+
+SECURED_SETTINGS = """\
+[security]
+listeners = "SASL_PLAINTEXT://127.0.0.1:{port}"
+sasl_enabled_mechanisms = ["SCRAM-SHA-512", "SCRAM-SHA-256"]
+authorizer_enabled = true
+super_users = ["User:admin"]
+inter_broker_sasl_username = "admin"
+inter_broker_sasl_password = "admin-secret"
+"""
+
+
+def _kafka_configs(bootstrap: str, command_config: Path, *arguments: str) -> str:
+    """Kafka 4.4's kafka-configs.sh (ConfigCommand, java -cp), its stdout."""
+    java = shutil.which("java")
+    assert java is not None
+    finished = subprocess.run(
+        [java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
+         f"{KAFKA_CONFIG_TOOLS_DIR}/*", "org.apache.kafka.tools.ConfigCommand",
+         "--bootstrap-server", bootstrap, "--command-config", str(command_config), *arguments],
+        capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    return finished.stdout
+
+
+def test_kafka_configs_manages_users_and_quotas_of_a_secured_broker(tmp_path: Path) -> None:
+    require_maven_build(KAFKA_CONFIG_TOOLS_DIR)
+    (port,) = free_ports(1)
+    proc = WeirProcess.configured(tmp_path / "weir", SECURED_SETTINGS.format(port=port))
+    proc.start()
+    bootstrap = f"127.0.0.1:{port}"
+    command_config = tmp_path / "admin.properties"
+    command_config.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="admin" password="admin-secret";\n'
+    )
+    try:
+        scram = "SCRAM-SHA-256=[iterations=8192,password=alice-secret]"
+        _kafka_configs(
+            bootstrap, command_config, "--alter", "--entity-type", "users",
+            "--entity-name", "alice", "--add-config", scram,
+        )  # fmt: skip
+        described = _kafka_configs(
+            bootstrap, command_config, "--describe", "--entity-type", "users",
+            "--entity-name", "alice",
+        )  # fmt: skip
+        assert "SCRAM-SHA-256=iterations=8192" in described
+        alice = AdminClient({
+            "bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice",
+            "sasl.password": "alice-secret",
+        })  # fmt: skip
+        alice.list_topics(timeout=20)  # logs in with the password kafka-configs set
+        _kafka_configs(
+            bootstrap, command_config, "--alter", "--entity-type", "clients",
+            "--entity-name", "ingest", "--add-config", "producer_byte_rate=1048576",
+        )  # fmt: skip
+        quotas = _kafka_configs(
+            bootstrap, command_config, "--describe", "--entity-type", "clients",
+            "--entity-name", "ingest",
+        )  # fmt: skip
+        assert "producer_byte_rate=1048576" in quotas
+    finally:
+        proc.stop()
