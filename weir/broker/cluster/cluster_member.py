@@ -9,7 +9,6 @@ the key layout (`etcd_layout`), the watch that keeps the view current
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import secrets
@@ -38,7 +37,7 @@ from weir.broker.cluster.etcd_layout import (
 from weir.broker.cluster.leader_duties import LeaderDuties
 from weir.broker.cluster.metadata_watch import WATCH_RESTART_REASONS, EtcdWatch
 from weir.broker.cluster.offline_replicas import OfflineReplicas
-from weir.broker.cluster.peer_client import PeerSecurity
+from weir.broker.cluster.peer_client import peer_security
 from weir.broker.cluster.replication import (
     REPLICA_CLIENT_ID_PREFIX,
     FollowedPartition,
@@ -243,11 +242,6 @@ class ClusterMember:
             nursery.start_soon(self.offline.run)
             task_status.started()
 
-    @functools.cached_property
-    def peer_security(self) -> PeerSecurity | None:
-        """How this broker connects to and logs in at the others (built once)."""
-        return PeerSecurity.from_config(self.broker.config)
-
     async def _register(self) -> None:
         ttl_s = max(1, self.session_timeout_ms // 1000)
         config = self.broker.config
@@ -404,7 +398,7 @@ class ClusterMember:
                 f"{REPLICA_CLIENT_ID_PREFIX}{self.node_id}-{self.replication_token}",
                 frame_bytes_max=self.broker.config.limits.frame_bytes_max,
                 now_ms=wall_clock_ms,  # record timestamps: the log's clock
-                security=self.peer_security,
+                security=peer_security(self.broker.config),
             )
             self.fetchers[leader_id] = fetcher
             self._nursery.start_soon(fetcher.run)

@@ -7,6 +7,7 @@ against `frame_bytes_max` before it is read, and every wait is bounded.
 
 from __future__ import annotations
 
+import functools
 import ssl
 import struct
 from dataclasses import dataclass
@@ -44,7 +45,8 @@ class PeerSecurity:
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> PeerSecurity | None:
-        """None when the inter-broker listener is PLAINTEXT."""
+        """None when the inter-broker listener is PLAINTEXT. Built once per config
+        (`peer_security`): its TLS context reads the CA and certificate files."""
         security = config.security
         listeners = config.kafka_listeners
         name = security.inter_broker_listener_name
@@ -62,6 +64,13 @@ class PeerSecurity:
         return cls(
             tls, mechanism, security.inter_broker_sasl_username, security.inter_broker_sasl_password
         )
+
+
+@functools.cache
+def peer_security(config: BrokerConfig) -> PeerSecurity | None:
+    """The broker's one `PeerSecurity`, shared by every connection it opens to another
+    broker (replication, marker writes, KIP-890 checks, the group views)."""
+    return PeerSecurity.from_config(config)
 
 
 class PeerConnection:

@@ -30,7 +30,7 @@ from typing import Any
 import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
-from weir.broker.cluster.peer_client import PeerPool, PeerSecurity
+from weir.broker.cluster.peer_client import PeerPool, peer_security
 from weir.broker.coordinators.group_service import GroupService
 from weir.broker.coordinators.state_topic import (
     append_state_records_now,
@@ -109,7 +109,7 @@ class TransactionService(TransactionVerification):
             f"{client_id}-{self.broker.config.node_id}",
             frame_bytes_max=self.broker.config.limits.frame_bytes_max,
             timeout_s=PEER_TIMEOUT_S,
-            security=PeerSecurity.from_config(self.broker.config),
+            security=peer_security(self.broker.config),
         )
 
     @property

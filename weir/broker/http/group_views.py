@@ -26,7 +26,7 @@ import trio
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from weir.broker.broker import Broker
-from weir.broker.cluster.peer_client import PeerConnection, PeerError, PeerSecurity
+from weir.broker.cluster.peer_client import PeerConnection, PeerError, peer_security
 from weir.broker.coordinators.group_service import GroupService
 from weir.broker.metrics import GaugeSample
 from weir.controller.partition_state import BrokerInfo
@@ -112,7 +112,7 @@ async def _list_peer_groups(
                 client_id,
                 frame_bytes_max=broker.config.limits.frame_bytes_max,
                 timeout_s=PEER_LIST_TIMEOUT_S,
-                security=PeerSecurity.from_config(broker.config),
+                security=peer_security(broker.config),
             )
             try:
                 response = await connection.request(
