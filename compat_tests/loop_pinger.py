@@ -16,7 +16,9 @@ import time
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 
-PingResult = tuple[int, float, str | None]  # round trips, the worst in ms, what ended them
+# round trips, the slowest few in ms (slowest first), what ended them
+PingResult = tuple[int, list[float], str | None]
+SLOWEST_KEPT = 3
 
 PING_INTERVAL_S = 0.01
 API_VERSIONS_KEY = 18
@@ -42,8 +44,8 @@ def _receive_exactly(sock: socket.socket, size: int) -> bytes:
 def _ping(
     address: tuple[str, int], stop: Event, connected: Event, results: Queue[PingResult]
 ) -> None:
-    """(Child process) Ping until `stop`; put (count, worst_ms, error) on `results`."""
-    count, worst_ms, error = 0, 0.0, None
+    """(Child process) Ping until `stop`; put (count, slowest_ms, error) on `results`."""
+    count, slowest_ms, error = 0, [0.0], None
     try:
         sock = socket.create_connection(address, timeout=10)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -58,13 +60,13 @@ def _ping(
             if answered != correlation_id:
                 raise AssertionError(f"answer {answered} to request {correlation_id}")
             elapsed_s = time.monotonic() - started
-            worst_ms = max(worst_ms, elapsed_s * 1000)
+            slowest_ms = sorted([*slowest_ms, elapsed_s * 1000], reverse=True)[:SLOWEST_KEPT]
             count += 1
             stop.wait(max(PING_INTERVAL_S - elapsed_s, 0))
         sock.close()
     except BaseException as exc:  # reported by check()
         error = repr(exc)
-    results.put((count, worst_ms, error))
+    results.put((count, slowest_ms, error))
 
 
 class LoopPinger:
@@ -82,7 +84,7 @@ class LoopPinger:
             name="loop-pinger",
             daemon=True,
         )
-        self.worst_ms = 0.0
+        self.slowest_ms: list[float] = [0.0]
         self.count = 0
         self.error: str | None = None
 
@@ -95,8 +97,19 @@ class LoopPinger:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self.count, self.worst_ms, self.error = self._results.get(timeout=30)
+        self.count, self.slowest_ms, self.error = self._results.get(timeout=30)
         self._process.join(10)
+
+    @property
+    def worst_ms(self) -> float:
+        return self.slowest_ms[0]
+
+    @property
+    def second_worst_ms(self) -> float:
+        """The slowest but one. On a 2-core machine one round trip may lose its core to
+        the test's own client threads; reads on the event loop stall it again and again,
+        so they show here too (and a single long stall in the broker's own lag meter)."""
+        return self.slowest_ms[1] if len(self.slowest_ms) > 1 else 0.0
 
     def check(self) -> None:
         """Raise what ended the pings early (a reset, a close, a wrong answer)."""
