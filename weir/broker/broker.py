@@ -148,6 +148,9 @@ class Broker:
         # Transactions: set by weir.broker.coordinators.transaction_service (the same
         # need: room for `__transaction_state` before it is created).
         self.transactions: OffsetsTopicPlanner | None = None
+        # Share groups' partition-leader side: set by
+        # weir.broker.coordinators.share_service (room for `__share_group_state`).
+        self.shares: OffsetsTopicPlanner | None = None
         # Services serving state from internal topics: health and metrics report the
         # partitions each cannot serve (see InternalStateOwner).
         self.internal_state_owners: list[InternalStateOwner] = []
@@ -395,7 +398,7 @@ class Broker:
         all at once (weir/broker/descriptor_budget.py). Call before anything is written."""
         reserved = sum(
             owner.partitions_not_created
-            for owner in (self.groups, self.transactions)
+            for owner in (self.groups, self.transactions, self.shares)
             if owner is not None
         )
         held = len(self.partitions) + len(self.offline_partitions) + reserved

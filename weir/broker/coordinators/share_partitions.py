@@ -110,7 +110,9 @@ class SharePartitions:
             return replica.log.log_start_offset
         if reset.duration_ms is not None:
             found = replica.log.offset_for_timestamp(wall_clock_ms() - reset.duration_ms)
-            return replica.high_watermark if found is None else min(found[0], replica.high_watermark)
+            return (
+                replica.high_watermark if found is None else min(found[0], replica.high_watermark)
+            )
         return replica.high_watermark
 
     def forget_not_led(self) -> None:

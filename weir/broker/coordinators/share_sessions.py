@@ -51,7 +51,9 @@ class ShareSession:
     # Called once when the session ends with its connection.
     connection_closed: Callable[[], None] | None = None
 
-    def update(self, added: Sequence[TopicPartitionId], forgotten: Sequence[TopicPartitionId]) -> None:
+    def update(
+        self, added: Sequence[TopicPartitionId], forgotten: Sequence[TopicPartitionId]
+    ) -> None:
         for partition in forgotten:
             self.partitions.pop(partition, None)
         for partition in added:

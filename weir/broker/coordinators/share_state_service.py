@@ -271,7 +271,9 @@ class ShareStateService:
         else:
             self.latest[key] = state
         try:
-            await wait_state_records(self.broker, SHARE_GROUP_STATE_TOPIC_NAME, partition, end_offset)
+            await wait_state_records(
+                self.broker, SHARE_GROUP_STATE_TOPIC_NAME, partition, end_offset
+            )
         except (LogError, LookupError) as exc:
             raise ShareStateUnavailable(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
 

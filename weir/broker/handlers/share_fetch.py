@@ -1,0 +1,544 @@
+"""ShareFetch v1-2 and ShareAcknowledge v1-2 (KIP-932): records acquired under a lock,
+acknowledged one by one.
+
+A ShareFetch, on the leader of its partitions:
+
+1. continues, opens or closes the member's share session (`share_sessions`);
+2. applies the acknowledgements it carries (ACCEPT, RELEASE, REJECT, RENEW per
+   offset), each partition's result in its `acknowledge_error_code`;
+3. acquires records from every partition of the session: the log is read from the
+   share partition's `fetch_offset` up to the high watermark (the last stable
+   offset under read_committed), and `SharePartition.acquire` locks what is
+   available for this member, up to MaxRecords (exactly, in v2's record-limit
+   mode); the batches holding acquired records are returned whole, with the
+   acquired ranges and their delivery counts (the client drops the rest);
+4. with nothing acquired, waits (up to MaxWaitMs) for new records or records
+   released or unlocked, then tries again;
+5. stores the changed share partitions' state and answers once it is durable.
+
+ShareAcknowledge does 1 and 2 (and 5). The final epoch (-1) closes the session
+after its acknowledgements, releasing the member's other acquired records.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import trio
+
+from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.coordinators.share_partitions import ShareLeader
+from weir.broker.coordinators.share_service import ShareService
+from weir.broker.coordinators.share_sessions import (
+    FINAL_EPOCH,
+    ShareSession,
+    ShareSessionError,
+    TopicPartitionId,
+)
+from weir.broker.coordinators.share_state_service import ShareKey, ShareStateUnavailable
+from weir.broker.handlers.context import Deferred, RequestContext
+from weir.broker.partition_replica import PartitionReplica
+from weir.format.errors import ErrorCode
+from weir.format.record_batch import InvalidBatch, iter_batch_headers
+from weir.log.disk_executor import DiskJob
+from weir.log.errors import LogError, OffsetOutOfRange
+from weir.log.page_cache import ReadNotCached, warm
+from weir.sharecoord.share_partition import AcknowledgeType, AcquiredRange, LogBatch
+from weir.wire.messages.share_groups import (
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareAcknowledgeResponsePartition,
+    ShareAcknowledgeResponseResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+    ShareFetchResponseAcquiredRecord,
+    ShareFetchResponseCurrentLeader,
+    ShareFetchResponsePartition,
+    ShareFetchResponseResponse,
+)
+
+log = logging.getLogger(__name__)
+
+# ShareFetch v2's ShareAcquireMode: 0 batch-optimized, 1 record-limit.
+RECORD_LIMIT_MODE = 1
+# A ShareFetch that names no MaxRecords (or 0) acquires at most this many records.
+MAX_RECORDS_DEFAULT = 500
+# Warm-ups of cold ranges before a share fetch's read may wait on the loop.
+COLD_READ_ATTEMPTS_MAX = 3
+
+# One acknowledgement batch: first and last offsets, and its types.
+AckBatch = tuple[int, int, Sequence[int]]
+
+
+def share_service(ctx: RequestContext) -> ShareService:
+    service = ctx.broker.shares
+    assert isinstance(service, ShareService), "the broker's share service is attached at start"
+    return service
+
+
+@dataclass
+class _PartitionResult:
+    """What one partition's answer holds, built over the request's steps."""
+
+    error: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+    ack_error: ErrorCode = ErrorCode.NONE
+    ack_error_message: str | None = None
+    acked: bool = False
+    records: bytes | bytearray | memoryview = b""
+    acquired: list[AcquiredRange] = field(default_factory=list)
+    leader_id: int = -1
+    leader_epoch: int = -1
+
+
+@dataclass
+class _Request:
+    group_id: str
+    member_id: str
+    acks: dict[TopicPartitionId, list[AckBatch]]
+    results: dict[TopicPartitionId, _PartitionResult] = field(default_factory=dict)
+    changed: list[ShareLeader] = field(default_factory=list)
+
+    def result(self, partition: TopicPartitionId) -> _PartitionResult:
+        found = self.results.get(partition)
+        if found is None:
+            found = self.results[partition] = _PartitionResult()
+        return found
+
+
+# -- ShareFetch -------------------------------------------------------------------------
+
+
+def handle_share_fetch(
+    ctx: RequestContext, request: ShareFetchRequest
+) -> ShareFetchResponse | Deferred[ShareFetchResponse]:
+    service = share_service(ctx)
+    group_id, member_id = request.group_id, request.member_id
+    if not group_id or not member_id:
+        return _fetch_failure(ErrorCode.INVALID_REQUEST, "a group id and a member id are required")
+    named = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
+    acks = {
+        (t.topic_id, p.partition_index): [
+            (b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches
+        ]
+        for t in request.topics
+        for p in t.partitions
+        if p.acknowledgement_batches
+    }
+    forgotten = [(f.topic_id, p) for f in request.forgotten_topics_data for p in f.partitions]
+    try:
+        session = service.sessions.for_fetch(
+            group_id,
+            member_id,
+            request.share_session_epoch,
+            added=[] if request.share_session_epoch == FINAL_EPOCH else named,
+            forgotten=forgotten,
+            has_acknowledgements=bool(acks),
+        )
+    except ShareSessionError as exc:
+        return _fetch_failure(exc.error_code, str(exc))
+    if session is not None:
+        _watch_connection(ctx, service, session)
+    state = _Request(group_id, member_id, acks)
+    lock_duration_ms = service.partitions.config(group_id).record_lock_duration_ms
+
+    async def finish() -> ShareFetchResponse:
+        await _acknowledge_all(ctx.broker, service, state, ctx.now_ms())
+        if session is None:
+            closing = service.sessions.get(group_id, member_id)
+            if closing is not None:
+                await service.close_session(closing)
+        else:
+            await _acquire_with_wait(ctx, service, session, request, state)
+        error = await service.partitions.persist(state.changed)
+        if error != ErrorCode.NONE:
+            _fail_unstored(state, error)
+        return _fetch_response(state, lock_duration_ms)
+
+    return Deferred(finish)
+
+
+def _fetch_failure(error: ErrorCode, message: str) -> ShareFetchResponse:
+    return ShareFetchResponse(throttle_time_ms=0, error_code=error, error_message=message)
+
+
+def _watch_connection(ctx: RequestContext, service: ShareService, session: ShareSession) -> None:
+    """A session ends with the connection it was opened on (its records released)."""
+    connection = ctx.connection
+    if connection is None or session.connection_closed is not None:
+        return
+
+    def closed() -> None:
+        nursery = service.store.background
+        if nursery is not None:
+            nursery.start_soon(service.close_session, session)
+
+    session.connection_closed = closed
+    connection.on_close(closed)
+
+
+async def _acquire_with_wait(
+    ctx: RequestContext,
+    service: ShareService,
+    session: ShareSession,
+    request: ShareFetchRequest,
+    state: _Request,
+) -> None:
+    broker = ctx.broker
+    limits = broker.config.limits
+    wait_s = min(max(request.max_wait_ms, 0), limits.fetch_wait_ms_max) / 1000
+    deadline = trio.current_time() + wait_s
+    records_max = request.max_records if request.max_records > 0 else MAX_RECORDS_DEFAULT
+    record_limit = ctx.api_version >= 2 and request.share_acquire_mode == RECORD_LIMIT_MODE
+    bytes_max = min(max(request.max_bytes, 0), limits.fetch_response_bytes_max)
+    while True:
+        waits = await _acquire_once(
+            broker, service, session, state, records_max, record_limit, bytes_max
+        )
+        if any(r.acquired for r in state.results.values()):
+            return
+        if trio.current_time() >= deadline or not waits:
+            return
+        await _wait_for_records(waits, deadline)
+
+
+async def _acquire_once(
+    broker: Broker,
+    service: ShareService,
+    session: ShareSession,
+    state: _Request,
+    records_max: int,
+    record_limit: bool,
+    bytes_max: int,
+) -> list[tuple[PartitionReplica, ShareLeader]]:
+    """Acquire from each partition of the session; return what to wait on when
+    nothing was acquired."""
+    waits = []
+    read_committed = service.partitions.config(state.group_id).read_committed
+    for topic_id, index in list(session.partitions):
+        if records_max <= 0 or bytes_max <= 0:
+            break
+        result = state.result((topic_id, index))
+        found = await _share_leader(broker, service, state.group_id, topic_id, index, result)
+        if found is None:
+            continue
+        replica, leader = found
+        read_end = replica.last_stable_offset if read_committed else replica.high_watermark
+        acquired, records = await _acquire_partition(
+            broker, replica, leader, state.member_id, read_end, records_max, record_limit, bytes_max
+        )
+        if acquired:
+            result.acquired.extend(acquired)
+            result.records = records
+            state.changed.append(leader)
+            records_max -= sum(r.last_offset - r.first_offset + 1 for r in acquired)
+            bytes_max -= len(records)
+        else:
+            waits.append((replica, leader))
+    return waits
+
+
+async def _share_leader(
+    broker: Broker,
+    service: ShareService,
+    group_id: str,
+    topic_id: uuid.UUID,
+    index: int,
+    result: _PartitionResult,
+) -> tuple[PartitionReplica, ShareLeader] | None:
+    """The partition's replica and share partition, or None with `result`'s error set."""
+    topic = broker.controller.topic_by_id(topic_id)
+    if topic is None:
+        result.error = ErrorCode.UNKNOWN_TOPIC_ID
+        return None
+    replica = broker.lookup(topic.name, index)
+    if isinstance(replica, ErrorCode):
+        result.error = replica
+        _leader_hint(broker, topic.name, index, result)
+        return None
+    try:
+        leader = await service.partitions.leader(ShareKey(group_id, topic_id, index), replica)
+    except ShareStateUnavailable as exc:
+        result.error, result.error_message = exc.error_code, str(exc)
+        return None
+    result.leader_id, result.leader_epoch = broker.config.node_id, replica.leader_epoch
+    return replica, leader
+
+
+def _leader_hint(broker: Broker, topic: str, index: int, result: _PartitionResult) -> None:
+    cluster = broker.cluster
+    record = broker.controller.topic(topic)
+    if cluster is None or record is None:
+        return
+    partition_state = cluster.partition_state(record, index)
+    result.leader_id, result.leader_epoch = partition_state.leader, partition_state.leader_epoch
+
+
+async def _acquire_partition(
+    broker: Broker,
+    replica: PartitionReplica,
+    leader: ShareLeader,
+    member_id: str,
+    read_end: int,
+    records_max: int,
+    record_limit: bool,
+    bytes_max: int,
+) -> tuple[list[AcquiredRange], bytes | bytearray | memoryview]:
+    partition = leader.partition
+    offset = partition.fetch_offset()
+    if offset is None or offset >= read_end:
+        return [], b""
+    offset = max(offset, replica.log.log_start_offset)
+    records = await _read(broker, replica, offset, bytes_max, read_end)
+    if not records:
+        return [], b""
+    batches = _batches(records)
+    acquired = partition.acquire(
+        member_id,
+        batches,
+        max_records=records_max,
+        record_limit=record_limit,
+        now_ms=wall_clock_ms(),
+    )
+    if not acquired:
+        return [], b""
+    return acquired, _trim(records, acquired)
+
+
+async def _read(
+    broker: Broker,
+    replica: PartitionReplica,
+    offset: int,
+    bytes_max: int,
+    read_end: int,
+) -> bytes | bytearray | memoryview:
+    """Whole batches from `offset`, warming cold ranges on the disk executor first
+    (the loop never waits on the disk unless memory is too short to keep them)."""
+    for warmups in range(COLD_READ_ATTEMPTS_MAX + 1):
+        cached_only = warmups < COLD_READ_ATTEMPTS_MAX
+        try:
+            result = replica.log.read(
+                offset, bytes_max=max(bytes_max, 1), end_offset=read_end, cached_only=cached_only
+            )
+        except ReadNotCached as exc:
+            if exc.cold.file.try_hold():
+                warmed = await broker.disk.run(DiskJob.COLD_READ, partial(warm, [exc.cold]))
+                broker.metrics.cold_read_bytes_total += warmed
+            continue
+        except (OffsetOutOfRange, LogError) as exc:
+            log.warning("share fetch of %s-%d at %d: %s", replica.topic.name, replica.index,
+                        offset, exc)  # fmt: skip
+            return b""
+        return result.records
+    return b""
+
+
+def _batches(records: bytes | bytearray | memoryview) -> list[LogBatch]:
+    try:
+        return [
+            LogBatch(header.base_offset, header.last_offset)
+            for _, header in iter_batch_headers(memoryview(records))
+            if not header.is_control
+        ]
+    except InvalidBatch:
+        return []
+
+
+def _trim(
+    records: bytes | bytearray | memoryview, acquired: Sequence[AcquiredRange]
+) -> bytes | bytearray | memoryview:
+    """The batches holding acquired records (others are left out of the answer)."""
+    view = memoryview(records)
+    kept_start = kept_end = -1
+    first = min(r.first_offset for r in acquired)
+    last = max(r.last_offset for r in acquired)
+    for position, header in iter_batch_headers(view):
+        if header.last_offset < first or header.base_offset > last:
+            continue
+        if kept_start < 0:
+            kept_start = position
+        kept_end = position + header.size
+    if kept_start < 0:
+        return b""
+    return view[kept_start:kept_end]
+
+
+async def _wait_for_records(
+    waits: Sequence[tuple[PartitionReplica, ShareLeader]], deadline: float
+) -> None:
+    """Until new records are committed on one of the partitions, or records became
+    available again on one of the share partitions, or the deadline."""
+    event = trio.Event()
+    for replica, leader in waits:
+        replica.waiters.add(event)
+        leader.waiters.add(event)
+    try:
+        with trio.move_on_at(deadline):
+            await event.wait()
+    finally:
+        for replica, leader in waits:
+            replica.waiters.discard(event)
+            leader.waiters.discard(event)
+
+
+def _fail_unstored(state: _Request, error: ErrorCode) -> None:
+    """The state could not be stored: nothing acquired is delivered (the locks
+    expire and the records come back), and acknowledgements report the error."""
+    for result in state.results.values():
+        if result.acquired:
+            result.acquired, result.records = [], b""
+            result.error = error
+        if result.acked and result.ack_error == ErrorCode.NONE:
+            result.ack_error = error
+
+
+def _fetch_response(state: _Request, lock_duration_ms: int) -> ShareFetchResponse:
+    by_topic: dict[uuid.UUID, list[ShareFetchResponsePartition]] = {}
+    for (topic_id, index), result in state.results.items():
+        if not (result.acquired or result.acked or result.error != ErrorCode.NONE):
+            continue
+        by_topic.setdefault(topic_id, []).append(
+            ShareFetchResponsePartition(
+                partition_index=index,
+                error_code=result.error,
+                error_message=result.error_message,
+                acknowledge_error_code=result.ack_error,
+                acknowledge_error_message=result.ack_error_message,
+                current_leader=ShareFetchResponseCurrentLeader(
+                    leader_id=result.leader_id, leader_epoch=result.leader_epoch
+                ),
+                records=result.records,
+                acquired_records=[
+                    ShareFetchResponseAcquiredRecord(
+                        first_offset=r.first_offset,
+                        last_offset=r.last_offset,
+                        delivery_count=r.delivery_count,
+                    )
+                    for r in result.acquired
+                ],
+            )
+        )
+    return ShareFetchResponse(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        acquisition_lock_timeout_ms=lock_duration_ms,
+        responses=[
+            ShareFetchResponseResponse(topic_id=topic_id, partitions=partitions)
+            for topic_id, partitions in by_topic.items()
+        ],
+    )
+
+
+# -- acknowledgements ----------------------------------------------------------------
+
+
+async def _acknowledge_all(
+    broker: Broker, service: ShareService, state: _Request, now_ms: int
+) -> None:
+    for (topic_id, index), batches in state.acks.items():
+        result = state.result((topic_id, index))
+        result.acked = True
+        found = await _share_leader(broker, service, state.group_id, topic_id, index, result)
+        if found is None:
+            result.ack_error, result.ack_error_message = result.error, result.error_message
+            result.error, result.error_message = ErrorCode.NONE, None
+            continue
+        _replica, leader = found
+        error = _acknowledge(leader, state.member_id, batches, now_ms, service)
+        if error != ErrorCode.NONE:
+            result.ack_error = error
+        state.changed.append(leader)
+        leader.wake()
+
+
+def _acknowledge(
+    leader: ShareLeader,
+    member_id: str,
+    batches: Sequence[AckBatch],
+    now_ms: int,
+    service: ShareService,
+) -> ErrorCode:
+    error = ErrorCode.NONE
+    for first_offset, last_offset, types in batches:
+        if not types or last_offset < first_offset:
+            return ErrorCode.INVALID_REQUEST
+        try:
+            ack_types = [AcknowledgeType(t) for t in types]
+        except ValueError:
+            return ErrorCode.INVALID_REQUEST
+        outcome = leader.partition.acknowledge(
+            member_id, first_offset, last_offset, ack_types, now_ms
+        )
+        service.partitions.archived(leader, outcome.archived)
+        if outcome.error_code != ErrorCode.NONE and error == ErrorCode.NONE:
+            error = outcome.error_code
+    return error
+
+
+# -- ShareAcknowledge ---------------------------------------------------------------
+
+
+def handle_share_acknowledge(
+    ctx: RequestContext, request: ShareAcknowledgeRequest
+) -> ShareAcknowledgeResponse | Deferred[ShareAcknowledgeResponse]:
+    service = share_service(ctx)
+    group_id, member_id = request.group_id, request.member_id
+    if not group_id or not member_id:
+        return _acknowledge_failure(
+            ErrorCode.INVALID_REQUEST, "a group id and a member id are required"
+        )
+    try:
+        session = service.sessions.for_acknowledge(group_id, member_id, request.share_session_epoch)
+    except ShareSessionError as exc:
+        return _acknowledge_failure(exc.error_code, str(exc))
+    acks = {
+        (t.topic_id, p.partition_index): [
+            (b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches
+        ]
+        for t in request.topics
+        for p in t.partitions
+    }
+    state = _Request(group_id, member_id, acks)
+    lock_duration_ms = service.partitions.config(group_id).record_lock_duration_ms
+
+    async def finish() -> ShareAcknowledgeResponse:
+        await _acknowledge_all(ctx.broker, service, state, ctx.now_ms())
+        if session is None:
+            closing = service.sessions.get(group_id, member_id)
+            if closing is not None:
+                await service.close_session(closing)
+        error = await service.partitions.persist(state.changed)
+        if error != ErrorCode.NONE:
+            _fail_unstored(state, error)
+        return _acknowledge_response(state, lock_duration_ms)
+
+    return Deferred(finish)
+
+
+def _acknowledge_failure(error: ErrorCode, message: str) -> ShareAcknowledgeResponse:
+    return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=error, error_message=message)
+
+
+def _acknowledge_response(state: _Request, lock_duration_ms: int) -> ShareAcknowledgeResponse:
+    by_topic: dict[uuid.UUID, list[ShareAcknowledgeResponsePartition]] = {}
+    for (topic_id, index), result in state.results.items():
+        by_topic.setdefault(topic_id, []).append(
+            ShareAcknowledgeResponsePartition(
+                partition_index=index,
+                error_code=result.ack_error,
+                error_message=result.ack_error_message,
+            )
+        )
+    return ShareAcknowledgeResponse(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        acquisition_lock_timeout_ms=lock_duration_ms,
+        responses=[
+            ShareAcknowledgeResponseResponse(topic_id=topic_id, partitions=partitions)
+            for topic_id, partitions in by_topic.items()
+        ],
+    )
