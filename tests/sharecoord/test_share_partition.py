@@ -7,8 +7,8 @@ from weir.sharecoord.share_partition import (
     AckBatch,
     AcknowledgeType,
     AcquiredRange,
-    ArchiveReason,
     Archived,
+    ArchiveReason,
     LogBatch,
     RecordState,
     SharePartition,
@@ -47,7 +47,12 @@ def fetch(
         return []
     read = [b for b in log if b.last_offset >= start]
     got = partition.acquire(
-        member, read, max_records=max_records, record_limit=record_limit, now_ms=now_ms
+        member,
+        read,
+        max_records=max_records,
+        record_limit=record_limit,
+        read_offset=start,
+        now_ms=now_ms,
     )
     partition._check_invariants()
     return got
@@ -76,7 +81,10 @@ def test_a_record_is_acquired_by_one_member_at_a_time():
     p = SharePartition.starting_at(0, SETTINGS)
     fetch(p, A, batches((0, 9)))
     # B reads the same log region: nothing there is AVAILABLE.
-    assert p.acquire(B, batches((0, 9)), max_records=500, record_limit=False, now_ms=0) == []
+    assert (
+        p.acquire(B, batches((0, 9)), max_records=500, record_limit=False, read_offset=0, now_ms=0)
+        == []
+    )
     assert fetch(p, B, batches((0, 9), (10, 14))) == [AcquiredRange(10, 14, 1)]
 
 
@@ -135,7 +143,12 @@ def test_the_in_flight_bound_cuts_new_records_even_mid_batch():
     p = SharePartition.starting_at(0, ShareSettings(partition_max_record_locks=10))
     assert fetch(p, A, batches((0, 7), (8, 15))) == [AcquiredRange(0, 9, 1)]
     assert p.fetch_offset() is None
-    assert p.acquire(B, batches((10, 15)), max_records=500, record_limit=False, now_ms=0) == []
+    assert (
+        p.acquire(
+            B, batches((10, 15)), max_records=500, record_limit=False, read_offset=0, now_ms=0
+        )
+        == []
+    )
 
 
 def test_a_full_window_still_redelivers_released_records():

@@ -31,6 +31,9 @@ and `org.apache.kafka.server.share.fetch.InFlightState`, read to learn):
    past the in-flight end, found within the log batches the driver read from
    `fetch_offset()`. Offsets between and inside batches count as records (Kafka
    acquires offset ranges; the client answers GAP for offsets it did not get).
+   Weir adds: an AVAILABLE in-flight offset that the read passed over without a
+   batch holding it (released or expired instead of answered GAP) has no record and
+   is finished silently, so it cannot hold `fetch_offset()` in place.
 2. `max_records` bounds the records acquired. In batch-optimized mode Kafka rounds up
    to the end of the log batch holding the last one (`lastOffsetFromBatchWithRequestOffset`);
    in record-limit mode (ShareFetch v2's ShareAcquireMode 1) never more.
@@ -217,7 +220,8 @@ class _Slot:
         self.deadline_ms: int | None = None
 
     def is_gap(self) -> bool:
-        """An offset skipped when new records started past the in-flight end."""
+        """An offset with no record: skipped before new records past the in-flight
+        end, or found AVAILABLE in a hole of a log read (`acquire`)."""
         return self.state is RecordState.ARCHIVED and self.delivery_count == 0
 
 
@@ -401,32 +405,38 @@ class SharePartition:
         *,
         max_records: int,
         record_limit: bool,
+        read_offset: int,
         now_ms: int,
     ) -> list[AcquiredRange]:
-        """Acquire for `member_id` the records the driver read (`batches`, in log
-        order from `fetch_offset()`): AVAILABLE ones in the window, then new ones
-        (rules 1-3 and 5). Returns AcquiredRecords, merged where counts agree."""
+        """Acquire for `member_id` the records the driver read: `batches`, in log
+        order, from a read of the log at `read_offset` (the `fetch_offset()` it
+        used): AVAILABLE ones in the window, then new ones (rules 1-3 and 5).
+        Returns AcquiredRecords, merged where counts agree.
+
+        An AVAILABLE in-flight offset at or after `read_offset` that no batch holds
+        has no record (compacted, or between batches): it is finished as a gap
+        instead of being offered again, so it cannot stall `fetch_offset()`."""
         assert member_id, "a record is acquired by a member"
         _assert_batches_in_order(batches)
         if max_records <= 0 or not batches:
             return []
-        first = max(batches[0].base_offset, self.start_offset)
+        first = max(min(read_offset, batches[0].base_offset), self.start_offset)
         last = batches[-1].last_offset
         if last < first:
             return []
         deadline_ms = now_ms + self.settings.record_lock_duration_ms
         acquired = _AcquiredRanges()
-        plan = _Plan(batches, max_records, record_limit)
+        plan = _Plan(batches, max_records, record_limit, read_offset)
         offset = self._reacquire(
             member_id, first, min(last, self.in_flight_end - 1), deadline_ms, acquired, plan
         )
         if offset is not None and not plan.stopped:
-            self._acquire_new(
-                member_id, max(offset, self.in_flight_end), last, deadline_ms, acquired, plan
-            )
+            new_first = max(offset, self.in_flight_end, batches[0].base_offset)
+            self._acquire_new(member_id, new_first, last, deadline_ms, acquired, plan)
         if acquired.ranges:
             lowest, highest = acquired.ranges[0].first_offset, acquired.ranges[-1].last_offset
             self._push_deadline(deadline_ms, lowest, highest)
+        self._advance_past_final()  # gaps finished at the head
         return acquired.ranges
 
     def _reacquire(
@@ -444,10 +454,15 @@ class SharePartition:
         throttle = self.settings.throttle_delivery_count
         offset = first
         while offset <= last:
+            slot = self._slots[offset - self.start_offset]
+            if slot.state is RecordState.AVAILABLE and plan.is_hole(offset):
+                slot.delivery_count = 0
+                _finish(slot, RecordState.ARCHIVED)  # a gap: no record to deliver
+                offset += 1
+                continue
             if not plan.room_at(offset, acquired.count):
                 plan.stopped = True
                 return None
-            slot = self._slots[offset - self.start_offset]
             if slot.state is RecordState.AVAILABLE:
                 last_attempt = slot.delivery_count + 1 >= limit
                 throttled = slot.delivery_count >= throttle
@@ -718,6 +733,7 @@ class _Plan:
     batches: Sequence[LogBatch]
     max_records: int
     record_limit: bool
+    read_offset: int
     # Batch-optimized mode: once max_records is reached, go on to this offset
     # (the end of the log batch holding the last record acquired).
     stop_offset: int | None = None
@@ -735,6 +751,13 @@ class _Plan:
         if index >= 0 and offset <= self.batches[index].last_offset:
             return self.batches[index].last_offset
         return offset
+
+    def is_hole(self, offset: int) -> bool:
+        """`offset` was read (at or after the read offset) and no batch holds it."""
+        if offset < self.read_offset:
+            return False
+        index = bisect.bisect_right(self._bases, offset) - 1
+        return index < 0 or offset > self.batches[index].last_offset
 
     def room_at(self, offset: int, acquired_count: int) -> bool:
         if self.stop_offset is not None and offset > self.stop_offset:
