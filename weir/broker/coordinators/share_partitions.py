@@ -27,7 +27,6 @@ fetches parked on that partition, as new records do.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -38,11 +37,11 @@ from weir.broker.coordinators.share_configs import ShareGroupConfig, share_group
 from weir.broker.coordinators.share_state_service import (
     ShareKey,
     ShareStateService,
-    ShareStateUnavailable,
+    ShareStateUnavailableError,
 )
 from weir.broker.partition_replica import PartitionReplica
 from weir.format.errors import ErrorCode
-from weir.sharecoord.share_partition import Archived, SharePartition
+from weir.sharecoord.share_partition import Archived, SharePartition, ShareSettings
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +68,8 @@ class SharePartitions:
         self.broker = broker
         self.store = store
         self.leaders: dict[ShareKey, ShareLeader] = {}
+        # Share partitions being loaded: requests for them wait on the event.
+        self._loading: dict[ShareKey, trio.Event] = {}
         self._wakeup = trio.Event()
         # Called with the records a share partition archived (dead letters, later).
         self.on_archived: Callable[[ShareKey, Sequence[Archived]], None] | None = None
@@ -79,28 +80,47 @@ class SharePartitions:
     # -- the share partitions served here --------------------------------------
 
     async def leader(self, key: ShareKey, replica: PartitionReplica) -> ShareLeader:
-        """The share partition, loaded or initialized on first use. Raises
-        ShareStateUnavailable."""
+        """The share partition, loaded or initialized on first use (once: concurrent
+        requests wait for the first). Raises ShareStateUnavailableError."""
+        while True:
+            current = self._current(key, replica)
+            if current is not None:
+                return current
+            loading = self._loading.get(key)
+            if loading is None:
+                break
+            await loading.wait()
+        done = self._loading[key] = trio.Event()
+        try:
+            return await self._load(key, replica)
+        finally:
+            del self._loading[key]
+            done.set()
+
+    def _current(self, key: ShareKey, replica: PartitionReplica) -> ShareLeader | None:
         existing = self.leaders.get(key)
-        if existing is not None and existing.replica is replica:
-            if existing.leader_epoch == replica.leader_epoch:
-                return existing
+        if existing is None or existing.replica is not replica:
+            return None
+        return existing if existing.leader_epoch == replica.leader_epoch else None
+
+    async def _load(self, key: ShareKey, replica: PartitionReplica) -> ShareLeader:
         await self.store.ready()
-        existing = self.leaders.get(key)  # another request loaded it meanwhile
-        if existing is not None and existing.replica is replica:
-            if existing.leader_epoch == replica.leader_epoch:
-                return existing
         config = self.config(key.group_id)
+        settings = partition_settings(config)
         state = self.store.read(key)
+        leader_epoch = max(replica.leader_epoch, 0)
         if state is None:
             start_offset = self._initial_offset(replica, config)
-            partition = SharePartition.starting_at(start_offset, config.partition_settings)
+            partition = SharePartition.starting_at(
+                start_offset, settings, leader_epoch=leader_epoch
+            )
             await self.store.write(key, partition.state())
         else:
-            partition = SharePartition.from_state(state, config.partition_settings)
+            partition = SharePartition.from_state(state, settings, leader_epoch=leader_epoch)
             partition.advance_start_to(replica.log.log_start_offset)
         leader = ShareLeader(key, replica, partition, replica.leader_epoch)
         self.leaders[key] = leader
+        self.archived(leader, partition.archived_at_load)
         self.poke()
         return leader
 
@@ -140,7 +160,7 @@ class SharePartitions:
             seen.add(leader.key)
             try:
                 await self.store.write(leader.key, leader.partition.state())
-            except ShareStateUnavailable as exc:
+            except ShareStateUnavailableError as exc:
                 log.warning("share partition %s: state not stored: %s", leader.key, exc)
                 error = exc.error_code
         return error
@@ -206,5 +226,11 @@ class SharePartitions:
                 leader.wake()
 
 
-def topic_key(group_id: str, topic_id: uuid.UUID, partition: int) -> ShareKey:
-    return ShareKey(group_id, topic_id, partition)
+def partition_settings(config: ShareGroupConfig) -> ShareSettings:
+    """What a share partition needs of its group's config."""
+    return ShareSettings(
+        record_lock_duration_ms=config.record_lock_duration_ms,
+        delivery_count_limit=config.delivery_count_limit,
+        partition_max_record_locks=config.partition_max_record_locks,
+        renew_acknowledge_enabled=config.renew_acknowledge_enable,
+    )

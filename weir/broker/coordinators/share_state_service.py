@@ -23,13 +23,12 @@ for now (see docs/queues.md, "Limits").
 
 from __future__ import annotations
 
+import base64
 import logging
-import uuid
-from dataclasses import dataclass
 
 import trio
 
-from weir.broker.broker import Broker
+from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.coordinators.state_topic import (
     append_state_records_now,
     create_state_topic,
@@ -44,8 +43,10 @@ from weir.groupcoord.placement import java_string_hash
 from weir.log.errors import LogError
 from weir.sharecoord.share_state import (
     ShareState,
-    decode_share_state_record,
-    encode_share_state_record,
+    ShareStateKey,
+    decode_share_snapshot_key,
+    decode_share_snapshot_value,
+    encode_share_snapshot,
 )
 
 log = logging.getLogger(__name__)
@@ -61,32 +62,23 @@ SHARE_STATE_CONFIGS = {
 }
 
 
-@dataclass(frozen=True, order=True)
-class ShareKey:
-    """One share partition: a share group's view of one topic partition."""
-
-    group_id: str
-    topic_id: uuid.UUID
-    partition: int
-
-    def coordinator_key(self) -> str:
-        """Kafka's SharePartitionKey.asCoordinatorKey: "group:topicId:partition"."""
-        return f"{self.group_id}:{_kafka_uuid_text(self.topic_id)}:{self.partition}"
+# One share partition: a share group's view of one topic partition.
+ShareKey = ShareStateKey
 
 
-def _kafka_uuid_text(topic_id: uuid.UUID) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, unpadded."""
-    import base64
-
-    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+def coordinator_key(key: ShareKey) -> str:
+    """Kafka's SharePartitionKey.asCoordinatorKey, "group:topicId:partition", with
+    the topic id as Kafka's Uuid.toString writes it (URL-safe base64, unpadded)."""
+    topic_id = base64.urlsafe_b64encode(key.topic_id.bytes).decode().rstrip("=")
+    return f"{key.group_id}:{topic_id}:{key.partition}"
 
 
 def share_state_partition(key: ShareKey, partition_count: int) -> int:
-    hash_code = java_string_hash(key.coordinator_key())
+    hash_code = java_string_hash(coordinator_key(key))
     return (0 if hash_code == -(2**31) else abs(hash_code)) % partition_count
 
 
-class ShareStateUnavailable(Exception):
+class ShareStateUnavailableError(Exception):
     """The key's state partition is not served here (yet): the caller answers
     `error_code` and the client retries."""
 
@@ -100,6 +92,8 @@ class ShareStateService:
         self.broker = broker
         self._configured_partition_count = partition_count
         self.latest: dict[ShareKey, ShareState] = {}
+        # When each key's state was first written (the snapshot's CreateTimestamp).
+        self._created_ms: dict[ShareKey, int] = {}
         self.loaded = False
         self._preparing = False
         self._ready = trio.Event()
@@ -204,16 +198,18 @@ class ShareStateService:
                 if record.key is None:
                     continue
                 try:
-                    key_fields, state = decode_share_state_record(record.key, record.value)
+                    key = decode_share_snapshot_key(record.key)
+                    if record.value is None:
+                        self.latest.pop(key, None)
+                        self._created_ms.pop(key, None)
+                    else:
+                        snapshot = decode_share_snapshot_value(record.value)
+                        self.latest[key] = snapshot.state
+                        self._created_ms[key] = snapshot.create_timestamp_ms
                 except RecordFormatError as exc:
                     log.warning("skipping an unreadable %s record: %s",
                                 SHARE_GROUP_STATE_TOPIC_NAME, exc)  # fmt: skip
                     continue
-                key = ShareKey(*key_fields)
-                if state is None:
-                    self.latest.pop(key, None)
-                else:
-                    self.latest[key] = state
                 count += 1
         except LogError as exc:
             self._mark_failed(partition, exc)
@@ -228,6 +224,7 @@ class ShareStateService:
         self._led.discard(partition)
         for key in [k for k in self.latest if self.partition_for(k) == partition]:
             del self.latest[key]
+            self._created_ms.pop(key, None)
 
     def _mark_failed(self, partition: int, error: Exception) -> None:
         if partition not in self._failed_partitions:
@@ -244,30 +241,45 @@ class ShareStateService:
         if reason is None and self._led is not None and partition not in self._led:
             reason = f"this broker does not lead {SHARE_GROUP_STATE_TOPIC_NAME}-{partition}"
         if reason is not None:
-            raise ShareStateUnavailable(ErrorCode.COORDINATOR_NOT_AVAILABLE, reason)
+            raise ShareStateUnavailableError(ErrorCode.COORDINATOR_NOT_AVAILABLE, reason)
         return partition
 
     def read(self, key: ShareKey) -> ShareState | None:
-        """The key's durable state; None when it has none. Raises ShareStateUnavailable."""
+        """The key's durable state; None when it has none. Raises ShareStateUnavailableError."""
         self._check_served(key)
         return self.latest.get(key)
 
     async def write(self, key: ShareKey, state: ShareState | None) -> None:
         """Store `state` (None: delete the key) and return once durable. Raises
-        ShareStateUnavailable."""
+        ShareStateUnavailableError."""
         partition = self._check_served(key)
-        record = encode_share_state_record(key.group_id, key.topic_id, key.partition, state)
+        now_ms = wall_clock_ms()
+        if state is None:
+            record: tuple[bytes, bytes | None] = (
+                encode_share_snapshot(
+                    key, ShareState(0, 0, 0, ()), create_timestamp_ms=0, write_timestamp_ms=0
+                )[0],
+                None,
+            )
+        else:
+            created_ms = self._created_ms.setdefault(key, now_ms)
+            record = encode_share_snapshot(
+                key, state, create_timestamp_ms=created_ms, write_timestamp_ms=now_ms
+            )
         try:
             end_offset = append_state_records_now(
                 self.broker, SHARE_GROUP_STATE_TOPIC_NAME, partition, [record]
             )
         except (LogError, LookupError) as exc:
             if isinstance(exc, LogError) and exc.error_code == ErrorCode.NOT_COORDINATOR:
-                raise ShareStateUnavailable(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
+                raise ShareStateUnavailableError(
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
+                ) from exc
             self._mark_failed(partition, exc)
-            raise ShareStateUnavailable(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
+            raise ShareStateUnavailableError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
         if state is None:
             self.latest.pop(key, None)
+            self._created_ms.pop(key, None)
         else:
             self.latest[key] = state
         try:
@@ -275,7 +287,7 @@ class ShareStateService:
                 self.broker, SHARE_GROUP_STATE_TOPIC_NAME, partition, end_offset
             )
         except (LogError, LookupError) as exc:
-            raise ShareStateUnavailable(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
+            raise ShareStateUnavailableError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
 
     def keys_of_group(self, group_id: str) -> list[ShareKey]:
         return sorted(k for k in self.latest if k.group_id == group_id)

@@ -39,7 +39,7 @@ from weir.broker.coordinators.share_sessions import (
     ShareSessionError,
     TopicPartitionId,
 )
-from weir.broker.coordinators.share_state_service import ShareKey, ShareStateUnavailable
+from weir.broker.coordinators.share_state_service import ShareKey, ShareStateUnavailableError
 from weir.broker.handlers.context import Deferred, RequestContext
 from weir.broker.partition_replica import PartitionReplica
 from weir.format.errors import ErrorCode
@@ -47,7 +47,13 @@ from weir.format.record_batch import InvalidBatch, iter_batch_headers
 from weir.log.disk_executor import DiskJob
 from weir.log.errors import LogError, OffsetOutOfRange
 from weir.log.page_cache import ReadNotCached, warm
-from weir.sharecoord.share_partition import AcknowledgeType, AcquiredRange, LogBatch
+from weir.sharecoord.share_partition import (
+    AckBatch,
+    AcknowledgeType,
+    AckOutcome,
+    AcquiredRange,
+    LogBatch,
+)
 from weir.wire.messages.share_groups import (
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
@@ -69,9 +75,6 @@ RECORD_LIMIT_MODE = 1
 MAX_RECORDS_DEFAULT = 500
 # Warm-ups of cold ranges before a share fetch's read may wait on the loop.
 COLD_READ_ATTEMPTS_MAX = 3
-
-# One acknowledgement batch: first and last offsets, and its types.
-AckBatch = tuple[int, int, Sequence[int]]
 
 
 def share_service(ctx: RequestContext) -> ShareService:
@@ -100,6 +103,8 @@ class _Request:
     group_id: str
     member_id: str
     acks: dict[TopicPartitionId, list[AckBatch]]
+    # IsRenewAck (v2): only a request that says so may carry RENEW.
+    renew: bool = False
     results: dict[TopicPartitionId, _PartitionResult] = field(default_factory=dict)
     changed: list[ShareLeader] = field(default_factory=list)
 
@@ -123,7 +128,8 @@ def handle_share_fetch(
     named = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
     acks = {
         (t.topic_id, p.partition_index): [
-            (b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches
+            AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
+            for b in p.acknowledgement_batches
         ]
         for t in request.topics
         for p in t.partitions
@@ -143,7 +149,7 @@ def handle_share_fetch(
         return _fetch_failure(exc.error_code, str(exc))
     if session is not None:
         _watch_connection(ctx, service, session)
-    state = _Request(group_id, member_id, acks)
+    state = _Request(group_id, member_id, acks, renew=request.is_renew_ack)
     lock_duration_ms = service.partitions.config(group_id).record_lock_duration_ms
 
     async def finish() -> ShareFetchResponse:
@@ -152,7 +158,7 @@ def handle_share_fetch(
             closing = service.sessions.get(group_id, member_id)
             if closing is not None:
                 await service.close_session(closing)
-        else:
+        elif not request.is_renew_ack:  # KIP-1222: a renewal acquires nothing
             await _acquire_with_wait(ctx, service, session, request, state)
         error = await service.partitions.persist(state.changed)
         if error != ErrorCode.NONE:
@@ -262,7 +268,7 @@ async def _share_leader(
         return None
     try:
         leader = await service.partitions.leader(ShareKey(group_id, topic_id, index), replica)
-    except ShareStateUnavailable as exc:
+    except ShareStateUnavailableError as exc:
         result.error, result.error_message = exc.error_code, str(exc)
         return None
     result.leader_id, result.leader_epoch = broker.config.node_id, replica.leader_epoch
@@ -448,9 +454,13 @@ async def _acknowledge_all(
             result.error, result.error_message = ErrorCode.NONE, None
             continue
         _replica, leader = found
-        error = _acknowledge(leader, state.member_id, batches, now_ms, service)
-        if error != ErrorCode.NONE:
-            result.ack_error = error
+        if not state.renew and any(AcknowledgeType.RENEW in b.types for b in batches):
+            result.ack_error = ErrorCode.INVALID_REQUEST
+            result.ack_error_message = "RENEW in a request that is not a renewal (IsRenewAck)"
+            continue
+        outcome = _acknowledge(leader, state.member_id, batches, now_ms, service)
+        if outcome.error != ErrorCode.NONE:
+            result.ack_error, result.ack_error_message = outcome.error, outcome.message or None
         state.changed.append(leader)
         leader.wake()
 
@@ -461,22 +471,11 @@ def _acknowledge(
     batches: Sequence[AckBatch],
     now_ms: int,
     service: ShareService,
-) -> ErrorCode:
-    error = ErrorCode.NONE
-    for first_offset, last_offset, types in batches:
-        if not types or last_offset < first_offset:
-            return ErrorCode.INVALID_REQUEST
-        try:
-            ack_types = [AcknowledgeType(t) for t in types]
-        except ValueError:
-            return ErrorCode.INVALID_REQUEST
-        outcome = leader.partition.acknowledge(
-            member_id, first_offset, last_offset, ack_types, now_ms
-        )
-        service.partitions.archived(leader, outcome.archived)
-        if outcome.error_code != ErrorCode.NONE and error == ErrorCode.NONE:
-            error = outcome.error_code
-    return error
+) -> AckOutcome:
+    """The request's batches for one partition, applied all or nothing."""
+    outcome = leader.partition.acknowledge_batches(member_id, batches, now_ms)
+    service.partitions.archived(leader, outcome.archived)
+    return outcome
 
 
 # -- ShareAcknowledge ---------------------------------------------------------------
@@ -497,12 +496,13 @@ def handle_share_acknowledge(
         return _acknowledge_failure(exc.error_code, str(exc))
     acks = {
         (t.topic_id, p.partition_index): [
-            (b.first_offset, b.last_offset, b.acknowledge_types) for b in p.acknowledgement_batches
+            AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
+            for b in p.acknowledgement_batches
         ]
         for t in request.topics
         for p in t.partitions
     }
-    state = _Request(group_id, member_id, acks)
+    state = _Request(group_id, member_id, acks, renew=request.is_renew_ack)
     lock_duration_ms = service.partitions.config(group_id).record_lock_duration_ms
 
     async def finish() -> ShareAcknowledgeResponse:
