@@ -49,6 +49,7 @@ from weir.broker.coordinators.offsets_topic import (
     read_group_log,
     wait_group_records,
 )
+from weir.broker.coordinators.share_configs import share_group_config
 from weir.broker.coordinators.state_topic import unserved_partitions
 from weir.controller.controller import ControllerError, is_internal_topic
 from weir.format.errors import ErrorCode
@@ -63,6 +64,13 @@ from weir.groupcoord.placement import group_partition
 from weir.groupcoord.record_schemas import GroupRecord
 from weir.groupcoord.settings import GroupSettings
 from weir.log.errors import LogError
+from weir.sharecoord.share_coordinator import (
+    ShareGroupConfig,
+    ShareGroupCoordinator,
+    ShareGroupSettings,
+)
+from weir.sharecoord.share_group import TopicInfo as ShareTopicInfo
+from weir.sharecoord.share_group_records import ShareGroupRecord
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +110,12 @@ class GroupService(TransactionalOffsets):
         self.offsets = OffsetStore()
         self.consumer_groups = ConsumerGroupCoordinator(settings)
         self.classic = ClassicGroupCoordinator(settings, offsets=self.offsets)
+        self.share_groups = ShareGroupCoordinator(
+            share_group_settings(settings),
+            self._share_topic_info,
+            group_config=self._share_group_config,
+            other_group_type=self._other_group_type,
+        )
         # Connections waiting for a classic JoinGroup/SyncGroup answer.
         self._waiting: dict[Pending[Any], trio.Event] = {}
         self.loaded = False
@@ -269,7 +283,8 @@ class GroupService(TransactionalOffsets):
                 count += 1
         self.sync_topic_names()
         self.consumer_groups.finish_loading(now_ms)
-        self.classic.finish_loading(now_ms, other_group_ids=set(self.consumer_groups.groups))
+        self.share_groups.finish_loading(now_ms)
+        self.classic.finish_loading(now_ms, other_group_ids=self._modern_group_ids())
         assert self._led is not None
         self._led.add(partition)
         log.info("%s-%d: now its groups' coordinator (%d records loaded)",
@@ -280,11 +295,12 @@ class GroupService(TransactionalOffsets):
         assert self._led is not None
         self._led.discard(partition)
         known = (
-            set(self.classic.groups) | set(self.consumer_groups.groups) | set(self.offsets.groups())
+            set(self.classic.groups) | self._modern_group_ids() | set(self.offsets.groups())
         )
         group_ids = [g for g in known if self.partition_for(g) == partition]
         effects = self.classic.unload(group_ids)
         self.consumer_groups.unload(group_ids)
+        self.share_groups.unload(group_ids)
         self.offsets.forget(group_ids)
         for group_id in group_ids:
             self._empty_since_ms.pop(group_id, None)
@@ -296,7 +312,9 @@ class GroupService(TransactionalOffsets):
                  OFFSETS_TOPIC_NAME, partition, len(group_ids))  # fmt: skip
 
     def _load(self, now_ms: int) -> None:
-        counts = {"offsets": 0, "classic groups": 0, "consumer groups": 0, "other": 0}
+        counts = {
+            "offsets": 0, "classic groups": 0, "consumer groups": 0, "share groups": 0, "other": 0
+        }  # fmt: skip
         for partition in range(self.partition_count):
             if (OFFSETS_TOPIC_NAME, partition) in self.broker.offline_partitions:
                 self.mark_failed(partition, LookupError("its log is damaged (offline)"))
@@ -307,7 +325,8 @@ class GroupService(TransactionalOffsets):
                     counts[kind] = counts.get(kind, 0) + 1
         self.sync_topic_names()
         self.consumer_groups.finish_loading(now_ms)
-        self.classic.finish_loading(now_ms, other_group_ids=set(self.consumer_groups.groups))
+        self.share_groups.finish_loading(now_ms)
+        self.classic.finish_loading(now_ms, other_group_ids=self._modern_group_ids())
         self.loaded = True
         self.loaded_event.set()
         log.info("loaded group state from %s: %s", OFFSETS_TOPIC_NAME, counts)
@@ -357,6 +376,8 @@ class GroupService(TransactionalOffsets):
                 return "classic groups"
             if self.consumer_groups.replay(key, value):
                 return "consumer groups"
+            if self.share_groups.replay(key, value):
+                return "share groups"
         except RecordFormatError as exc:
             log.warning("skipping an unreadable %s record: %s", OFFSETS_TOPIC_NAME, exc)
         return "other"
@@ -441,10 +462,47 @@ class GroupService(TransactionalOffsets):
         controller = self.broker.controller
         if controller.topic_names_version == self._topic_names_version:
             return
+        first = self._topic_names_version < 0
         self._topic_names_version = controller.topic_names_version
         self.consumer_groups.set_topic_names(
             t.name for t in controller.topics() if not (t.is_internal or is_internal_topic(t.name))
         )
+        if not first and self.loaded and self.background is not None:
+            records = self.share_records(self.share_groups.topics_changed())
+            if records:
+                self.background.start_soon(self._write_in_background, records)
+
+    def _share_topic_info(self, name: str) -> ShareTopicInfo | None:
+        info = self.topic_info(name)
+        return None if info is None else ShareTopicInfo(info.topic_id, info.partition_count)
+
+    def _share_group_config(self, group_id: str) -> ShareGroupConfig | None:
+        """A share group's own session and heartbeat settings (its group configs)."""
+        if not self.broker.controller.group_configs(group_id):
+            return None
+        config = share_group_config(self.broker, group_id)
+        return ShareGroupConfig(
+            session_timeout_ms=config.session_timeout_ms,
+            heartbeat_interval_ms=config.heartbeat_interval_ms,
+            assignment_interval_ms=config.assignment_interval_ms,
+        )
+
+    def _other_group_type(self, group_id: str) -> str | None:
+        """Whether a group id is taken by a classic or KIP-848 group (a share group
+        cannot have it)."""
+        if group_id in self.consumer_groups.groups:
+            return "consumer"
+        if self.classic.has_group(group_id):
+            return "classic"
+        return None
+
+    def _modern_group_ids(self) -> set[str]:
+        """The KIP-848 and share groups' ids (a classic group cannot have them)."""
+        return set(self.consumer_groups.groups) | set(self.share_groups.groups)
+
+    @staticmethod
+    def share_records(records: Sequence[ShareGroupRecord]) -> list[GroupRecord]:
+        return [GroupRecord(r.group_id, r.key, r.value) for r in records]
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         record = self.broker.controller.topic_by_id(topic_id)
@@ -480,7 +538,9 @@ class GroupService(TransactionalOffsets):
 
     def has_members(self, group_id: str) -> bool:
         group = self.consumer_groups.groups.get(group_id)
-        return group is not None and bool(group.members)
+        if group is not None and group.members:
+            return True
+        return bool(self.share_groups.members_of(group_id))
 
     def empty_since_ms(self, group_id: str, now_ms: int) -> int | None:
         """For the KIP-848 groups' offsets (classic groups expire their own)."""
@@ -514,6 +574,7 @@ class GroupService(TransactionalOffsets):
                 if effects.records or effects.completed:
                     await self.settle(effects.records, effects.completed)
                 records = self.consumer_groups.advance(now_ms)
+                records += self.share_records(self.share_groups.advance(now_ms))
                 if now_ms >= next_expiry_ms:
                     records += self._expire_offsets(now_ms)
                     next_expiry_ms = now_ms + self.settings.offsets_retention_check_interval_ms
@@ -532,7 +593,11 @@ class GroupService(TransactionalOffsets):
             return self.settings.offsets_retention_check_interval_ms
         deadlines_ms = [
             d
-            for d in (self.consumer_groups.next_deadline_ms(), self.classic.next_deadline_ms())
+            for d in (
+                self.consumer_groups.next_deadline_ms(),
+                self.classic.next_deadline_ms(),
+                self.share_groups.next_deadline_ms(),
+            )
             if d is not None
         ]
         return min([next_expiry_ms, *deadlines_ms]) - now_ms
@@ -550,6 +615,16 @@ class GroupService(TransactionalOffsets):
             error = exc.error_code
         if error != ErrorCode.NONE:
             log.error("timer records for %d groups not written: %s", len(records), error.name)
+
+
+def share_group_settings(settings: GroupSettings) -> ShareGroupSettings:
+    """The share-group coordinator's part of the broker's group settings."""
+    return ShareGroupSettings(
+        session_timeout_ms=settings.share_session_timeout_ms,
+        heartbeat_interval_ms=settings.share_heartbeat_interval_ms,
+        assignment_interval_ms=settings.share_assignment_interval_ms,
+        max_size=settings.share_group_max_size,
+    )
 
 
 def attach_group_service(broker: Broker) -> GroupService:
