@@ -84,6 +84,8 @@ def _camel(name: str) -> str:
 
 
 def _singular(name: str) -> str:
+    if name.endswith("ches"):  # acknowledgement_batches -> ...Batch
+        return name[:-2]
     if name.endswith("s") and not name.endswith(("ss", "us")):
         return name[:-1]
     return name

@@ -73,6 +73,7 @@ from weir.wire.apis.security import (
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
 )
+from weir.wire.apis.share_groups import SHARE_GROUP_APIS
 from weir.wire.apis.topics import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 from weir.wire.apis.transactions import (
     ADD_OFFSETS_TO_TXN,
@@ -183,6 +184,7 @@ DECLARED_NOT_SERVED: dict[int, Api] = {
         ALTER_CLIENT_QUOTAS,
         DESCRIBE_USER_SCRAM_CREDENTIALS,
         ALTER_USER_SCRAM_CREDENTIALS,
+        *SHARE_GROUP_APIS,
     )
     if api.key not in APIS
 }

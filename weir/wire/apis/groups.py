@@ -237,9 +237,11 @@ LIST_GROUPS_RESPONSE = Message(
     ],
 )
 
+# Declared to v6 (Kafka 4.4: GROUP_ID_NOT_FOUND for an unknown group, KIP-1043, and a
+# per-group error message); served to the `DESCRIBE_GROUPS` Api's versions below.
 DESCRIBE_GROUPS_REQUEST = Message(
     "DescribeGroupsRequest",
-    valid="0-5",
+    valid="0-6",
     flexible="5+",
     fields=[
         Field("groups", Array(STRING)),
@@ -249,7 +251,7 @@ DESCRIBE_GROUPS_REQUEST = Message(
 
 DESCRIBE_GROUPS_RESPONSE = Message(
     "DescribeGroupsResponse",
-    valid="0-5",
+    valid="0-6",
     flexible="5+",
     fields=[
         Field("throttle_time_ms", INT32, "1+"),
@@ -258,6 +260,7 @@ DESCRIBE_GROUPS_RESPONSE = Message(
             Array(
                 Struct(
                     Field("error_code", INT16),
+                    Field("error_message", STRING, "6+", nullable="6+", default=None),
                     Field("group_id", STRING),
                     Field("group_state", STRING),
                     Field("protocol_type", STRING),

@@ -18,6 +18,7 @@ from weir.wire.messages import (
     produce,
     records,
     security,
+    share_groups,
     topics,
     transactions,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "produce",
     "records",
     "security",
+    "share_groups",
     "topics",
     "transactions",
 ]

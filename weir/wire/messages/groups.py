@@ -202,6 +202,7 @@ class DescribeGroupsResponseMember:
 @dataclass(slots=True)
 class DescribeGroupsResponseGroup:
     error_code: int = 0
+    error_message: str | None = None
     group_id: str = ""
     group_state: str = ""
     protocol_type: str = ""
