@@ -30,6 +30,7 @@ from weir.broker.config import (
     remove_new_data_dir,
 )
 from weir.broker.coordinators.group_service import attach_group_service
+from weir.broker.coordinators.share_service import attach_share_service
 from weir.broker.coordinators.transaction_service import attach_transaction_service
 from weir.broker.data_dir_lock import lock_data_dir
 from weir.broker.descriptor_budget import raise_open_files_limit
@@ -282,6 +283,7 @@ async def serve(
                 broker.open_logs()
                 groups = attach_group_service(broker)
                 transactions = attach_transaction_service(broker)
+                shares = attach_share_service(broker)
                 register_group_metrics(broker, groups)
                 register_exporter_metrics(broker)
                 await nursery.start(broker.flusher.run)
@@ -291,6 +293,7 @@ async def serve(
                 await _ensure_inter_broker_user(broker)
                 await nursery.start(groups.run, wall_clock_ms)
                 await nursery.start(transactions.run, wall_clock_ms)
+                await nursery.start(shares.run)
                 kafka = KafkaServer(broker)
                 async with trio.open_nursery() as kafka_nursery:
                     kafka_port = await kafka_nursery.start(kafka.run)

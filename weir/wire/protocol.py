@@ -73,7 +73,13 @@ from weir.wire.apis.security import (
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
 )
-from weir.wire.apis.share_groups import SHARE_GROUP_APIS
+from weir.wire.apis.share_groups import (
+    SHARE_ACKNOWLEDGE,
+    SHARE_FETCH,
+    SHARE_GROUP_APIS,
+    SHARE_GROUP_DESCRIBE,
+    SHARE_GROUP_HEARTBEAT,
+)
 from weir.wire.apis.topics import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 from weir.wire.apis.transactions import (
     ADD_OFFSETS_TO_TXN,
@@ -143,6 +149,10 @@ APIS: dict[int, Api] = {
         OFFSET_FETCH,
         CONSUMER_GROUP_HEARTBEAT,
         CONSUMER_GROUP_DESCRIBE,
+        SHARE_GROUP_HEARTBEAT,
+        SHARE_GROUP_DESCRIBE,
+        SHARE_FETCH,
+        SHARE_ACKNOWLEDGE,
         LIST_GROUPS,
         DESCRIBE_GROUPS,
         DELETE_GROUPS,

@@ -7,7 +7,8 @@ ControllerApis, AclApis), declared once per API, by family:
   administration;
 - `rules_transactions`: InitProducerId and the transaction APIs;
 - `rules_admin`: topics, configurations, partitions, DescribeCluster;
-- `rules_security`: ACLs, SCRAM credentials, client quotas.
+- `rules_security`: ACLs, SCRAM credentials, client quotas;
+- `rules_share`: share groups' membership, ShareFetch and ShareAcknowledge.
 
 Their helpers are `rules_shared`'s. An API with no rule is refused (the dispatcher
 closes the connection); `missing_rules` names the served APIs without one, and the
@@ -19,6 +20,7 @@ import weir.broker.authorization.rules_admin as admin
 import weir.broker.authorization.rules_data as data
 import weir.broker.authorization.rules_groups as groups
 import weir.broker.authorization.rules_security as security
+import weir.broker.authorization.rules_share as share
 import weir.broker.authorization.rules_transactions as transactions
 from weir.broker.authorization.gate import Rule
 from weir.wire.protocol import ApiKey
@@ -49,6 +51,11 @@ RULES: dict[int, Rule] = {
     ApiKey.DELETE_GROUPS: groups.delete_groups,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: groups.consumer_group_describe,
+    # Share groups (KIP-932).
+    ApiKey.SHARE_GROUP_HEARTBEAT: share.share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: share.share_group_describe,
+    ApiKey.SHARE_FETCH: share.share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: share.share_acknowledge,
     # Transactions.
     ApiKey.INIT_PRODUCER_ID: transactions.init_producer_id,
     ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,

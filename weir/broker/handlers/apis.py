@@ -27,6 +27,8 @@ import weir.broker.handlers.produce as produce
 import weir.broker.handlers.producer_ids as producer_ids
 import weir.broker.handlers.sasl as sasl
 import weir.broker.handlers.security_admin as security_admin
+import weir.broker.handlers.share_fetch as share_fetch
+import weir.broker.handlers.share_groups as share_groups
 import weir.broker.handlers.transactions as transactions
 from weir.broker.handlers.context import Handler
 from weir.wire.protocol import SUPPORTED_VERSIONS, ApiKey
@@ -73,6 +75,10 @@ HANDLERS: dict[int, Handler[Any, Any]] = {
     ApiKey.OFFSET_DELETE: group_admin.handle_offset_delete,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.handle_consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.handle_consumer_group_describe,
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_groups.handle_share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_groups.handle_share_group_describe,
+    ApiKey.SHARE_FETCH: share_fetch.handle_share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: share_fetch.handle_share_acknowledge,
     ApiKey.ELECT_LEADERS: partition_admin.handle_elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_admin.handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,

@@ -21,6 +21,7 @@ from weir.broker.handlers.request_authorization import RequestAuthorization
 from weir.format.errors import ErrorCode
 from weir.wire.messages.consumer_groups import ConsumerGroupDescribeResponseGroup
 from weir.wire.messages.groups import DescribeGroupsResponseGroup
+from weir.wire.messages.share_groups import ShareGroupDescribeResponseGroup
 
 
 def group_service(ctx: RequestContext) -> GroupService:
@@ -30,7 +31,11 @@ def group_service(ctx: RequestContext) -> GroupService:
 
 
 def set_group_operations(
-    described: Sequence[DescribeGroupsResponseGroup | ConsumerGroupDescribeResponseGroup],
+    described: Sequence[
+        DescribeGroupsResponseGroup
+        | ConsumerGroupDescribeResponseGroup
+        | ShareGroupDescribeResponseGroup
+    ],
     requested: bool,
     authorization: RequestAuthorization | None = None,
 ) -> None:

@@ -1,0 +1,168 @@
+"""Share groups' rules (Kafka 4.4's KafkaApis): ShareGroupHeartbeat, ShareGroupDescribe,
+ShareFetch, ShareAcknowledge.
+
+- ShareGroupHeartbeat: READ on the group (else GROUP_AUTHORIZATION_FAILED), then
+  DESCRIBE on every subscribed topic named (else TOPIC_AUTHORIZATION_FAILED, the
+  whole heartbeat).
+- ShareGroupDescribe: DESCRIBE on each group; refused groups come first.
+- ShareFetch and ShareAcknowledge: READ on the group (else the whole request is
+  answered GROUP_AUTHORIZATION_FAILED), READ on each topic: a refused topic's
+  partitions are answered TOPIC_AUTHORIZATION_FAILED (fetch and acknowledgement)
+  and never reach the share session.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from weir.broker.authorization.gate import Gate, allowed, refused
+from weir.broker.authorization.rules_shared import (
+    ERROR_MESSAGES,
+    GROUP_AUTHORIZATION_FAILED,
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed_names,
+    appending,
+    prepending,
+    served_with,
+    split,
+)
+from weir.broker.handlers.context import RequestContext
+from weir.broker.handlers.request_authorization import RequestAuthorization
+from weir.security.acl import AclOperation, ResourceType
+from weir.wire.messages.share_groups import (
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareAcknowledgeResponsePartition,
+    ShareAcknowledgeResponseResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+    ShareFetchResponsePartition,
+    ShareFetchResponseResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponseGroup,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
+
+READ = AclOperation.READ
+DESCRIBE = AclOperation.DESCRIBE
+
+
+def share_group_heartbeat(
+    authorization: RequestAuthorization, ctx: RequestContext, request: ShareGroupHeartbeatRequest
+) -> Gate[ShareGroupHeartbeatRequest, Any]:
+    if not authorization.allows_group(READ, request.group_id):
+        return refused(_heartbeat_refusal(GROUP_AUTHORIZATION_FAILED))
+    subscribed = request.subscribed_topic_names
+    if subscribed:
+        permitted = allowed_names(authorization, DESCRIBE, ResourceType.TOPIC, subscribed)
+        if len(permitted) < len(set(subscribed)):
+            return refused(_heartbeat_refusal(TOPIC_AUTHORIZATION_FAILED))
+    return allowed(request)
+
+
+def _heartbeat_refusal(error: int) -> ShareGroupHeartbeatResponse:
+    return ShareGroupHeartbeatResponse(
+        error_code=error, error_message=ERROR_MESSAGES[error], member_id=None, member_epoch=-1
+    )
+
+
+def share_group_describe(
+    authorization: RequestAuthorization, ctx: RequestContext, request: ShareGroupDescribeRequest
+) -> Gate[ShareGroupDescribeRequest, Any]:
+    kept, denied = split(authorization, DESCRIBE, request.group_ids, lambda g: g, ResourceType.GROUP)
+    request.group_ids = kept
+    entries = [
+        ShareGroupDescribeResponseGroup(
+            error_code=GROUP_AUTHORIZATION_FAILED,
+            error_message=ERROR_MESSAGES[GROUP_AUTHORIZATION_FAILED],
+            group_id=group_id,
+        )
+        for group_id in denied
+    ]
+    return served_with(request, prepending("groups", entries))
+
+
+def _topic_name(ctx: RequestContext, topic_id: uuid.UUID) -> str | None:
+    record = ctx.broker.controller.topic_by_id(topic_id)
+    return None if record is None else record.name
+
+
+def _denied_topic_ids(
+    authorization: RequestAuthorization, ctx: RequestContext, topic_ids: list[uuid.UUID]
+) -> set[uuid.UUID]:
+    """The known topics among `topic_ids` the session may not read (unknown ids are
+    the handler's: UNKNOWN_TOPIC_ID)."""
+    names = {topic_id: _topic_name(ctx, topic_id) for topic_id in topic_ids}
+    permitted = allowed_names(
+        authorization, READ, ResourceType.TOPIC, (n for n in names.values() if n is not None)
+    )
+    return {t for t, n in names.items() if n is not None and n not in permitted}
+
+
+def share_fetch(
+    authorization: RequestAuthorization, ctx: RequestContext, request: ShareFetchRequest
+) -> Gate[ShareFetchRequest, Any]:
+    if not authorization.allows_group(READ, request.group_id or ""):
+        return refused(
+            ShareFetchResponse(
+                error_code=GROUP_AUTHORIZATION_FAILED,
+                error_message=ERROR_MESSAGES[GROUP_AUTHORIZATION_FAILED],
+            )
+        )
+    denied = _denied_topic_ids(authorization, ctx, [t.topic_id for t in request.topics])
+    if not denied:
+        return allowed(request)
+    refused_topics = [t for t in request.topics if t.topic_id in denied]
+    request.topics = [t for t in request.topics if t.topic_id not in denied]
+    entries = [
+        ShareFetchResponseResponse(
+            topic_id=topic.topic_id,
+            partitions=[
+                ShareFetchResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=TOPIC_AUTHORIZATION_FAILED,
+                    error_message=ERROR_MESSAGES[TOPIC_AUTHORIZATION_FAILED],
+                    acknowledge_error_code=(
+                        TOPIC_AUTHORIZATION_FAILED if p.acknowledgement_batches else 0
+                    ),
+                )
+                for p in topic.partitions
+            ],
+        )
+        for topic in refused_topics
+    ]
+    return served_with(request, appending("responses", entries))
+
+
+def share_acknowledge(
+    authorization: RequestAuthorization, ctx: RequestContext, request: ShareAcknowledgeRequest
+) -> Gate[ShareAcknowledgeRequest, Any]:
+    if not authorization.allows_group(READ, request.group_id or ""):
+        return refused(
+            ShareAcknowledgeResponse(
+                error_code=GROUP_AUTHORIZATION_FAILED,
+                error_message=ERROR_MESSAGES[GROUP_AUTHORIZATION_FAILED],
+            )
+        )
+    denied = _denied_topic_ids(authorization, ctx, [t.topic_id for t in request.topics])
+    if not denied:
+        return allowed(request)
+    refused_topics = [t for t in request.topics if t.topic_id in denied]
+    request.topics = [t for t in request.topics if t.topic_id not in denied]
+    entries = [
+        ShareAcknowledgeResponseResponse(
+            topic_id=topic.topic_id,
+            partitions=[
+                ShareAcknowledgeResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=TOPIC_AUTHORIZATION_FAILED,
+                    error_message=ERROR_MESSAGES[TOPIC_AUTHORIZATION_FAILED],
+                )
+                for p in topic.partitions
+            ],
+        )
+        for topic in refused_topics
+    ]
+    return served_with(request, appending("responses", entries))
