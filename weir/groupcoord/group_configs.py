@@ -507,11 +507,12 @@ def share_group_config_of(
         value = int(values[name])
         capped = min(max(value, low), high)
         if capped != value:
-            side, limit = ("below", "minimum") if value < low else ("exceeds", "maximum")
+            side = "is below the broker's allowed minimum"
+            if value > high:
+                side = "exceeds the broker's allowed maximum"
             warnings.append(
                 f"The group config '{name}' for group '{group_id}' has value {value} which "
-                f"is {side} the broker's allowed {limit} {capped}. The effective value will "
-                f"be capped to {capped}."
+                f"{side} {capped}. The effective value will be capped to {capped}."
             )
             values[name] = capped
     reset_text = str(values[SHARE_AUTO_OFFSET_RESET])
