@@ -29,7 +29,7 @@ DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 NONE, INVALID_REQUEST, INVALID_CONFIG = 0, 42, 40
 DYNAMIC_GROUP_CONFIG, DEFAULT_CONFIG = 8, 5
-INT_TYPE = 3
+BOOLEAN_TYPE, STRING_TYPE, INT_TYPE = 1, 2, 3
 SET, DELETE = 0, 1
 SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 TIMEOUT_S = 20.0
@@ -70,8 +70,12 @@ def describe(broker: WeirProcess, group: str) -> dict[str, Any]:
     return {c.name: c for c in result.configs}
 
 
-def values(broker: WeirProcess, group: str) -> dict[str, tuple[str, int]]:
-    return {name: (c.value, c.config_source) for name, c in describe(broker, group).items()}
+def values(
+    broker: WeirProcess, group: str, names: tuple[str, ...] = (SESSION, HEARTBEAT)
+) -> dict[str, tuple[str, int]]:
+    """The value and source of each of `names` (the KIP-848 ones unless told)."""
+    described = describe(broker, group)
+    return {name: (described[name].value, described[name].config_source) for name in names}
 
 
 def heartbeat(broker: WeirProcess, group: str, topic: str) -> Any:
@@ -103,8 +107,24 @@ def test_describe_reports_the_brokers_defaults_for_an_unconfigured_group(
     assert {n: (c.value, c.config_source, c.config_type) for n, c in configs.items()} == {
         SESSION: ("45000", DEFAULT_CONFIG, INT_TYPE),
         HEARTBEAT: ("5000", DEFAULT_CONFIG, INT_TYPE),
+        # Kafka 4.4's share group configs and their defaults (kafka-configs --describe --all).
+        "share.session.timeout.ms": ("45000", DEFAULT_CONFIG, INT_TYPE),
+        "share.heartbeat.interval.ms": ("5000", DEFAULT_CONFIG, INT_TYPE),
+        "share.record.lock.duration.ms": ("30000", DEFAULT_CONFIG, INT_TYPE),
+        "share.delivery.count.limit": ("5", DEFAULT_CONFIG, INT_TYPE),
+        "share.partition.max.record.locks": ("2000", DEFAULT_CONFIG, INT_TYPE),
+        "share.auto.offset.reset": ("latest", DEFAULT_CONFIG, STRING_TYPE),
+        "share.isolation.level": ("read_uncommitted", DEFAULT_CONFIG, STRING_TYPE),
+        "share.renew.acknowledge.enable": ("true", DEFAULT_CONFIG, BOOLEAN_TYPE),
+        "share.assignment.interval.ms": ("1000", DEFAULT_CONFIG, INT_TYPE),
+        "errors.deadletterqueue.topic.name": ("", DEFAULT_CONFIG, STRING_TYPE),
+        "errors.deadletterqueue.copy.record.enable": ("false", DEFAULT_CONFIG, BOOLEAN_TYPE),
     }
     assert all(c.documentation for c in configs.values())
+    [synonym] = configs["share.record.lock.duration.ms"].synonyms
+    assert (synonym.name, synonym.value, synonym.source) == (
+        "group.share.record.lock.duration.ms", "30000", DEFAULT_CONFIG,
+    )  # fmt: skip
 
 
 def test_set_and_delete_change_what_describe_reports(broker: WeirProcess) -> None:
@@ -117,8 +137,11 @@ def test_set_and_delete_change_what_describe_reports(broker: WeirProcess) -> Non
         SESSION: ("50000", DYNAMIC_GROUP_CONFIG),
         HEARTBEAT: ("7000", DYNAMIC_GROUP_CONFIG),
     }
-    [synonym] = describe(broker, group)[SESSION].synonyms
-    assert (synonym.name, synonym.value, synonym.source) == (SESSION, "50000", 8)
+    # As Kafka lists them: the group's override, then the broker setting's default.
+    assert [(s.name, s.value, s.source) for s in describe(broker, group)[SESSION].synonyms] == [
+        (SESSION, "50000", DYNAMIC_GROUP_CONFIG),
+        ("group.consumer.session.timeout.ms", "45000", DEFAULT_CONFIG),
+    ]
     assert alter(broker, group, (HEARTBEAT, None, DELETE)).error_code == NONE
     assert values(broker, group) == {
         SESSION: ("50000", DYNAMIC_GROUP_CONFIG),
@@ -207,6 +230,65 @@ def test_confluent_admin_alters_and_describes_group_configs(broker: WeirProcess)
     )
     with pytest.raises(KafkaException, match="min.session.timeout.ms"):
         admin.incremental_alter_configs([bad])[bad].result(timeout=TIMEOUT_S)
+    assert broker.connection_trouble() == {}
+
+
+def test_confluent_admin_alters_and_describes_share_group_configs(broker: WeirProcess) -> None:
+    """Share group configs (KIP-932) through confluent-kafka's AdminClient: typed
+    values set and described, and what Kafka 4.4 refuses refused with its words."""
+    group = new_group()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    share_configs = {
+        "share.record.lock.duration.ms": "20000",
+        "share.delivery.count.limit": "3",
+        "share.auto.offset.reset": "by_duration:PT1H",
+        "share.isolation.level": "read_committed",
+        "share.renew.acknowledge.enable": "false",
+        "errors.deadletterqueue.topic.name": "dlq.orders",
+        "errors.deadletterqueue.copy.record.enable": "true",
+    }
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        group,
+        incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+            for name, value in share_configs.items()
+        ],
+    )
+    admin.incremental_alter_configs([resource])[resource].result(timeout=TIMEOUT_S)
+    [future] = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
+    entries = future.result(timeout=TIMEOUT_S)
+    for name, value in share_configs.items():
+        assert (entries[name].value, int(entries[name].source)) == (value, DYNAMIC_GROUP_CONFIG)
+    session = entries["share.session.timeout.ms"]
+    assert (session.value, int(session.source)) == ("45000", DEFAULT_CONFIG)
+
+    for name, value, reason in [
+        ("share.delivery.count.limit", "1",
+         "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2"),
+        ("share.record.lock.duration.ms", "60001",
+         "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."),
+        ("share.auto.offset.reset", "by_duration:P1D!",
+         "The value must be either 'earliest', 'latest' or of the format "
+         "'by_duration:<PnDTnHnMn.nS>'."),
+        ("share.isolation.level", "foo",
+         "String must be one of: read_committed, read_uncommitted"),
+    ]:  # fmt: skip
+        bad = ConfigResource(
+            ResourceType.GROUP,
+            group,
+            incremental_configs=[
+                ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+            ],
+        )
+        with pytest.raises(KafkaException) as refused:
+            admin.incremental_alter_configs([bad])[bad].result(timeout=TIMEOUT_S)
+        error = refused.value.args[0]
+        assert error.code() == INVALID_CONFIG
+        assert reason in error.str()
+    assert values(broker, group, ("share.delivery.count.limit",)) == {
+        "share.delivery.count.limit": ("3", DYNAMIC_GROUP_CONFIG)
+    }
     assert broker.connection_trouble() == {}
 
 

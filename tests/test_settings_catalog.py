@@ -194,8 +194,8 @@ def test_every_layer_setting_is_set_by_a_broker_setting(layer: type[Any], build:
             changed = not value
         elif isinstance(value, int):
             changed = value + 1
-        elif name == "fsync_method":
-            changed = "fdatasync"
+        elif name in OTHER_STRING_VALUES:
+            changed = OTHER_STRING_VALUES[name]
         else:
             continue
         built = build(dataclasses.replace(BrokerConfig(), **{name: changed}))
@@ -203,17 +203,33 @@ def test_every_layer_setting_is_set_by_a_broker_setting(layer: type[Any], build:
     assert reached == set(setting_fields(layer))
 
 
+# A valid value other than the default, for the settings that are strings of a kind.
+OTHER_STRING_VALUES = {
+    "fsync_method": "fdatasync",
+    "share_auto_offset_reset": "by_duration:PT1H",
+    "share_isolation_level": "read_committed",
+    "errors_deadletterqueue_topic_name_prefix": "",
+}
+# Lower bounds already at Kafka's floor: raised instead (still below what they bound).
+AT_THE_FLOOR = frozenset({
+    "group_share_min_delivery_count_limit",
+    "group_share_min_partition_max_record_locks",
+    "group_share_min_assignment_interval_ms",
+})  # fmt: skip
+
+
 def file_value(name: str, default: object) -> str:
     """A TOML value for `name` other than its default (a lower bound is lowered,
-    so that the setting it bounds stays within it)."""
+    so that the setting it bounds stays within it, unless it is at Kafka's floor)."""
     if isinstance(default, bool):
         return "false" if default else "true"
     if name == "transaction_version":
         return "1"  # 1 or 2 only
     if isinstance(default, int):
-        return str(default - 1 if "_min_" in name else default + 1)
-    if name == "fsync_method":
-        return '"fdatasync"'
+        lowered = "_min_" in name and name not in AT_THE_FLOOR
+        return str(default - 1 if lowered else default + 1)
+    if name in OTHER_STRING_VALUES:
+        return f'"{OTHER_STRING_VALUES[name]}"'
     if name == "data_dir":
         return '"/elsewhere"'
     if name == "etcd":

@@ -1,4 +1,5 @@
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,59 @@ def test_lowering_a_bound_admits_a_shorter_kip848_session(tmp_path: Path) -> Non
     )
     config = load_config(["--config", str(settings)], {})
     assert config.group_settings().consumer_session_timeout_ms == 6000
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("group_share_delivery_count_limit = 11", "must be from 2 to 10, got 11"),
+        (
+            "group_share_max_delivery_count_limit = 5\ngroup_share_delivery_count_limit = 6",
+            "group_share_delivery_count_limit (6) must lie within",
+        ),
+        (
+            "group_share_min_record_lock_duration_ms = 30000\n"
+            "group_share_record_lock_duration_ms = 20000",
+            "must lie within",
+        ),
+        ("group_share_max_heartbeat_interval_ms = 4000", "must lie within"),
+        ("group_share_min_assignment_interval_ms = 2000", "must lie within"),
+        ("group_share_max_delivery_count_limit = 26", "must be from 5 to 25, got 26"),
+        ("group_share_min_delivery_count_limit = 1", "must be from 2 to 5, got 1"),
+        ("group_share_record_lock_duration_ms = 999", "must be from 1000 to 3600000"),
+        ("group_share_max_size = 1001", "must be from 1 to 1000"),
+        ("group_share_assignment_interval_ms = -1", "must be >= 0, got -1"),
+        ("group_share_session_timeout_ms = 0", "must be positive"),
+        ('share_auto_offset_reset = "by_duration:-P1D"', "The value must be either 'earliest'"),
+        ('share_isolation_level = "serializable"', "String must be one of"),
+        ('share_renew_acknowledge_enable = "yes"', "expected true or false"),
+        ("errors_deadletterqueue_topic_name_prefix = 1", "expected a string"),
+    ],
+)
+def test_share_group_settings_are_checked_as_kafka_checks_them_at_start(
+    tmp_path: Path, setting: str, message: str
+) -> None:
+    settings = tmp_path / "weir.toml"
+    settings.write_text(setting + "\n")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(["--config", str(settings)], {})
+
+
+def test_share_group_settings_reach_the_group_settings(tmp_path: Path) -> None:
+    settings = tmp_path / "weir.toml"
+    settings.write_text(
+        "group_share_max_delivery_count_limit = 25\n"
+        "group_share_delivery_count_limit = 8\n"
+        'share_auto_offset_reset = " by_duration:PT1H "\n'
+        'share_isolation_level = "read_committed"\n'
+        'errors_deadletterqueue_topic_name_prefix = ""\n'
+        "errors_deadletterqueue_auto_create_topics_enable = true\n"
+    )
+    group = load_config(["--config", str(settings)], {}).group_settings()
+    assert (group.share_delivery_count_limit, group.share_delivery_count_limit_max) == (8, 25)
+    assert group.share_auto_offset_reset == "by_duration:PT1H"
+    assert group.share_isolation_level == "read_committed"
+    assert (group.dead_letter_topic_prefix, group.dead_letter_auto_create_topics) == ("", True)
 
 
 def test_bad_file_value_names_the_file_and_key(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ def test_overrides_replace_the_broker_defaults() -> None:
         ({"consumer.session.timeout.ms": "0"}, "Value must be at least 1"),
         ({"consumer.session.timeout.ms": "2147483648"}, "Not a number of type INT"),
         ({"consumer.session.timeout.ms": "soon"}, "Not a number"),
-        ({"share.session.timeout.ms": "45000"}, "Unknown group config name"),
+        ({"streams.session.timeout.ms": "45000"}, "Unknown group config name"),
     ],
 )  # fmt: skip
 def test_values_outside_the_brokers_bounds_are_refused(

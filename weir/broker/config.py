@@ -20,6 +20,7 @@ from weir.broker.security_config import (
     SecurityProtocol,
     parse_security_table,
 )
+from weir.groupcoord.group_configs import GROUP_CONFIGS, InvalidGroupConfig
 from weir.groupcoord.settings import GroupSettings
 from weir.log.filesystem_sync import (
     FSYNC_METHODS,
@@ -157,6 +158,40 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = GroupSettings.classic_session_timeout_min_ms
     group_max_session_timeout_ms: int = GroupSettings.classic_session_timeout_max_ms
     group_initial_rebalance_delay_ms: int = GroupSettings.classic_initial_rebalance_delay_ms
+    # Share groups (KIP-932; GroupSettings' share_* fields), under Kafka's names.
+    group_share_record_lock_duration_ms: int = GroupSettings.share_record_lock_duration_ms
+    group_share_min_record_lock_duration_ms: int = GroupSettings.share_record_lock_duration_min_ms
+    group_share_max_record_lock_duration_ms: int = GroupSettings.share_record_lock_duration_max_ms
+    group_share_delivery_count_limit: int = GroupSettings.share_delivery_count_limit
+    group_share_min_delivery_count_limit: int = GroupSettings.share_delivery_count_limit_min
+    group_share_max_delivery_count_limit: int = GroupSettings.share_delivery_count_limit_max
+    group_share_partition_max_record_locks: int = GroupSettings.share_partition_max_record_locks
+    group_share_min_partition_max_record_locks: int = (
+        GroupSettings.share_partition_max_record_locks_min
+    )
+    group_share_max_partition_max_record_locks: int = (
+        GroupSettings.share_partition_max_record_locks_max
+    )
+    group_share_session_timeout_ms: int = GroupSettings.share_session_timeout_ms
+    group_share_min_session_timeout_ms: int = GroupSettings.share_session_timeout_min_ms
+    group_share_max_session_timeout_ms: int = GroupSettings.share_session_timeout_max_ms
+    group_share_heartbeat_interval_ms: int = GroupSettings.share_heartbeat_interval_ms
+    group_share_min_heartbeat_interval_ms: int = GroupSettings.share_heartbeat_interval_min_ms
+    group_share_max_heartbeat_interval_ms: int = GroupSettings.share_heartbeat_interval_max_ms
+    group_share_assignment_interval_ms: int = GroupSettings.share_assignment_interval_ms
+    group_share_min_assignment_interval_ms: int = GroupSettings.share_assignment_interval_min_ms
+    group_share_max_assignment_interval_ms: int = GroupSettings.share_assignment_interval_max_ms
+    group_share_max_size: int = GroupSettings.share_group_max_size
+    group_share_max_share_sessions: int = GroupSettings.share_sessions_max
+    # The defaults of the group configs of these names (Kafka has no broker setting).
+    share_auto_offset_reset: str = GroupSettings.share_auto_offset_reset
+    share_isolation_level: str = GroupSettings.share_isolation_level
+    share_renew_acknowledge_enable: bool = GroupSettings.share_renew_acknowledge_enable
+    # Dead-letter topics (KIP-1191).
+    errors_deadletterqueue_topic_name_prefix: str = GroupSettings.dead_letter_topic_prefix
+    errors_deadletterqueue_auto_create_topics_enable: bool = (
+        GroupSettings.dead_letter_auto_create_topics
+    )
     # Transactions (weir.txn.transaction_coordinator.TransactionSettings), Kafka's names.
     transaction_state_partition_count: int = 50
     transaction_max_timeout_ms: int = _TRANSACTION_DEFAULTS.max_timeout_ms
@@ -184,6 +219,31 @@ class BrokerConfig:
             classic_session_timeout_min_ms=self.group_min_session_timeout_ms,
             classic_session_timeout_max_ms=self.group_max_session_timeout_ms,
             classic_initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
+            share_record_lock_duration_ms=self.group_share_record_lock_duration_ms,
+            share_record_lock_duration_min_ms=self.group_share_min_record_lock_duration_ms,
+            share_record_lock_duration_max_ms=self.group_share_max_record_lock_duration_ms,
+            share_delivery_count_limit=self.group_share_delivery_count_limit,
+            share_delivery_count_limit_min=self.group_share_min_delivery_count_limit,
+            share_delivery_count_limit_max=self.group_share_max_delivery_count_limit,
+            share_partition_max_record_locks=self.group_share_partition_max_record_locks,
+            share_partition_max_record_locks_min=self.group_share_min_partition_max_record_locks,
+            share_partition_max_record_locks_max=self.group_share_max_partition_max_record_locks,
+            share_session_timeout_ms=self.group_share_session_timeout_ms,
+            share_session_timeout_min_ms=self.group_share_min_session_timeout_ms,
+            share_session_timeout_max_ms=self.group_share_max_session_timeout_ms,
+            share_heartbeat_interval_ms=self.group_share_heartbeat_interval_ms,
+            share_heartbeat_interval_min_ms=self.group_share_min_heartbeat_interval_ms,
+            share_heartbeat_interval_max_ms=self.group_share_max_heartbeat_interval_ms,
+            share_assignment_interval_ms=self.group_share_assignment_interval_ms,
+            share_assignment_interval_min_ms=self.group_share_min_assignment_interval_ms,
+            share_assignment_interval_max_ms=self.group_share_max_assignment_interval_ms,
+            share_group_max_size=self.group_share_max_size,
+            share_sessions_max=self.group_share_max_share_sessions,
+            share_auto_offset_reset=self.share_auto_offset_reset,
+            share_isolation_level=self.share_isolation_level,
+            share_renew_acknowledge_enable=self.share_renew_acknowledge_enable,
+            dead_letter_topic_prefix=self.errors_deadletterqueue_topic_name_prefix,
+            dead_letter_auto_create_topics=self.errors_deadletterqueue_auto_create_topics_enable,
         )
 
     def transaction_settings(self) -> TransactionSettings:
@@ -421,6 +481,7 @@ def _apply(config: BrokerConfig, settings: Mapping[str, _Given], file_label: str
     }
     resolved = replace(config, limits=_apply_limits(limits, where), **values)
     _check_consumer_group_bounds(resolved, where)
+    _check_share_group_bounds(resolved, where)
     return replace(resolved, security=_apply_security(resolved, settings.get("security"), where))
 
 
@@ -446,6 +507,26 @@ def _check_consumer_group_bounds(config: BrokerConfig, where: str) -> None:
             raise ConfigError(
                 f"{where}group_consumer_{name}_ms ({value}) must lie within "
                 f"group_consumer_min_{name}_ms ({low}) and group_consumer_max_{name}_ms ({high})"
+            )
+
+
+def _check_share_group_bounds(config: BrokerConfig, where: str) -> None:
+    """Share-group defaults lie within their bounds, as Kafka requires at start."""
+    for name in (
+        "session_timeout_ms",
+        "heartbeat_interval_ms",
+        "record_lock_duration_ms",
+        "delivery_count_limit",
+        "partition_max_record_locks",
+        "assignment_interval_ms",
+    ):
+        low = getattr(config, f"group_share_min_{name}")
+        value = getattr(config, f"group_share_{name}")
+        high = getattr(config, f"group_share_max_{name}")
+        if not low <= value <= high:
+            raise ConfigError(
+                f"{where}group_share_{name} ({value}) must lie within "
+                f"group_share_min_{name} ({low}) and group_share_max_{name} ({high})"
             )
 
 
@@ -499,7 +580,7 @@ def _convert(name: str, value: Any, setting: str) -> Any:
         if node_id < 0:
             raise ConfigError(f"{setting}: must be >= 0, got {node_id}")
         return node_id
-    if name in ("auto_create_topics", "unsafe_skip_fsync", "auto_leader_rebalance_enable"):
+    if name in BOOLEAN_SETTINGS:
         if not isinstance(value, bool):
             raise ConfigError(f"{setting}: expected true or false, got {value!r}")
         return value
@@ -509,6 +590,14 @@ def _convert(name: str, value: Any, setting: str) -> Any:
         return value
     if name == "fsync_method":
         return _fsync_method(setting, value)
+    if name in GROUP_CONFIG_DEFAULT_SETTINGS:
+        return _group_config_default(name, setting, value)
+    if name == "errors_deadletterqueue_topic_name_prefix":
+        if not isinstance(value, str):
+            raise ConfigError(f"{setting}: expected a string, got {value!r}")
+        return value
+    if name in SHARE_SETTING_RANGES:
+        return _share_setting(name, setting, value)
     if name == "page_cache_window_bytes":
         number = _int(setting, value)
         if number < -1:
@@ -542,7 +631,54 @@ def _fsync_method(setting: str, value: Any) -> str:
     return str(value)
 
 
+BOOLEAN_SETTINGS = (
+    "auto_create_topics",
+    "unsafe_skip_fsync",
+    "auto_leader_rebalance_enable",
+    "share_renew_acknowledge_enable",
+    "errors_deadletterqueue_auto_create_topics_enable",
+)
 NON_NEGATIVE_SETTINGS = ("group_initial_rebalance_delay_ms", "group_commit_delay_ms")
+# Share-group settings and Kafka's range for each (None: no maximum); the others
+# of them are positive.
+SHARE_SETTING_RANGES: dict[str, tuple[int, int | None]] = {
+    "group_share_record_lock_duration_ms": (1_000, 3_600_000),
+    "group_share_min_record_lock_duration_ms": (1_000, 30_000),
+    "group_share_max_record_lock_duration_ms": (30_000, 3_600_000),
+    "group_share_delivery_count_limit": (2, 10),
+    "group_share_min_delivery_count_limit": (2, 5),
+    "group_share_max_delivery_count_limit": (5, 25),
+    "group_share_partition_max_record_locks": (100, 10_000),
+    "group_share_min_partition_max_record_locks": (100, 2_000),
+    "group_share_max_partition_max_record_locks": (2_000, 10_000),
+    "group_share_assignment_interval_ms": (0, None),
+    "group_share_min_assignment_interval_ms": (0, None),
+    "group_share_max_assignment_interval_ms": (0, None),
+    "group_share_max_size": (1, 1_000),
+}
+# Broker settings that are the defaults of the group configs of the same names.
+GROUP_CONFIG_DEFAULT_SETTINGS = ("share_auto_offset_reset", "share_isolation_level")
+
+
+def _share_setting(name: str, setting: str, value: Any) -> int:
+    number = _int(setting, value)
+    low, high = SHARE_SETTING_RANGES[name]
+    if number < low or (high is not None and number > high):
+        within = f"from {low} to {high}" if high is not None else f">= {low}"
+        raise ConfigError(f"{setting}: must be {within}, got {number}")
+    return number
+
+
+def _group_config_default(name: str, setting: str, value: Any) -> str:
+    """A group config's default, checked as a group's own value would be."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{setting}: expected a string, got {value!r}")
+    try:
+        return str(GROUP_CONFIGS[name.replace("_", ".")].parse(value))
+    except InvalidGroupConfig as exc:
+        raise ConfigError(f"{setting}: {exc}") from None
+
+
 PERCENTAGE_SETTINGS = ("leader_imbalance_per_broker_percentage",)
 
 

@@ -1,4 +1,4 @@
-"""Every consumer-group setting and its one default.
+"""Every consumer-group and share-group setting and its one default.
 
 The coordinators read these; the broker's `BrokerConfig` exposes each one to users
 (flags, `WEIR_*` variables, the TOML file) under Kafka's broker setting name and
@@ -46,3 +46,49 @@ class GroupSettings:
     # group.initial.rebalance.delay.ms: a new classic group's first rebalance waits
     # this long for more members (KIP-134).
     classic_initial_rebalance_delay_ms: int = 3_000
+    # Share groups (KIP-932), under Kafka's broker settings: the defaults of a share
+    # group's own configs (weir.groupcoord.group_configs), and for the bounded ones
+    # the range those configs may be set within.
+    # group.share.record.lock.duration.ms (+ group.share.{min,max}.record.lock.duration.ms):
+    # how long a delivered record stays acquired by its consumer.
+    share_record_lock_duration_ms: int = 30_000
+    share_record_lock_duration_min_ms: int = 15_000
+    share_record_lock_duration_max_ms: int = 60_000
+    # group.share.delivery.count.limit (+ group.share.{min,max}.delivery.count.limit):
+    # deliveries of a record before it is archived.
+    share_delivery_count_limit: int = 5
+    share_delivery_count_limit_min: int = 2
+    share_delivery_count_limit_max: int = 10
+    # group.share.partition.max.record.locks (+ {min,max}): records in flight
+    # (acquired or waiting for redelivery) per share partition.
+    share_partition_max_record_locks: int = 2_000
+    share_partition_max_record_locks_min: int = 100
+    share_partition_max_record_locks_max: int = 4_000
+    # group.share.session.timeout.ms (+ {min,max}): a member silent this long is fenced.
+    share_session_timeout_ms: int = 45_000
+    share_session_timeout_min_ms: int = 45_000
+    share_session_timeout_max_ms: int = 60_000
+    # group.share.heartbeat.interval.ms (+ {min,max}): how often members heartbeat.
+    share_heartbeat_interval_ms: int = 5_000
+    share_heartbeat_interval_min_ms: int = 5_000
+    share_heartbeat_interval_max_ms: int = 15_000
+    # group.share.assignment.interval.ms (+ {min,max}): the least time between two
+    # assignments of a share group.
+    share_assignment_interval_ms: int = 1_000
+    share_assignment_interval_min_ms: int = 0
+    share_assignment_interval_max_ms: int = 15_000
+    # group.share.max.size: members of one share group.
+    share_group_max_size: int = 200
+    # group.share.max.share.sessions: share sessions this broker holds at once.
+    share_sessions_max: int = 2_000
+    # share.auto.offset.reset, share.isolation.level, share.renew.acknowledge.enable:
+    # Kafka's defaults of these group configs (Kafka has no broker setting for them;
+    # Weir's broker settings of the same names set the default for every group).
+    share_auto_offset_reset: str = "latest"
+    share_isolation_level: str = "read_uncommitted"
+    share_renew_acknowledge_enable: bool = True
+    # errors.deadletterqueue.topic.name.prefix: a group's dead-letter topic must start
+    # with this ("" allows any name); errors.deadletterqueue.auto.create.topics.enable:
+    # a missing dead-letter topic is created by the broker.
+    dead_letter_topic_prefix: str = "dlq."
+    dead_letter_auto_create_topics: bool = False

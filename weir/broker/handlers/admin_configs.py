@@ -3,9 +3,12 @@
 Topic configs are the overrides the controller stores per topic, on top of the
 catalog defaults (`weir.log.config.TOPIC_CONFIGS`). Broker configs are static
 (`weir.broker.handlers.broker_configs`): described, never altered. Group configs (the GROUP
-resource, KIP-848: `weir.groupcoord.group_configs`) are overrides the controller
-stores per group id, on top of the broker's group settings; a group need not exist
-to be configured, and the KIP-848 coordinator uses them from the change on.
+resource: KIP-848's `consumer.*`, KIP-932's `share.*`, KIP-1191's
+`errors.deadletterqueue.*`; `weir.groupcoord.group_configs`) are overrides the
+controller stores per group id, on top of the broker's group settings, typed (INT,
+BOOLEAN, STRING) and described with the broker setting each overrides as its
+synonym; a group need not exist to be configured, and the KIP-848 coordinator and
+the share-group code use them from the change on.
 
 Kafka's rules, resource by resource (one bad resource never fails the others;
 one bad config fails its whole resource):
@@ -20,8 +23,9 @@ one bad config fails its whole resource):
 - an internal topic (`__consumer_offsets`, ...): INVALID_REQUEST, also with
   `validate_only`; its configs are the broker's (Kafka has no such rule; a
   client's retention on the offsets topic lost committed offsets);
-- a group resource needs a name (INVALID_REQUEST); an unknown group config or a
-  value outside the broker's bounds: INVALID_CONFIG, with Kafka's reason;
+- a group resource needs a name (INVALID_REQUEST); an unknown group config, a
+  value of the wrong type or outside the broker's bounds, APPEND or SUBTRACT (no
+  group config is a list): INVALID_CONFIG, with Kafka's reason;
 - `validate_only` checks everything and changes nothing.
 """
 
@@ -50,11 +54,12 @@ from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
 from weir.groupcoord.group_configs import (
     GROUP_CONFIGS,
-    GroupConfig,
+    GroupConfigDef,
     InvalidGroupConfig,
     unknown_group_config_message,
     validate_group_configs,
 )
+from weir.groupcoord.settings import GroupSettings
 from weir.log.config import (
     TOPIC_CONFIGS,
     ConfigType,
@@ -211,22 +216,22 @@ def group_config_entries(
     include_synonyms: bool = False,
     include_documentation: bool = False,
 ) -> list[DescribeConfigsResponseConfig]:
-    """Every group config (or those in `keys`) with its effective value: the
-    group's override (DYNAMIC_GROUP_CONFIG) or the broker's setting (DEFAULT_CONFIG)."""
+    """Every group config (or those in `keys`) with its effective value and type.
+
+    As Kafka lists them, the synonyms are the group's override
+    (DYNAMIC_GROUP_CONFIG), then the broker's setting when it is not Weir's
+    default (STATIC_BROKER_CONFIG), then the default (DEFAULT_CONFIG), each under
+    the name Kafka gives it (`group.share.record.lock.duration.ms`, or the config's
+    own name where Kafka has no broker setting); the source is the first of them.
+    A stored override that no longer parses is left out (the default shows)."""
     overrides = broker.controller.group_configs(group_id)
     settings = broker.config.group_settings()
-    try:
-        config = GroupConfig.from_overrides(overrides, settings)
-    except InvalidGroupConfig:
-        config = GroupConfig.defaults(settings)
     entries = []
     for name, definition in GROUP_CONFIGS.items():
         if keys and name not in keys:
             continue
-        value = str(config.value(name))
-        source = (
-            ConfigSource.DYNAMIC_GROUP_CONFIG if name in overrides else ConfigSource.DEFAULT_CONFIG
-        )
+        synonyms = _group_config_synonyms(definition, overrides.get(name), settings)
+        value, source = synonyms[0].value, ConfigSource(synonyms[0].source)
         entries.append(
             DescribeConfigsResponseConfig(
                 name=name,
@@ -235,12 +240,40 @@ def group_config_entries(
                 is_default=source == ConfigSource.DEFAULT_CONFIG,
                 config_source=source,
                 is_sensitive=False,
-                synonyms=[_synonym(name, value, source)] if include_synonyms else [],
-                config_type=KafkaConfigType.INT,
+                synonyms=synonyms if include_synonyms else [],
+                config_type=KafkaConfigType[definition.type.value],
                 documentation=definition.doc if include_documentation else None,
             )
         )
     return entries
+
+
+_GROUP_DEFAULTS = GroupSettings()
+
+
+def _group_config_synonyms(
+    definition: GroupConfigDef, override: str | None, settings: GroupSettings
+) -> list[DescribeConfigsResponseSynonym]:
+    synonyms = []
+    if override is not None:
+        try:
+            value = definition.parse(override)
+        except InvalidGroupConfig:
+            pass
+        else:
+            synonyms.append(
+                _synonym(
+                    definition.name, definition.format(value), ConfigSource.DYNAMIC_GROUP_CONFIG
+                )
+            )
+    broker_value = definition.format(definition.default(settings))
+    default = definition.format(definition.default(_GROUP_DEFAULTS))
+    if broker_value != default:
+        synonyms.append(
+            _synonym(definition.default_name, broker_value, ConfigSource.STATIC_BROKER_CONFIG)
+        )
+    synonyms.append(_synonym(definition.default_name, default, ConfigSource.DEFAULT_CONFIG))
+    return synonyms
 
 
 def _synonym(name: str, value: str | None, source: ConfigSource) -> DescribeConfigsResponseSynonym:
@@ -548,6 +581,7 @@ def _alter_group(
             known=GROUP_CONFIGS,
             unknown_message=unknown_group_config_message,
             list_default=_no_lists,
+            not_a_list_message=_group_not_a_list_message,
         )
         try:
             validate_group_configs(overrides, settings)
@@ -566,6 +600,7 @@ def apply_config_changes(
     known: Container[str],
     unknown_message: Callable[[str], str],
     list_default: Callable[[str], str | None],
+    not_a_list_message: Callable[[str, ConfigOperation], str] | None = None,
 ) -> dict[str, str]:
     """A topic's or group's overrides after `changes`, in order (not yet validated
     as values). `known` holds the resource's config names, `unknown_message` the
@@ -574,7 +609,8 @@ def apply_config_changes(
 
     APPEND and SUBTRACT, allowed for list configs only, start from the override,
     or the default when there is none, and leave an override behind (even an
-    empty list)."""
+    empty list); `not_a_list_message` words the refusal for a config that is not
+    a list (by default, the topics' wording)."""
     result = dict(overrides)
     for change in changes:
         if change.name not in known:
@@ -587,11 +623,12 @@ def apply_config_changes(
         else:
             default = list_default(change.name)
             if default is None:
-                verb = "append" if change.operation == ConfigOperation.APPEND else "subtract"
-                raise ResourceError(
-                    ErrorCode.INVALID_CONFIG,
-                    f"Config value {verb} is not allowed for config key: {change.name}",
-                )
+                if not_a_list_message is not None:
+                    message = not_a_list_message(change.name, change.operation)
+                else:
+                    verb = "append" if change.operation == ConfigOperation.APPEND else "subtract"
+                    message = f"Config value {verb} is not allowed for config key: {change.name}"
+                raise ResourceError(ErrorCode.INVALID_CONFIG, message)
             current = result.get(change.name)
             items = _list_items(current if current is not None else default)
             assert change.value is not None
@@ -614,6 +651,11 @@ def _topic_list_default(name: str) -> str | None:
 def _no_lists(name: str) -> None:
     """Group configs: none is a list."""
     return None
+
+
+def _group_not_a_list_message(name: str, operation: ConfigOperation) -> str:
+    """Kafka 4.4's wording for APPEND or SUBTRACT on a group config."""
+    return f"Can't {operation.name} to key {name} because its type is not LIST."
 
 
 def _list_items(text: str) -> list[str]:

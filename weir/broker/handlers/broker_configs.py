@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from weir.broker.config import BrokerConfig, HostPort
@@ -218,6 +219,62 @@ _SETTINGS: tuple[_Setting, ...] = (
     _Setting("group.consumer.max.heartbeat.interval.ms", _I,
              lambda c: c.group_consumer_max_heartbeat_interval_ms,
              "The highest consumer heartbeat interval a group may be given."),
+    *(
+        _Setting(kafka_name, _I, attrgetter(field), doc)
+        for kafka_name, field, doc in (
+            ("group.share.record.lock.duration.ms", "group_share_record_lock_duration_ms",
+             "How long a record delivered to a share group stays acquired (a group's "
+             "share.record.lock.duration.ms overrides it)."),
+            ("group.share.min.record.lock.duration.ms", "group_share_min_record_lock_duration_ms",
+             "The lowest record lock duration a share group may be given."),
+            ("group.share.max.record.lock.duration.ms", "group_share_max_record_lock_duration_ms",
+             "The highest record lock duration a share group may be given."),
+            ("group.share.delivery.count.limit", "group_share_delivery_count_limit",
+             "Deliveries of a record to a share group before it is archived (a group's "
+             "share.delivery.count.limit overrides it)."),
+            ("group.share.min.delivery.count.limit", "group_share_min_delivery_count_limit",
+             "The lowest delivery count limit a share group may be given."),
+            ("group.share.max.delivery.count.limit", "group_share_max_delivery_count_limit",
+             "The highest delivery count limit a share group may be given."),
+            ("group.share.partition.max.record.locks", "group_share_partition_max_record_locks",
+             "Records in flight per share partition (a group's "
+             "share.partition.max.record.locks overrides it)."),
+            ("group.share.min.partition.max.record.locks",
+             "group_share_min_partition_max_record_locks",
+             "The lowest in-flight record limit a share group may be given."),
+            ("group.share.max.partition.max.record.locks",
+             "group_share_max_partition_max_record_locks",
+             "The highest in-flight record limit a share group may be given."),
+            ("group.share.session.timeout.ms", "group_share_session_timeout_ms",
+             "Share-group members are fenced after this long without a heartbeat."),
+            ("group.share.min.session.timeout.ms", "group_share_min_session_timeout_ms",
+             "The lowest share session timeout a group may be given."),
+            ("group.share.max.session.timeout.ms", "group_share_max_session_timeout_ms",
+             "The highest share session timeout a group may be given."),
+            ("group.share.heartbeat.interval.ms", "group_share_heartbeat_interval_ms",
+             "How often share-group members heartbeat."),
+            ("group.share.min.heartbeat.interval.ms", "group_share_min_heartbeat_interval_ms",
+             "The lowest share heartbeat interval a group may be given."),
+            ("group.share.max.heartbeat.interval.ms", "group_share_max_heartbeat_interval_ms",
+             "The highest share heartbeat interval a group may be given."),
+            ("group.share.assignment.interval.ms", "group_share_assignment_interval_ms",
+             "The least time between two assignments of a share group."),
+            ("group.share.min.assignment.interval.ms", "group_share_min_assignment_interval_ms",
+             "The lowest share assignment interval a group may be given."),
+            ("group.share.max.assignment.interval.ms", "group_share_max_assignment_interval_ms",
+             "The highest share assignment interval a group may be given."),
+            ("group.share.max.size", "group_share_max_size",
+             "The most members of one share group."),
+            ("group.share.max.share.sessions", "group_share_max_share_sessions",
+             "The most share sessions this broker holds at once."),
+        )
+    ),
+    _Setting("errors.deadletterqueue.topic.name.prefix", _S,
+             lambda c: c.errors_deadletterqueue_topic_name_prefix,
+             "The prefix a share group's dead-letter topic must have (empty: any name)."),
+    _Setting("errors.deadletterqueue.auto.create.topics.enable", _B,
+             lambda c: c.errors_deadletterqueue_auto_create_topics_enable,
+             "Whether a share group's missing dead-letter topic is created by the broker."),
 )  # fmt: skip
 
 _FIXED_ENTRIES: tuple[BrokerConfigEntry, ...] = (
