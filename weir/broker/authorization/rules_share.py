@@ -71,7 +71,9 @@ def _heartbeat_refusal(error: int) -> ShareGroupHeartbeatResponse:
 def share_group_describe(
     authorization: RequestAuthorization, ctx: RequestContext, request: ShareGroupDescribeRequest
 ) -> Gate[ShareGroupDescribeRequest, Any]:
-    kept, denied = split(authorization, DESCRIBE, request.group_ids, lambda g: g, ResourceType.GROUP)
+    kept, denied = split(
+        authorization, DESCRIBE, request.group_ids, lambda g: g, ResourceType.GROUP
+    )
     request.group_ids = kept
     entries = [
         ShareGroupDescribeResponseGroup(

@@ -294,9 +294,7 @@ class GroupService(TransactionalOffsets):
     def _unload_partition(self, partition: int) -> None:
         assert self._led is not None
         self._led.discard(partition)
-        known = (
-            set(self.classic.groups) | self._modern_group_ids() | set(self.offsets.groups())
-        )
+        known = set(self.classic.groups) | self._modern_group_ids() | set(self.offsets.groups())
         group_ids = [g for g in known if self.partition_for(g) == partition]
         effects = self.classic.unload(group_ids)
         self.consumer_groups.unload(group_ids)

@@ -290,4 +290,5 @@ class ShareStateService:
             raise ShareStateUnavailableError(ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)) from exc
 
     def keys_of_group(self, group_id: str) -> list[ShareKey]:
-        return sorted(k for k in self.latest if k.group_id == group_id)
+        keys = [k for k in self.latest if k.group_id == group_id]
+        return sorted(keys, key=lambda k: (str(k.topic_id), k.partition))

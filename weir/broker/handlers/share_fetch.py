@@ -298,7 +298,11 @@ async def _acquire_partition(
     offset = partition.fetch_offset()
     if offset is None or offset >= read_end:
         return [], b""
-    offset = max(offset, replica.log.log_start_offset)
+    if offset < replica.log.log_start_offset:  # retention or DeleteRecords moved it
+        partition.advance_start_to(replica.log.log_start_offset)
+        offset = partition.fetch_offset()
+        if offset is None or offset >= read_end:
+            return [], b""
     records = await _read(broker, replica, offset, bytes_max, read_end)
     if not records:
         return [], b""
@@ -308,6 +312,7 @@ async def _acquire_partition(
         batches,
         max_records=records_max,
         record_limit=record_limit,
+        read_offset=offset,
         now_ms=wall_clock_ms(),
     )
     if not acquired:

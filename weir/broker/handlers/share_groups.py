@@ -35,7 +35,8 @@ def handle_share_group_heartbeat(
     service.ensure_ready(now_ms)
     if not service.available(request.group_id):
         return _heartbeat_failure(
-            service.unavailable_error(request.group_id), service.unavailable_reason(request.group_id)
+            service.unavailable_error(request.group_id),
+            service.unavailable_reason(request.group_id),
         )
     service.sync_topic_names()
     subscribed = request.subscribed_topic_names
