@@ -314,11 +314,16 @@ def scram_format_arguments(security: PeerSecurity | None) -> list[str]:
 
 
 def server_properties(
-    port: int, controller_port: int, log_dir: Path, security: PeerSecurity | None = None
+    port: int,
+    controller_port: int,
+    log_dir: Path,
+    security: PeerSecurity | None = None,
+    extra: Sequence[str] = (),
 ) -> str:
     """One node, broker and controller in one process; Kafka's defaults for everything else.
 
-    With `security`, its listeners replace PLAINTEXT on `port` (`port` is unused)."""
+    With `security`, its listeners replace PLAINTEXT on `port` (`port` is unused).
+    `extra` are more `key=value` lines, last (a repeated key overrides an earlier one)."""
     controller = f"CONTROLLER://127.0.0.1:{controller_port}"
     if security is None:
         broker = f"PLAINTEXT://127.0.0.1:{port}"
@@ -347,6 +352,7 @@ def server_properties(
             "transaction.state.log.min.isr=1",
             "share.coordinator.state.topic.replication.factor=1",
             "share.coordinator.state.topic.min.isr=1",
+            *extra,
             "",
         ]
     )
@@ -446,6 +452,7 @@ def start_kafka(
     die_with_parent: bool = False,
     log: Callable[[str], None] = print,
     security: PeerSecurity | None = None,
+    extra_properties: Sequence[str] = (),
 ) -> KafkaNode:
     """Format `data_dir` if needed, start Kafka on 127.0.0.1:`port`, return once it serves.
 
@@ -453,6 +460,7 @@ def start_kafka(
     (`data/`); the broker's console output (its log) goes to `log_path`, by default
     `data_dir`/kafka.log. With `security` the node serves `security.listeners` instead
     of PLAINTEXT on `port` (`port` must be the first of them: the bootstrap returned).
+    `extra_properties` are more server.properties lines (`key=value`).
     """
     jars = jars or ensure_jars(log)
     data_dir = data_dir.resolve()
@@ -461,7 +469,9 @@ def start_kafka(
     properties = data_dir / "server.properties"
     if security is not None and security.listeners[0][1] != port:
         raise KafkaPeerError(f"port {port} is not the first listener of {security.listeners}")
-    properties.write_text(server_properties(port, controller_port, data_dir / "data", security))
+    properties.write_text(
+        server_properties(port, controller_port, data_dir / "data", security, extra_properties)
+    )
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(BROKER_LOG4J)
     log_path = log_path or data_dir / "kafka.log"
@@ -716,6 +726,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="plaintext",
         help="sasl_ssl: SCRAM/PLAIN/OAUTHBEARER over TLS; ssl: mutual TLS; both with ACLs",
     )
+    start.add_argument(
+        "--broker-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one more server.properties line (repeatable), e.g. "
+        "group.share.min.record.lock.duration.ms=1000",
+    )
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -739,6 +757,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             die_with_parent=True,
             log=log,
             security=security,
+            extra_properties=args.broker_property,
         )
     except KafkaPeerError as exc:
         log(f"kafka_peer: {exc}")
