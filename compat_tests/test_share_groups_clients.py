@@ -9,8 +9,7 @@ and runs only with WEIR_TEST_KAFKA_PEER=1:
     WEIR_TEST_KAFKA_PEER=1 PYTHONPATH=$PWD .venv/bin/python -m pytest \\
         compat_tests/test_share_groups_clients.py -q
 
-`weir` is the real `weir serve`; until it serves the share-group APIs its runs are
-expected to fail (xfail), fast: `share_broker` asks ApiVersions first.
+`weir` is the real `weir serve`, in CI.
 
 Both brokers run with the lower bounds of scenarios.BROKER_MINIMUMS, so that the groups
 can have a 2 s lock, a 6 s session and a 1 s heartbeat (scenarios.GROUP_CONFIGS, set
@@ -37,7 +36,6 @@ from compat_tests.share_clients.scenarios import RECORDS, UnsupportedByClientErr
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KAFKA_PEER_ENV = "WEIR_TEST_KAFKA_PEER"
 SHARE_FETCH_API_KEY = 78
-WEIR_XFAIL = pytest.mark.xfail(strict=False, reason="broker does not serve share groups yet")
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -49,7 +47,7 @@ BROKERS = [
             reason=f"Apache Kafka 4.4 peer runs only with {KAFKA_PEER_ENV}=1 (not in CI)",
         ),
     ),
-    pytest.param("weir", marks=WEIR_XFAIL),
+    "weir",
 ]
 CLIENTS = ("python", "java", "go")
 
@@ -102,9 +100,17 @@ def _kafka_peer(base: Path) -> Iterator[str]:
         node.stop()
 
 
+def weir_settings(minimums: tuple[str, ...]) -> str:
+    """Kafka's `group.share.min.*=N` properties as Weir's TOML settings."""
+    lines = []
+    for prop in minimums:
+        name, value = prop.split("=", 1)
+        lines.append(f"{name.replace('.', '_')} = {int(value)}")
+    return "\n".join(lines) + "\n"
+
+
 def _weir(base: Path) -> Iterator[str]:
-    # The lead adds the lower bounds of scenarios.BROKER_MINIMUMS here once Weir has them.
-    proc = WeirProcess(base / "data", base / "logs")
+    proc = WeirProcess.configured(base, weir_settings(scenarios.BROKER_MINIMUMS))
     proc.start()
     try:
         yield proc.bootstrap

@@ -238,9 +238,12 @@ async def _acquire_once(
             broker, replica, leader, state.member_id, read_end, records_max, record_limit, bytes_max
         )
         if acquired:
+            log.debug("share fetch: %s acquired %s of %s-%d", state.member_id, acquired,
+                      replica.topic.name, index)  # fmt: skip
             result.acquired.extend(acquired)
             result.records = records
             state.changed.append(leader)
+            service.partitions.poke()  # new lock deadlines for the expiry task
             records_max -= sum(r.last_offset - r.first_offset + 1 for r in acquired)
             bytes_max -= len(records)
         else:
