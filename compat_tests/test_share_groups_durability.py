@@ -9,6 +9,7 @@ ShareConsumer against the real `weir`, its data dir reused by the restart.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -164,3 +165,23 @@ def test_a_queue_accepted_in_full_delivers_nothing_after_a_kill(broker: WeirProc
 def test_the_share_state_topic_holds_the_groups_state(broker: WeirProcess) -> None:
     state_dirs = [p.name for p in Path(broker.data_dir).iterdir() if p.name.startswith("__share")]
     assert state_dirs, "no __share_group_state partition on disk"
+
+
+def test_the_queue_view_and_metrics_show_the_records_waiting(broker: WeirProcess) -> None:
+    # The group has finished with every record so far; five more wait for it.
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
+    for index in range(5):
+        producer.produce(TOPIC, value=f"later-{index}".encode())
+    assert producer.flush(30) == 0
+    status, body = broker.http_get(f"/v1/queues/{GROUP}")
+    assert status == 200
+    (row,) = json.loads(body)["share_partitions"]
+    assert (row["topic"], row["partition"]) == (TOPIC, 0)
+    assert row["start_offset"] == RECORDS
+    assert (row["available"], row["acquired"]) == (5, 0)
+    assert row["oldest_unacknowledged_age_ms"] is not None
+    metrics = broker.http_get("/metrics")[1].decode()
+    wanted = (
+        f'weir_share_records{{group="{GROUP}",partition="0",state="available",topic="{TOPIC}"}} 5.0'
+    )
+    assert wanted in metrics.splitlines(), [m for m in metrics.splitlines() if "weir_share" in m]

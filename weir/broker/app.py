@@ -37,6 +37,7 @@ from weir.broker.descriptor_budget import raise_open_files_limit
 from weir.broker.http.exporter_metrics import register_exporter_metrics
 from weir.broker.http.group_views import register_group_metrics
 from weir.broker.http.listener import serve_http
+from weir.broker.http.queue_views import register_queue_metrics
 from weir.broker.listen import ListenError
 from weir.broker.oauth_keys import OAuthBearerKeys
 from weir.broker.server.kafka_listener import KafkaServer
@@ -285,6 +286,7 @@ async def serve(
                 transactions = attach_transaction_service(broker)
                 shares = attach_share_service(broker)
                 register_group_metrics(broker, groups)
+                register_queue_metrics(broker, shares)
                 register_exporter_metrics(broker)
                 await nursery.start(broker.flusher.run)
                 if member is not None:

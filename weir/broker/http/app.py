@@ -1,7 +1,8 @@
 """The HTTP endpoints, a Starlette app (served by weir.broker.http.listener):
 /health/live, /health/ready, /metrics (Prometheus text, OpenMetrics when the
-Accept header asks for it), and the JSON group views GET /v1/groups and
-GET /v1/groups/{id} (weir.broker.http.group_views).
+Accept header asks for it), the JSON group views GET /v1/groups and
+GET /v1/groups/{id} (weir.broker.http.group_views), and the share partitions led
+here, GET /v1/queues and GET /v1/queues/{group} (weir.broker.http.queue_views).
 
 Every endpoint is an `async def`: Starlette runs a plain `def` endpoint on a
 worker thread, and these read broker state that only the Trio thread may touch.
@@ -19,8 +20,10 @@ from starlette.routing import Route
 
 from weir.broker.broker import Broker
 from weir.broker.coordinators.group_service import GroupService
+from weir.broker.coordinators.share_service import ShareService
 from weir.broker.http.authentication import http_authorization
 from weir.broker.http.group_views import cluster_group_summaries, group_detail
+from weir.broker.http.queue_views import queue_rows
 from weir.security.acl import AclOperation
 
 JSON_CONTENT_TYPE = "application/json"
@@ -75,6 +78,19 @@ def build_app(broker: Broker) -> Starlette:
             return _IndentedJSON({"error": f"no group {group_id!r}"}, status_code=404)
         return _IndentedJSON(detail)
 
+    async def queues(request: Request) -> Response:
+        service = broker.shares
+        if not isinstance(service, ShareService):
+            return _IndentedJSON({"error": "share groups are not loaded yet"}, status_code=503)
+        group_id = request.path_params.get("group_id")
+        authorization = http_authorization(broker, request, "HTTP /v1/queues")
+        rows = queue_rows(service, group_id)
+        if authorization is not None:
+            rows = [
+                r for r in rows if authorization.allows_group(AclOperation.DESCRIBE, r["group"])
+            ]
+        return _IndentedJSON({"broker": broker.config.node_id, "share_partitions": rows})
+
     return Starlette(
         routes=[
             Route("/health/live", live),
@@ -82,6 +98,8 @@ def build_app(broker: Broker) -> Starlette:
             Route("/metrics", metrics),
             Route("/v1/groups", groups),
             Route("/v1/groups/{group_id:path}", group),
+            Route("/v1/queues", queues),
+            Route("/v1/queues/{group_id:path}", queues),
         ]
     )
 

@@ -1,0 +1,130 @@
+"""Queue depth you can see: `GET /v1/queues` and the share-group metrics.
+
+Each share partition is served by its topic partition's leader, so each broker
+shows the share partitions it leads (a cluster's whole picture is every broker's
+view; a share partition no one has fetched from since the leader started is not
+loaded and not shown). Per share group, topic and partition:
+
+- `start_offset`: the share-partition start offset (everything below is done);
+- `available`: records a consumer may be given now or once fetched, up to the
+  high watermark; `acquired`: locked by a member; `acknowledged` and `archived`:
+  done, not yet below the start offset;
+- `oldest_unacknowledged_age_ms`: the age of the batch holding the start offset's
+  record (its first timestamp), None when that batch is not in the page cache
+  (the view never reads the disk on the event loop) or nothing is waiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.coordinators.share_partitions import ShareLeader
+from weir.broker.coordinators.share_service import ShareService
+from weir.broker.metrics import GaugeSample
+from weir.format.record_batch import InvalidBatch, parse_batch_header
+from weir.log.errors import LogError
+from weir.log.page_cache import ReadNotCached
+
+# A batch header's bytes: enough of the log to read the first batch's timestamp.
+BATCH_HEADER_BYTES = 61
+
+
+def queue_rows(service: ShareService, group_id: str | None = None) -> list[dict[str, Any]]:
+    """One row per share partition led here (of `group_id` only, when given)."""
+    rows = []
+    now_ms = wall_clock_ms()
+    for key, leader in sorted(
+        service.partitions.leaders.items(),
+        key=lambda item: (item[0].group_id, item[1].replica.topic.name, item[0].partition),
+    ):
+        if group_id is not None and key.group_id != group_id:
+            continue
+        replica = leader.replica
+        depth = leader.partition.depth(replica.high_watermark)
+        rows.append(
+            {
+                "group": key.group_id,
+                "topic": replica.topic.name,
+                "partition": key.partition,
+                "start_offset": depth.start_offset,
+                "high_watermark": replica.high_watermark,
+                "available": depth.available,
+                "acquired": depth.acquired,
+                "acknowledged": depth.acknowledged,
+                "archived": depth.archived,
+                "oldest_unacknowledged_age_ms": _oldest_age_ms(leader, now_ms),
+            }
+        )
+    return rows
+
+
+def _oldest_age_ms(leader: ShareLeader, now_ms: int) -> int | None:
+    replica = leader.replica
+    start_offset = leader.partition.start_offset
+    if start_offset >= replica.high_watermark:
+        return None
+    try:
+        result = replica.log.read(
+            start_offset,
+            bytes_max=BATCH_HEADER_BYTES,
+            end_offset=replica.high_watermark,
+            cached_only=True,
+        )
+        if len(result.records) < BATCH_HEADER_BYTES:
+            return None
+        header = parse_batch_header(memoryview(result.records), 0)
+    except (ReadNotCached, LogError, InvalidBatch):
+        return None
+    return max(0, now_ms - header.base_timestamp)
+
+
+def register_queue_metrics(broker: Broker, service: ShareService) -> None:
+    def samples(field: str) -> Iterable[GaugeSample]:
+        for row in queue_rows(service):
+            labels = {
+                "group": row["group"],
+                "topic": row["topic"],
+                "partition": str(row["partition"]),
+            }
+            yield labels, float(row[field])
+
+    def by_state() -> Iterable[GaugeSample]:
+        for row in queue_rows(service):
+            for state in ("available", "acquired", "acknowledged", "archived"):
+                labels = {
+                    "group": row["group"],
+                    "topic": row["topic"],
+                    "partition": str(row["partition"]),
+                    "state": state,
+                }
+                yield labels, float(row[state])
+
+    def oldest() -> Iterable[GaugeSample]:
+        for row in queue_rows(service):
+            age_ms = row["oldest_unacknowledged_age_ms"]
+            if age_ms is not None:
+                labels = {
+                    "group": row["group"],
+                    "topic": row["topic"],
+                    "partition": str(row["partition"]),
+                }
+                yield labels, age_ms / 1000
+
+    metrics = broker.metrics
+    metrics.register_gauge(
+        "weir_share_records",
+        "Records of a share partition led here, by state (available: not yet fetched too).",
+        by_state,
+    )
+    metrics.register_gauge(
+        "weir_share_start_offset",
+        "A share partition's start offset.",
+        lambda: samples("start_offset"),
+    )
+    metrics.register_gauge(
+        "weir_share_oldest_unacknowledged_age_seconds",
+        "Age of the oldest record a share group has not finished with.",
+        oldest,
+    )
