@@ -6,6 +6,7 @@ middle of writing dead letters: none lost, none doubled."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,10 +130,8 @@ def share_consume(
                 seen.append((message.partition(), message.offset(), message.delivery_count()))
                 consumer.acknowledge(message, action)
             if messages:
-                try:
+                with contextlib.suppress(KafkaException):
                     consumer.commit_sync(10.0)
-                except KafkaException:
-                    pass
     finally:
         consumer.close()
     return seen
