@@ -110,8 +110,20 @@ def test_a_malformed_state_is_refused_on_construction_and_on_decoding(batches):
 
 
 def test_an_unknown_delivery_state_is_refused():
-    with pytest.raises(RecordFormatError, match="delivery state 3"):
-        decode_share_snapshot_value(_value_bytes(0, [(0, 0, 3, 1)]))
+    with pytest.raises(RecordFormatError, match="delivery state 5"):
+        decode_share_snapshot_value(_value_bytes(0, [(0, 0, 5, 1)]))
+
+
+def test_archiving_records_and_the_dead_letter_mark_round_trip():
+    """Kafka 4.4 stores ARCHIVING as DeliveryState 3; Weir's dead-letter mark rides in
+    its own tagged field, absent (Kafka's bytes) when there is none."""
+    state = ShareState(10, 0, 0, (StateBatch(10, 12, RecordState.ARCHIVING, 5),), 42)
+    key, value = encode_share_snapshot(KEY, state, create_timestamp_ms=1, write_timestamp_ms=2)
+    assert decode_share_snapshot_value(value).state == state
+    plain = ShareState(10, 0, 0, (StateBatch(10, 12, RecordState.ARCHIVING, 5),))
+    _, plain_value = encode_share_snapshot(KEY, plain, create_timestamp_ms=1, write_timestamp_ms=2)
+    assert decode_share_snapshot_value(plain_value).state.dead_letter_mark == -1
+    assert len(value) > len(plain_value)
 
 
 def test_truncated_and_trailing_bytes_are_refused():

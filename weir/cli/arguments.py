@@ -203,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_topic_commands(commands, common)
     _add_group_commands(commands, common)
     _add_txn_commands(commands, common)
+    _add_queue_commands(commands, common)
     _add_acl_commands(commands, common)
     _add_user_commands(commands, common)
     _add_cluster_commands(commands, common)
@@ -818,6 +819,42 @@ def _add_group_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         help="move each committed offset by N (negative: back), kept within the log",
     )
     reset.add_argument("--execute", action="store_true", help="commit the plan")
+
+
+def _add_queue_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    queue = commands.add_parser(
+        "queue", help="share groups as queues: list and redrive their dead letters"
+    )
+    actions = queue.add_subparsers(dest="queue_command", metavar="ACTION", required=True)
+    letters = actions.add_parser(
+        "dead-letters",
+        aliases=["peek"],
+        parents=[common],
+        help="list a share group's dead letters, with their source and reason",
+    )
+    redrive = actions.add_parser(
+        "redrive",
+        parents=[common],
+        help="write a share group's dead letters back to their topic (or another), once each",
+    )
+    for action in (letters, redrive):
+        action.add_argument("--group", required=True, help="the share group")
+        action.add_argument(
+            "--from",
+            dest="dead_letter_topic",
+            metavar="TOPIC",
+            help="the dead-letter topic (default: the group's errors.deadletterqueue.topic.name)",
+        )
+        action.add_argument(
+            "--max", dest="records_max", type=positive_int, metavar="N", help="at most N"
+        )
+    redrive.add_argument(
+        "--to",
+        dest="to_topic",
+        metavar="TOPIC",
+        help="write them to TOPIC, partitioned by key (default: each to its source "
+        "topic and partition)",
+    )
 
 
 FIND_HANGING_TIMEOUT_MINUTES_DEFAULT = 15

@@ -12,6 +12,7 @@ from weir.cli import (
     acl_commands,
     cluster_commands,
     group_commands,
+    queue_commands,
     topic_commands,
     txn_commands,
     user_commands,
@@ -44,6 +45,8 @@ def run_command(args: argparse.Namespace, cluster: Cluster, stdin: BinaryIO, std
         return _run_group_command(args, cluster, stdout)
     if args.command == "txn":
         return _run_txn_command(args, cluster, stdout)
+    if args.command == "queue":
+        return _run_queue_command(args, cluster, stdout)
     if args.command == "acl":
         return _run_acl_command(args, cluster, stdout)
     if args.command == "user":
@@ -150,6 +153,26 @@ def _group_action(
         )
         return document, group_commands.render_reset_plan
     raise AssertionError(f"unknown group action {action!r}")
+
+
+def _run_queue_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:
+    action = args.queue_command
+    document: dict[str, Any]
+    render: Callable[[dict[str, Any]], str]
+    if action in ("dead-letters", "peek"):
+        document = queue_commands.list_dead_letters(
+            cluster, args.group, args.dead_letter_topic, args.records_max
+        )
+        render = queue_commands.render_dead_letters
+    elif action == "redrive":
+        document = queue_commands.redrive(
+            cluster, args.group, args.dead_letter_topic, args.to_topic, args.records_max
+        )
+        render = queue_commands.render_redriven
+    else:
+        raise AssertionError(f"unknown queue action {action!r}")
+    stdout.write(render_json(document) if args.output_format == JSON else render(document))
+    return EXIT_OK
 
 
 def _run_txn_command(args: argparse.Namespace, cluster: Cluster, stdout: TextIO) -> int:

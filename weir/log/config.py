@@ -191,6 +191,9 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               one_of("producer", *STORED_CODECS)),
     ConfigDef("delete.retention.ms", _L, 86_400_000,
               "How long delete tombstones are kept (compacted topics).", at_least(0)),
+    ConfigDef("errors.deadletterqueue.group.enable", _B, False,
+              "Share groups may write dead letters to this topic (KIP-1191): a group's "
+              "errors.deadletterqueue.topic.name must name a topic with this set."),
     ConfigDef("file.delete.delay.ms", _L, 60_000,
               "Delay before a deleted segment's files are removed.", at_least(0)),
     ConfigDef("flush.messages", _L, INT64_MAX,
@@ -257,6 +260,7 @@ class LogConfig:
     cleanup_policy: tuple[str, ...] = ("delete",)
     compression_type: str = "producer"
     delete_retention_ms: int = 86_400_000
+    errors_deadletterqueue_group_enable: bool = False
     file_delete_delay_ms: int = 60_000
     flush_messages: int = INT64_MAX
     flush_ms: int = INT64_MAX

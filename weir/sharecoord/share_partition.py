@@ -20,6 +20,8 @@ The states and their transitions (Kafka's RecordState ids; `RecordState`):
 | ACQUIRED | ACKNOWLEDGED | ACCEPT |
 | ACQUIRED | ARCHIVED | REJECT, GAP; or RELEASE / lock expiry / member release at the limit |
 | ACQUIRED | AVAILABLE | RELEASE, lock expiry, member release (below the delivery count limit) |
+| ACQUIRED | ARCHIVING | as to ARCHIVED (not GAP), when the group has a dead-letter topic |
+| ARCHIVING | ARCHIVED | `dead_lettered`: its dead letter is written (rule 10) |
 
 ACKNOWLEDGED and ARCHIVED are final. After every change the start offset moves past
 the prefix of final records and their entries are dropped.
@@ -73,6 +75,15 @@ and `org.apache.kafka.server.share.fetch.InFlightState`, read to learn):
    rebuilds the window with no locks: ACQUIRED records were stored as AVAILABLE with
    their counts and are delivered again. A record loaded AVAILABLE with a count at or
    over the (perhaps lowered) limit is archived at load (`archived_at_load`).
+10. Dead letters (KIP-1191, Kafka 4.4's ARCHIVING state). When the group has a
+   dead-letter topic (`ShareSettings.dead_letters`), a record archived by REJECT or
+   the delivery limit goes to ARCHIVING, not ARCHIVED: it is not final, so the start
+   offset stops at it and it is stored (state 3) until the broker has written its
+   dead letter and calls `dead_lettered`. `pending_dead_letters` lists them with
+   their reason (kept in memory; after a load, derived from the count as Kafka does:
+   at the limit DELIVERY_LIMIT, else REJECTED). `dead_letter_mark` is stored with
+   the state for the broker (`ShareState.dead_letter_mark`). ARCHIVING records below
+   a moved log start leave the window like any other (rule 8).
 
 Cost: one small slot object per in-flight offset (at most the bound), and one heap
 entry per acquisition or renewal for the lock deadlines (compacted past
@@ -90,7 +101,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from weir.format.errors import ErrorCode
-from weir.sharecoord.share_state import RecordState, ShareState, StateBatch
+from weir.sharecoord.share_state import NO_DEAD_LETTER_MARK, RecordState, ShareState, StateBatch
 
 __all__ = [
     "PARTITION_MAX_RECORD_LOCKS_MAX",
@@ -141,6 +152,8 @@ class ShareSettings:
     delivery_count_limit: int = 5  # share.delivery.count.limit
     partition_max_record_locks: int = 2_000  # share.partition.max.record.locks
     renew_acknowledge_enabled: bool = True  # share.renew.acknowledge.enable
+    # errors.deadletterqueue.topic.name is set: archived records wait in ARCHIVING.
+    dead_letters: bool = False
 
     def __post_init__(self) -> None:
         assert self.record_lock_duration_ms > 0, self
@@ -282,6 +295,10 @@ class SharePartition:
     _loaded_span: int = 0
     # Records archived by `from_state` (a count at or over the limit).
     archived_at_load: tuple[Archived, ...] = ()
+    # Stored with the state for the dead-letter writer (rule 10).
+    dead_letter_mark: int = NO_DEAD_LETTER_MARK
+    # Why each ARCHIVING offset was archived (in memory only; rule 10).
+    _reasons: dict[int, ArchiveReason] = field(default_factory=dict)
 
     # -- construction --
 
@@ -315,13 +332,13 @@ class SharePartition:
                 slots[offset - state.start_offset] = _Slot(batch.state, batch.delivery_count)
         partition._slots = slots
         partition._loaded_span = len(slots)
+        partition.dead_letter_mark = state.dead_letter_mark
         archived = _ArchivedRanges()
         limit = settings.delivery_count_limit
         for index, slot in enumerate(slots):
             if slot.state is RecordState.AVAILABLE and slot.delivery_count >= limit:
-                slot.state = RecordState.ARCHIVED
-                archived.add(
-                    state.start_offset + index, slot.delivery_count, ArchiveReason.DELIVERY_LIMIT
+                partition._archive(
+                    state.start_offset + index, slot, ArchiveReason.DELIVERY_LIMIT, archived
                 )
         partition.archived_at_load = tuple(archived.ranges)
         partition._trim_never_delivered_tail()
@@ -373,7 +390,7 @@ class SharePartition:
             counts[RecordState.AVAILABLE] + unfetched,
             counts[RecordState.ACQUIRED],
             counts[RecordState.ACKNOWLEDGED],
-            counts[RecordState.ARCHIVED],
+            counts[RecordState.ARCHIVED] + counts[RecordState.ARCHIVING],
         )
 
     def state(self) -> ShareState:
@@ -394,7 +411,13 @@ class SharePartition:
                 batches[-1] = StateBatch(prev.first_offset, offset, stored, slot.delivery_count)
             else:
                 batches.append(StateBatch(offset, offset, stored, slot.delivery_count))
-        return ShareState(self.start_offset, self.state_epoch, self.leader_epoch, tuple(batches))
+        return ShareState(
+            self.start_offset,
+            self.state_epoch,
+            self.leader_epoch,
+            tuple(batches),
+            self.dead_letter_mark,
+        )
 
     # -- acquisition --
 
@@ -593,8 +616,7 @@ class SharePartition:
             elif kind == AcknowledgeType.RELEASE:
                 self._release(offset, slot, archived)
             elif kind == AcknowledgeType.REJECT:
-                _finish(slot, RecordState.ARCHIVED)
-                archived.add(offset, slot.delivery_count, ArchiveReason.REJECTED)
+                self._archive(offset, slot, ArchiveReason.REJECTED, archived)
             else:  # GAP: no record at this offset, nothing to dead-letter
                 _finish(slot, RecordState.ARCHIVED)
         if renewed:
@@ -631,10 +653,55 @@ class SharePartition:
 
     def _release(self, offset: int, slot: _Slot, archived: _ArchivedRanges) -> None:
         if slot.delivery_count >= self.settings.delivery_count_limit:
-            _finish(slot, RecordState.ARCHIVED)
-            archived.add(offset, slot.delivery_count, ArchiveReason.DELIVERY_LIMIT)
+            self._archive(offset, slot, ArchiveReason.DELIVERY_LIMIT, archived)
         else:
             _finish(slot, RecordState.AVAILABLE)
+
+    def _archive(
+        self, offset: int, slot: _Slot, reason: ArchiveReason, archived: _ArchivedRanges
+    ) -> None:
+        """REJECT or the delivery limit: ARCHIVED, or ARCHIVING until dead-lettered."""
+        if self.settings.dead_letters:
+            _finish(slot, RecordState.ARCHIVING)
+            self._reasons[offset] = reason
+        else:
+            _finish(slot, RecordState.ARCHIVED)
+        archived.add(offset, slot.delivery_count, reason)
+
+    # -- dead letters (rule 10) --
+
+    def pending_dead_letters(self) -> list[Archived]:
+        """The ARCHIVING records, merged into ranges (offset order)."""
+        pending = _ArchivedRanges()
+        limit = self.settings.delivery_count_limit
+        for index, slot in enumerate(self._slots):
+            if slot.state is not RecordState.ARCHIVING:
+                continue
+            offset = self.start_offset + index
+            reason = self._reasons.get(offset)
+            if reason is None:  # loaded: derived from the count, as Kafka 4.4 does
+                reason = (
+                    ArchiveReason.DELIVERY_LIMIT
+                    if slot.delivery_count >= limit
+                    else ArchiveReason.REJECTED
+                )
+            pending.add(offset, slot.delivery_count, reason)
+        return pending.ranges
+
+    def dead_lettered(self, first_offset: int, last_offset: int) -> int:
+        """The dead letters of the ARCHIVING records in `first..last` are written (or
+        will never be): ARCHIVED. Returns how many records that finished."""
+        done = 0
+        for offset in range(max(first_offset, self.start_offset), last_offset + 1):
+            if offset >= self.in_flight_end:
+                break
+            slot = self._slots[offset - self.start_offset]
+            if slot.state is RecordState.ARCHIVING:
+                slot.state = RecordState.ARCHIVED
+                self._reasons.pop(offset, None)
+                done += 1
+        self._advance_past_final()
+        return done
 
     # -- the start offset --
 
@@ -645,6 +712,7 @@ class SharePartition:
             return
         drop = min(offset - self.start_offset, len(self._slots))
         del self._slots[:drop]
+        self._reasons = {o: r for o, r in self._reasons.items() if o >= offset}
         self.start_offset = offset
         self._loaded_span = max(0, self._loaded_span - drop)
         self._advance_past_final()
@@ -722,8 +790,13 @@ class SharePartition:
                 assert any(lo <= offset <= hi for lo, hi in ranges), (offset, "lock not scheduled")
             else:
                 assert slot.owner is None and slot.deadline_ms is None, offset
+            if slot.state is RecordState.ARCHIVING:
+                assert slot.delivery_count >= 1, offset
             if slot.state is RecordState.AVAILABLE:
                 assert slot.delivery_count < settings.delivery_count_limit, offset
+        for offset in self._reasons:
+            state = self.record_state(offset)
+            assert state is not None and state[0] is RecordState.ARCHIVING, (offset, state)
 
 
 @dataclass

@@ -6,7 +6,8 @@ the share coordinator when the state is reset, so that a stale leader's write is
 fenced), the leader epoch of the partition leader that wrote it, and a batch (first
 offset, last offset, state, delivery count) for every in-flight range that is not a
 never-delivered AVAILABLE record. Kafka's DeliveryState byte: 0 AVAILABLE,
-2 ACKNOWLEDGED, 4 ARCHIVED. An ACQUIRED record is written as AVAILABLE with its
+2 ACKNOWLEDGED, 3 ARCHIVING (Kafka 4.4, KIP-1191: archived, its dead letter not yet
+written), 4 ARCHIVED. An ACQUIRED record is written as AVAILABLE with its
 delivery count: after a failover it is delivered again and its count goes on from
 where it was, so no record is delivered more than `share.delivery.count.limit` times
 across crashes (Kafka persists on acknowledgement, not on acquisition, so after a
@@ -21,9 +22,16 @@ and `ShareSnapshotValue.json`, coordinator record type 0), declared in the schem
 | value | 0, flexible | SnapshotEpoch int32, StateEpoch int32, LeaderEpoch int32, |
 | | | StartOffset int64, tag 0: DeliveryCompleteCount int32 (default -1), |
 | | | CreateTimestamp int64, WriteTimestamp int64, StateBatches [FirstOffset |
-| | | int64, LastOffset int64, DeliveryState int8, DeliveryCount int16] |
+| | | int64, LastOffset int64, DeliveryState int8, DeliveryCount int16], |
+| | | tag 0x5745 (Weir's): DeadLetterMark int64 (default -1) |
 
 Weir writes snapshots only (never Kafka's ShareUpdate deltas, record type 1).
+DeadLetterMark is Weir's own tagged field (a reader that does not know the tag skips
+it, as Kafka would): while records are ARCHIVING, an offset of the group's
+dead-letter partition at or below every dead letter written for them, so that a
+broker that crashed between writing dead letters and storing them ARCHIVED finds
+them by reading the dead-letter partition from there
+(`weir.broker.coordinators.dead_letters`). -1: none.
 
 Decoding never trusts the bytes (`weir.format.versioned_records` bounds lengths and
 array counts); on top of that a decoded state must be well formed (`ShareState`'s
@@ -61,6 +69,7 @@ from weir.format.versioned_records import (
 )
 
 __all__ = [
+    "NO_DEAD_LETTER_MARK",
     "SHARE_SNAPSHOT_KEY",
     "SHARE_SNAPSHOT_RECORD_TYPE",
     "SHARE_SNAPSHOT_VALUE",
@@ -83,11 +92,19 @@ class RecordState(enum.IntEnum):
     AVAILABLE = 0
     ACQUIRED = 1
     ACKNOWLEDGED = 2
+    ARCHIVING = 3  # archived, its dead letter not yet written (KIP-1191)
     ARCHIVED = 4
 
 
 # The states a stored batch may have: an ACQUIRED record is stored as AVAILABLE.
-STORED_STATES = frozenset({RecordState.AVAILABLE, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED})
+STORED_STATES = frozenset(
+    {
+        RecordState.AVAILABLE,
+        RecordState.ACKNOWLEDGED,
+        RecordState.ARCHIVING,
+        RecordState.ARCHIVED,
+    }
+)
 
 # Offsets one stored state may span (start offset to its last batch's last offset).
 # Weir's own states span at most `share.partition.max.record.locks` (at most
@@ -99,6 +116,9 @@ DELIVERY_COUNT_MAX = 0x7FFF
 
 SHARE_SNAPSHOT_RECORD_TYPE = 0
 SNAPSHOT_VALUE_VERSION = 0
+# Weir's tagged field in ShareSnapshotValue ("WE"): far from Kafka's own tags.
+DEAD_LETTER_MARK_TAG = 0x5745
+NO_DEAD_LETTER_MARK = -1
 
 
 SHARE_SNAPSHOT_KEY = Message(
@@ -135,6 +155,7 @@ SHARE_SNAPSHOT_VALUE = Message(
                 )
             ),
         ),
+        Field("dead_letter_mark", INT64, tag=DEAD_LETTER_MARK_TAG, default=NO_DEAD_LETTER_MARK),
     ],
 )
 
@@ -158,6 +179,8 @@ class ShareState:
     state_epoch: int
     leader_epoch: int
     batches: tuple[StateBatch, ...] = ()
+    # Where the dead letters of the ARCHIVING records may be (see the module doc).
+    dead_letter_mark: int = NO_DEAD_LETTER_MARK
 
     def __post_init__(self) -> None:
         problem = _state_problem(self)
@@ -193,6 +216,8 @@ def _state_problem(state: ShareState) -> str | None:
         if not 0 <= batch.delivery_count <= DELIVERY_COUNT_MAX:
             return f"batch {batch} has delivery count out of range"
         previous_last = batch.last_offset
+    if state.dead_letter_mark < NO_DEAD_LETTER_MARK:
+        return f"dead-letter mark {state.dead_letter_mark} is below -1"
     if state.end_offset - state.start_offset > STATE_SPAN_RECORDS_MAX:
         return f"state spans {state.end_offset - state.start_offset} offsets"
     return None
@@ -244,6 +269,7 @@ def encode_share_snapshot(
             }
             for b in state.batches
         ],
+        "dead_letter_mark": state.dead_letter_mark,
     }
     return (
         encode_record(SHARE_SNAPSHOT_KEY, SHARE_SNAPSHOT_RECORD_TYPE, key_body),
@@ -266,7 +292,13 @@ def decode_share_snapshot_value(data: bytes) -> ShareSnapshot:
     _, body = decode_record(SHARE_SNAPSHOT_VALUE, data)
     batches = _batches(body.state_batches)
     try:
-        state = ShareState(body.start_offset, body.state_epoch, body.leader_epoch, batches)
+        state = ShareState(
+            body.start_offset,
+            body.state_epoch,
+            body.leader_epoch,
+            batches,
+            body.dead_letter_mark,
+        )
     except ValueError as exc:
         raise RecordFormatError(f"share snapshot: {exc}") from exc
     return ShareSnapshot(state, body.snapshot_epoch, body.create_timestamp, body.write_timestamp)

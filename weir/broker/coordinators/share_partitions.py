@@ -71,7 +71,7 @@ class SharePartitions:
         # Share partitions being loaded: requests for them wait on the event.
         self._loading: dict[ShareKey, trio.Event] = {}
         self._wakeup = trio.Event()
-        # Called with the records a share partition archived (dead letters, later).
+        # Called with the records a share partition archived (`dead_letters`).
         self.on_archived: Callable[[ShareKey, Sequence[Archived]], None] | None = None
 
     def config(self, group_id: str) -> ShareGroupConfig:
@@ -120,7 +120,8 @@ class SharePartitions:
             partition.advance_start_to(replica.log.log_start_offset)
         leader = ShareLeader(key, replica, partition, replica.leader_epoch)
         self.leaders[key] = leader
-        self.archived(leader, partition.archived_at_load)
+        # Records archived at load, or still ARCHIVING (awaiting their dead letters).
+        self.archived(leader, partition.archived_at_load or partition.pending_dead_letters())
         self.poke()
         return leader
 
@@ -233,4 +234,5 @@ def partition_settings(config: ShareGroupConfig) -> ShareSettings:
         delivery_count_limit=config.delivery_count_limit,
         partition_max_record_locks=config.partition_max_record_locks,
         renew_acknowledge_enabled=config.renew_acknowledge_enable,
+        dead_letters=config.dead_letter_topic is not None,
     )

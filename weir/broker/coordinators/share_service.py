@@ -11,6 +11,7 @@ from __future__ import annotations
 import trio
 
 from weir.broker.broker import Broker
+from weir.broker.coordinators.dead_letters import DeadLetters
 from weir.broker.coordinators.share_partitions import SharePartitions
 from weir.broker.coordinators.share_sessions import ShareSession, ShareSessions
 from weir.broker.coordinators.share_state_service import ShareKey, ShareStateService
@@ -25,6 +26,9 @@ class ShareService:
         self.store = ShareStateService(broker)
         self.partitions = SharePartitions(broker, self.store)
         self.sessions = ShareSessions(sessions_max)
+        # Dead letters (KIP-1191): written for the records the partitions archive.
+        self.dead_letters = DeadLetters(broker, self.partitions)
+        self.partitions.on_archived = self.dead_letters.on_archived
 
     @property
     def partitions_not_created(self) -> int:
@@ -53,12 +57,14 @@ class ShareService:
     def sync_leadership(self) -> None:
         self.store.sync_leadership()
         self.partitions.forget_not_led()
+        self.dead_letters.leadership_changed()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self.store.background = nursery
             self.store.load_if_present()
             await nursery.start(self.partitions.run)
+            await nursery.start(self.dead_letters.run)
             task_status.started()
             await trio.sleep_forever()
 
