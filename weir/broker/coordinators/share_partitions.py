@@ -26,6 +26,7 @@ fetches parked on that partition, as new records do.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,12 +71,21 @@ class SharePartitions:
         self.leaders: dict[ShareKey, ShareLeader] = {}
         # Share partitions being loaded: requests for them wait on the event.
         self._loading: dict[ShareKey, trio.Event] = {}
+        # Each group's share config and the overrides it was parsed from.
+        self._configs: dict[str, tuple[dict[str, str], ShareGroupConfig]] = {}
         self._wakeup = trio.Event()
         # Called with the records a share partition archived (`dead_letters`).
         self.on_archived: Callable[[ShareKey, Sequence[Archived]], None] | None = None
 
     def config(self, group_id: str) -> ShareGroupConfig:
-        return share_group_config(self.broker, group_id)
+        """The group's share config, parsed again only when its overrides changed."""
+        overrides = self.broker.controller.group_configs(group_id)
+        cached = self._configs.get(group_id)
+        if cached is not None and cached[0] == overrides:
+            return cached[1]
+        config = share_group_config(self.broker, group_id)
+        self._configs[group_id] = (overrides, config)
+        return config
 
     # -- the share partitions served here --------------------------------------
 
@@ -101,7 +111,25 @@ class SharePartitions:
         existing = self.leaders.get(key)
         if existing is None or existing.replica is not replica:
             return None
-        return existing if existing.leader_epoch == replica.leader_epoch else None
+        if existing.leader_epoch != replica.leader_epoch:
+            return None
+        self._follow_config(existing)
+        return existing
+
+    def _follow_config(self, leader: ShareLeader) -> None:
+        """Apply the group's config as it is now (IncrementalAlterConfigs, or a cluster's
+        metadata watch, changed it): the lock duration, RENEW and the dead-letter topic
+        at once; the delivery count limit and the in-flight bound when the share
+        partition is next loaded (the records in flight were counted under the old)."""
+        current = leader.partition.settings
+        wanted = partition_settings(self.config(leader.key.group_id))
+        if wanted == current:
+            return
+        leader.partition.settings = dataclasses.replace(
+            wanted,
+            delivery_count_limit=current.delivery_count_limit,
+            partition_max_record_locks=current.partition_max_record_locks,
+        )
 
     async def _load(self, key: ShareKey, replica: PartitionReplica) -> ShareLeader:
         await self.store.ready()
