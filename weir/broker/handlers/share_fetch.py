@@ -126,6 +126,14 @@ def handle_share_fetch(
     if not group_id or not member_id:
         return _fetch_failure(ErrorCode.INVALID_REQUEST, "a group id and a member id are required")
     named = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
+    # Only partitions that exist join the session (so a session holds at most the
+    # cluster's partitions); the others are answered with their error once.
+    unknown: dict[TopicPartitionId, ErrorCode] = {}
+    for partition in named:
+        error = _unknown_error(ctx.broker, *partition)
+        if error is not None:
+            unknown[partition] = error
+    named = [partition for partition in named if partition not in unknown]
     acks = {
         (t.topic_id, p.partition_index): [
             AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
@@ -150,6 +158,8 @@ def handle_share_fetch(
     if session is not None:
         _watch_connection(ctx, service, session)
     state = _Request(group_id, member_id, acks, renew=request.is_renew_ack)
+    for partition, error in unknown.items():
+        state.result(partition).error = error
     lock_duration_ms = service.partitions.config(group_id).record_lock_duration_ms
 
     async def finish() -> ShareFetchResponse:
@@ -166,6 +176,17 @@ def handle_share_fetch(
         return _fetch_response(state, lock_duration_ms)
 
     return Deferred(finish)
+
+
+def _unknown_error(broker: Broker, topic_id: uuid.UUID, index: int) -> ErrorCode | None:
+    """UNKNOWN_TOPIC_ID or UNKNOWN_TOPIC_OR_PARTITION for a partition that does not
+    exist; None for one that does (wherever it is led)."""
+    topic = broker.controller.topic_by_id(topic_id)
+    if topic is None:
+        return ErrorCode.UNKNOWN_TOPIC_ID
+    if not 0 <= index < topic.partition_count:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return None
 
 
 def _fetch_failure(error: ErrorCode, message: str) -> ShareFetchResponse:
