@@ -343,12 +343,26 @@ def split_partitions(cluster: WeirCluster, group: str, topic: str) -> dict[int, 
 
 
 def fresh_topic(cluster: WeirCluster, name: str) -> tuple[str, str]:
+    """A new topic, and a group for it whose state lives away from some partition's
+    leader (when __share_group_state exists already; else placement decides)."""
     topic = f"{name}-{uuid.uuid4().hex[:8]}"
     cluster.create_topic(topic, PARTITIONS, 3, **{"min.insync.replicas": "2"})
     cluster.wait_full_isr(topic)
     group = f"{topic}-g"
+    if cluster.partitions(SHARE_GROUP_STATE_TOPIC_NAME):
+        group = next(
+            (g for g in (f"{topic}-g{i}" for i in range(20)) if has_split(cluster, g, topic)),
+            group,
+        )
     set_group_configs(cluster, group)
     return topic, group
+
+
+def has_split(cluster: WeirCluster, group: str, topic: str) -> bool:
+    return any(
+        cluster.leader_of(topic, p) != coordinator_of(cluster, group, topic, p)
+        for p in range(PARTITIONS)
+    )
 
 
 def wait_state_topic(cluster: WeirCluster) -> None:
