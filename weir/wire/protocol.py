@@ -80,6 +80,10 @@ from weir.wire.apis.share_groups import (
     SHARE_GROUP_DESCRIBE,
     SHARE_GROUP_HEARTBEAT,
 )
+from weir.wire.apis.share_state import (
+    INITIALIZE_SHARE_GROUP_STATE,
+    SHARE_STATE_SERVED_APIS,
+)
 from weir.wire.apis.topics import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 from weir.wire.apis.transactions import (
     ADD_OFFSETS_TO_TXN,
@@ -153,6 +157,7 @@ APIS: dict[int, Api] = {
         SHARE_GROUP_DESCRIBE,
         SHARE_FETCH,
         SHARE_ACKNOWLEDGE,
+        *SHARE_STATE_SERVED_APIS,
         LIST_GROUPS,
         DESCRIBE_GROUPS,
         DELETE_GROUPS,
@@ -195,6 +200,7 @@ DECLARED_NOT_SERVED: dict[int, Api] = {
         DESCRIBE_USER_SCRAM_CREDENTIALS,
         ALTER_USER_SCRAM_CREDENTIALS,
         *SHARE_GROUP_APIS,
+        INITIALIZE_SHARE_GROUP_STATE,
     )
     if api.key not in APIS
 }

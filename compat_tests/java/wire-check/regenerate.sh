@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rewrite tests/wire/data/share_groups_kafka_4_4.txt: kafka-clients 4.4.0's serialization
+# Rewrite tests/wire/data/share_groups_kafka_4_4.txt (and share_state_kafka_4_4.txt): kafka-clients 4.4.0's serialization
 # of the samples in ShareWireCheck.java. Run from anywhere; needs a JDK 17+ and Maven, and
 # kafka-clients 4.4.0 in .cache/maven (scripts/test puts it there).
 set -eu
@@ -11,3 +11,6 @@ mkdir -p "$root/tests/wire/data"
 java -cp "$build/classes:$(cat "$build/classpath.txt")" dev.weir.wirecheck.ShareWireCheck \
     >"$root/tests/wire/data/share_groups_kafka_4_4.txt"
 echo "wrote tests/wire/data/share_groups_kafka_4_4.txt"
+java -cp "$build/classes:$(cat "$build/classpath.txt")" dev.weir.wirecheck.ShareStateWireCheck \
+    >"$root/tests/wire/data/share_state_kafka_4_4.txt"
+echo "wrote tests/wire/data/share_state_kafka_4_4.txt"

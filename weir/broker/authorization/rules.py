@@ -8,7 +8,8 @@ ControllerApis, AclApis), declared once per API, by family:
 - `rules_transactions`: InitProducerId and the transaction APIs;
 - `rules_admin`: topics, configurations, partitions, DescribeCluster;
 - `rules_security`: ACLs, SCRAM credentials, client quotas;
-- `rules_share`: share groups' membership, ShareFetch and ShareAcknowledge.
+- `rules_share`: share groups' membership, ShareFetch and ShareAcknowledge;
+- `rules_share_state`: the share coordinator's internal APIs (CLUSTER_ACTION).
 
 Their helpers are `rules_shared`'s. An API with no rule is refused (the dispatcher
 closes the connection); `missing_rules` names the served APIs without one, and the
@@ -21,6 +22,7 @@ import weir.broker.authorization.rules_data as data
 import weir.broker.authorization.rules_groups as groups
 import weir.broker.authorization.rules_security as security
 import weir.broker.authorization.rules_share as share
+import weir.broker.authorization.rules_share_state as share_state
 import weir.broker.authorization.rules_transactions as transactions
 from weir.broker.authorization.gate import Rule
 from weir.wire.protocol import ApiKey
@@ -56,6 +58,11 @@ RULES: dict[int, Rule] = {
     ApiKey.SHARE_GROUP_DESCRIBE: share.share_group_describe,
     ApiKey.SHARE_FETCH: share.share_fetch,
     ApiKey.SHARE_ACKNOWLEDGE: share.share_acknowledge,
+    # The share coordinator's internal APIs (brokers only).
+    ApiKey.READ_SHARE_GROUP_STATE: share_state.read_share_group_state,
+    ApiKey.WRITE_SHARE_GROUP_STATE: share_state.write_share_group_state,
+    ApiKey.DELETE_SHARE_GROUP_STATE: share_state.delete_share_group_state,
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: share_state.read_share_group_state_summary,
     # Transactions.
     ApiKey.INIT_PRODUCER_ID: transactions.init_producer_id,
     ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,

@@ -37,6 +37,7 @@ from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.coordinators.share_configs import ShareGroupConfig, share_group_config
 from weir.broker.coordinators.share_state_service import (
     ShareKey,
+    ShareStateFencedError,
     ShareStateService,
     ShareStateUnavailableError,
 )
@@ -135,8 +136,8 @@ class SharePartitions:
         await self.store.ready()
         config = self.config(key.group_id)
         settings = partition_settings(config)
-        state = self.store.read(key)
         leader_epoch = max(replica.leader_epoch, 0)
+        state = await self.store.read(key, leader_epoch)
         if state is None:
             start_offset = self._initial_offset(replica, config)
             partition = SharePartition.starting_at(
@@ -173,6 +174,11 @@ class SharePartitions:
                 del self.leaders[key]
                 leader.wake()
 
+    def _forget(self, leader: ShareLeader) -> None:
+        if self.leaders.get(leader.key) is leader:
+            del self.leaders[leader.key]
+            leader.wake()
+
     def forget_group(self, group_id: str) -> None:
         for key in [k for k in self.leaders if k.group_id == group_id]:
             self.leaders.pop(key).wake()
@@ -192,6 +198,8 @@ class SharePartitions:
             except ShareStateUnavailableError as exc:
                 log.warning("share partition %s: state not stored: %s", leader.key, exc)
                 error = exc.error_code
+                if isinstance(exc, ShareStateFencedError):
+                    self._forget(leader)  # loaded again by the next request, if led here
         return error
 
     def archived(self, leader: ShareLeader, archived: Sequence[Archived]) -> None:

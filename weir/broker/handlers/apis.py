@@ -29,6 +29,7 @@ import weir.broker.handlers.sasl as sasl
 import weir.broker.handlers.security_admin as security_admin
 import weir.broker.handlers.share_fetch as share_fetch
 import weir.broker.handlers.share_groups as share_groups
+import weir.broker.handlers.share_state as share_state
 import weir.broker.handlers.transactions as transactions
 from weir.broker.handlers.context import Handler
 from weir.wire.protocol import SUPPORTED_VERSIONS, ApiKey
@@ -79,6 +80,10 @@ HANDLERS: dict[int, Handler[Any, Any]] = {
     ApiKey.SHARE_GROUP_DESCRIBE: share_groups.handle_share_group_describe,
     ApiKey.SHARE_FETCH: share_fetch.handle_share_fetch,
     ApiKey.SHARE_ACKNOWLEDGE: share_fetch.handle_share_acknowledge,
+    ApiKey.READ_SHARE_GROUP_STATE: share_state.handle_read_share_group_state,
+    ApiKey.WRITE_SHARE_GROUP_STATE: share_state.handle_write_share_group_state,
+    ApiKey.DELETE_SHARE_GROUP_STATE: share_state.handle_delete_share_group_state,
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: share_state.handle_read_share_group_state_summary,
     ApiKey.ELECT_LEADERS: partition_admin.handle_elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_admin.handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,

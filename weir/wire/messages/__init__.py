@@ -19,6 +19,7 @@ from weir.wire.messages import (
     records,
     security,
     share_groups,
+    share_state,
     topics,
     transactions,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "records",
     "security",
     "share_groups",
+    "share_state",
     "topics",
     "transactions",
 ]
