@@ -4,11 +4,21 @@ weir/sharecoord/share_partition.py) and the record times the driver reads
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Mapping
 
+import pytest
+
+from weir.broker.coordinators.share_partitions import partition_settings
 from weir.format.compression import Codec
 from weir.format.record_batch import build_batch
+from weir.groupcoord.group_configs import (
+    InvalidGroupConfig,
+    share_group_config_of,
+    validate_group_configs,
+)
+from weir.groupcoord.settings import GroupSettings
 from weir.sharecoord.delivery_times import DeliveryPolicy, delivery_times, record_times
 from weir.sharecoord.share_partition import (
     AcknowledgeType,
@@ -353,3 +363,90 @@ def test_a_group_ttl_decides_whole_batches_by_their_timestamps_and_decodes_the_b
     batches, times = delivery_times(log, policy, T0 + 1_600, uncompressed_bytes_max=1 << 20)
     assert batches == [LogBatch(0, 1, T0 + 1_100), LogBatch(2, 3), LogBatch(4, 4)]
     assert times == {2: RecordTimes(0, T0 + 1_500), 3: RecordTimes(0, T0 + 3_000)}
+
+
+# -- invariants under random operations ------------------------------------------------
+
+
+def test_random_delays_backoffs_and_expiries_keep_the_invariants_and_never_deliver_early():
+    rng = random.Random(23)
+    settings = ShareSettings(
+        record_lock_duration_ms=1_000,
+        delivery_count_limit=4,
+        partition_max_record_locks=12,
+        release_backoff_initial_ms=100,
+        release_backoff_max_ms=400,
+    )
+    log = [LogBatch(b, b + 4) for b in range(0, 60, 5)]
+    times = {
+        o: RecordTimes(
+            visible_ms=T0 + rng.choice([0, 0, 300, 2_000]),
+            expires_ms=rng.choice([None, None, T0 + 1_500]),
+        )
+        for o in range(60)
+    }
+    p = SharePartition.starting_at(0, settings)
+    now = T0
+    seen = dict.fromkeys(("expired", "delayed", "acquired"), 0)
+    for _ in range(400):
+        now += rng.randrange(0, 150)
+        op = rng.random()
+        if op < 0.4:
+            got = fetch(p, log, now, member=rng.choice([A, B]), times=times, max_records=3)
+            for r in got.acquired:
+                for offset in range(r.first_offset, r.last_offset + 1):
+                    assert times[offset].visible_ms <= now, (offset, now)
+                    expires_ms = times[offset].expires_ms
+                    assert expires_ms is None or expires_ms > now, (offset, now)
+            assert all(a.reason is ArchiveReason.EXPIRED for a in got.archived)
+            seen["expired"] += len(got.archived)
+            seen["delayed"] += got.delayed
+            seen["acquired"] += len(got.acquired)
+        elif op < 0.7:
+            member = rng.choice([A, B])
+            held = [
+                o
+                for o in range(p.start_offset, p.in_flight_end)
+                if p.record_state(o) == (RecordState.ACQUIRED, p.record_state(o)[1], member)
+            ]
+            if held:
+                offset = rng.choice(held)
+                kind = RELEASE if rng.random() < 0.6 else ACCEPT
+                assert not p.acknowledge(member, offset, offset, [kind], now).error
+                p._check_invariants()
+        elif op < 0.9:
+            pass_time(p, now)
+        elif op < 0.95:
+            p.release_member(rng.choice([A, B]), now)
+            p._check_invariants()
+        else:
+            p = SharePartition.from_state(p.state(), settings)
+            p._check_invariants()
+        deadline = p.next_deadline_ms()
+        assert deadline is None or deadline >= T0
+    assert all(seen.values()), seen  # every path was taken
+
+
+# -- the group configs and the broker's maximum ----------------------------------------
+
+
+def test_the_weir_group_configs_are_off_by_default_and_capped_by_the_brokers_maximum():
+    default, warnings = share_group_config_of("g", {}, GroupSettings())
+    assert warnings == []
+    assert (default.record_headers_enabled, default.record_ttl_ms) == (False, 0)
+    assert partition_settings(default).release_backoff_ms(3) == 0  # Kafka's behaviour
+    overrides = {
+        "weir.share.record.headers.enable": "true",
+        "weir.share.record.ttl.ms": "60000",
+        "weir.share.release.backoff.initial.ms": "1000",
+        "weir.share.release.backoff.max.ms": "600000",
+    }
+    config, _ = share_group_config_of(
+        "g", overrides, GroupSettings(share_delivery_delay_max_ms=10_000)
+    )
+    assert (config.record_headers_enabled, config.record_ttl_ms) == (True, 60_000)
+    settings = partition_settings(config)
+    assert [settings.release_backoff_ms(n) for n in (1, 4, 5)] == [1_000, 8_000, 10_000]
+    validate_group_configs(overrides, GroupSettings())
+    with pytest.raises(InvalidGroupConfig, match="at least 0"):
+        validate_group_configs({"weir.share.record.ttl.ms": "-1"}, GroupSettings())
