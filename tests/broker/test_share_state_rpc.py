@@ -243,3 +243,38 @@ async def test_concurrent_writes_of_a_key_store_the_newest_state_last(broker: Br
     store.latest.clear()
     store._load_all()
     assert store.latest[key] == called[-1]
+
+
+def test_weirs_own_parts_of_a_state_cross_brokers_in_tagged_fields() -> None:
+    """A release backoff's end and the dead-letter mark have no field in Kafka's share
+    state: between Weir brokers they ride in Weir's tagged fields, and survive."""
+    from weir.broker.coordinators.share_state_rpc import state_from_wire, wire_batches
+    from weir.sharecoord.share_state import RecordState, ShareState, StateBatch
+    from weir.wire.messages.share_state import (
+        WriteShareGroupStateRequest,
+        WriteShareGroupStateRequestPartition,
+        WriteShareGroupStateRequestStateBatch,
+        WriteShareGroupStateRequestTopic,
+    )
+    from weir.wire.protocol import ApiKey, decode_request, encode_request, parse_request_header
+
+    state = ShareState(
+        10, 3, 7,
+        (StateBatch(10, 12, RecordState.AVAILABLE, 2, 1_900_000_000_000),
+         StateBatch(13, 13, RecordState.ARCHIVING, 5)),
+        dead_letter_mark=42,
+    )  # fmt: skip
+    partition = WriteShareGroupStateRequestPartition(
+        partition=0, state_epoch=3, leader_epoch=7, start_offset=10,
+        state_batches=wire_batches(state, WriteShareGroupStateRequestStateBatch),
+        dead_letter_mark=state.dead_letter_mark,
+    )  # fmt: skip
+    request = WriteShareGroupStateRequest(
+        "g", [WriteShareGroupStateRequestTopic(uuid.uuid4(), [partition])]
+    )
+    frame = encode_request(ApiKey.WRITE_SHARE_GROUP_STATE, 1, 5, "t", request)
+    body = memoryview(frame)[4:]
+    decoded = decode_request(parse_request_header(body), body)
+    (topic,) = decoded.topics
+    (got,) = topic.partitions
+    assert state_from_wire(10, 3, 7, got.state_batches, got.dead_letter_mark) == state

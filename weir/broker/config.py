@@ -192,6 +192,8 @@ class BrokerConfig:
     errors_deadletterqueue_auto_create_topics_enable: bool = (
         GroupSettings.dead_letter_auto_create_topics
     )
+    # Delayed delivery and release backoff of share groups (Weir's own setting).
+    share_delivery_delay_max_ms: int = GroupSettings.share_delivery_delay_max_ms
     # Transactions (weir.txn.transaction_coordinator.TransactionSettings), Kafka's names.
     transaction_state_partition_count: int = 50
     transaction_max_timeout_ms: int = _TRANSACTION_DEFAULTS.max_timeout_ms
@@ -244,6 +246,7 @@ class BrokerConfig:
             share_renew_acknowledge_enable=self.share_renew_acknowledge_enable,
             dead_letter_topic_prefix=self.errors_deadletterqueue_topic_name_prefix,
             dead_letter_auto_create_topics=self.errors_deadletterqueue_auto_create_topics_enable,
+            share_delivery_delay_max_ms=self.share_delivery_delay_max_ms,
         )
 
     def transaction_settings(self) -> TransactionSettings:
@@ -638,7 +641,11 @@ BOOLEAN_SETTINGS = (
     "share_renew_acknowledge_enable",
     "errors_deadletterqueue_auto_create_topics_enable",
 )
-NON_NEGATIVE_SETTINGS = ("group_initial_rebalance_delay_ms", "group_commit_delay_ms")
+NON_NEGATIVE_SETTINGS = (
+    "group_initial_rebalance_delay_ms",
+    "group_commit_delay_ms",
+    "share_delivery_delay_max_ms",
+)
 # Share-group settings and Kafka's range for each (None: no maximum); the others
 # of them are positive.
 SHARE_SETTING_RANGES: dict[str, tuple[int, int | None]] = {

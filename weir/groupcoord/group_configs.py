@@ -13,7 +13,12 @@ Served, in Kafka's order (`GROUP_CONFIGS`):
   `earliest` or `by_duration:<ISO-8601 duration>`), `share.isolation.level`,
   `share.renew.acknowledge.enable`, `share.assignment.interval.ms`, and KIP-1191's
   `errors.deadletterqueue.topic.name` and `errors.deadletterqueue.copy.record.enable`
-  (`ShareGroupConfig`, built by `share_group_config_of`).
+  (`ShareGroupConfig`, built by `share_group_config_of`);
+- Weir's own share-group configs, named `weir.share.*` so that they never collide
+  with Kafka's: `weir.share.record.headers.enable` (the delay and TTL record
+  headers are honoured), `weir.share.record.ttl.ms`,
+  `weir.share.release.backoff.initial.ms` and `weir.share.release.backoff.max.ms`
+  (docs/queues.md, "Delays and expiry").
 
 Kafka's streams-group configs (`streams.*`) and `consumer.assignment.interval.ms`
 are not: Weir serves no streams groups and assigns at every heartbeat, and an
@@ -61,6 +66,11 @@ SHARE_RENEW_ACKNOWLEDGE_ENABLE = "share.renew.acknowledge.enable"
 SHARE_ASSIGNMENT_INTERVAL_MS = "share.assignment.interval.ms"
 DEAD_LETTER_TOPIC_NAME = "errors.deadletterqueue.topic.name"
 DEAD_LETTER_COPY_RECORD_ENABLE = "errors.deadletterqueue.copy.record.enable"
+WEIR_RECORD_HEADERS_ENABLE = "weir.share.record.headers.enable"
+WEIR_RECORD_TTL_MS = "weir.share.record.ttl.ms"
+WEIR_RELEASE_BACKOFF_INITIAL_MS = "weir.share.release.backoff.initial.ms"
+WEIR_RELEASE_BACKOFF_MAX_MS = "weir.share.release.backoff.max.ms"
+RELEASE_BACKOFF_MAX_MS_DEFAULT = 60_000
 INT32_MAX = 2**31 - 1
 READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 
@@ -347,6 +357,35 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
             "information headers.",
             lambda s: False,
         ),
+        GroupConfigDef(
+            WEIR_RECORD_HEADERS_ENABLE, _BOOLEAN, WEIR_RECORD_HEADERS_ENABLE,
+            "Weir: whether the group honours the weir.deliver.at.ms, weir.delay.ms and "
+            "weir.ttl.ms record headers (delayed delivery and expiry). Reading them costs "
+            "decoding the records that may carry them.",
+            lambda s: False,
+        ),
+        GroupConfigDef(
+            WEIR_RECORD_TTL_MS, _INT, WEIR_RECORD_TTL_MS,
+            "Weir: a record older than this (from its timestamp) is archived, reason "
+            "EXPIRED, instead of delivered. 0: records do not expire.",
+            lambda s: 0,
+            at_least=0,
+        ),
+        GroupConfigDef(
+            WEIR_RELEASE_BACKOFF_INITIAL_MS, _INT, WEIR_RELEASE_BACKOFF_INITIAL_MS,
+            "Weir: a record released, or whose lock expired, is delivered again no sooner "
+            "than this after its first delivery, doubled for each further delivery. "
+            "0: at once (Kafka's behaviour).",
+            lambda s: 0,
+            at_least=0,
+        ),
+        GroupConfigDef(
+            WEIR_RELEASE_BACKOFF_MAX_MS, _INT, WEIR_RELEASE_BACKOFF_MAX_MS,
+            "Weir: the longest release backoff (also capped by the broker's "
+            "share_delivery_delay_max_ms).",
+            lambda s: RELEASE_BACKOFF_MAX_MS_DEFAULT,
+            at_least=0,
+        ),
     )
 }  # fmt: skip
 
@@ -480,6 +519,12 @@ class ShareGroupConfig:
     renew_acknowledge_enable: bool
     dead_letter_topic: str | None  # errors.deadletterqueue.topic.name; None: none
     dead_letter_copy_record: bool
+    # Weir's delays and expiry (weir.share.*; the broker's share_delivery_delay_max_ms).
+    record_headers_enabled: bool = False
+    record_ttl_ms: int = 0
+    release_backoff_initial_ms: int = 0
+    release_backoff_max_ms: int = RELEASE_BACKOFF_MAX_MS_DEFAULT
+    delivery_delay_max_ms: int = GroupSettings.share_delivery_delay_max_ms
 
 
 _SHARE_BOUNDED = (
@@ -528,6 +573,11 @@ def share_group_config_of(
         renew_acknowledge_enable=bool(values[SHARE_RENEW_ACKNOWLEDGE_ENABLE]),
         dead_letter_topic=str(values[DEAD_LETTER_TOPIC_NAME]) or None,
         dead_letter_copy_record=bool(values[DEAD_LETTER_COPY_RECORD_ENABLE]),
+        record_headers_enabled=bool(values[WEIR_RECORD_HEADERS_ENABLE]),
+        record_ttl_ms=int(values[WEIR_RECORD_TTL_MS]),
+        release_backoff_initial_ms=int(values[WEIR_RELEASE_BACKOFF_INITIAL_MS]),
+        release_backoff_max_ms=int(values[WEIR_RELEASE_BACKOFF_MAX_MS]),
+        delivery_delay_max_ms=settings.share_delivery_delay_max_ms,
     )
     return config, warnings
 

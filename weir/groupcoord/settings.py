@@ -92,3 +92,7 @@ class GroupSettings:
     # a missing dead-letter topic is created by the broker.
     dead_letter_topic_prefix: str = "dlq."
     dead_letter_auto_create_topics: bool = False
+    # share_delivery_delay_max_ms (Weir's own): the longest a record can be kept from
+    # share groups by its delay headers or a release backoff; longer ones are capped
+    # (SQS's DelaySeconds maximum, 15 minutes). 0: records are never delayed.
+    share_delivery_delay_max_ms: int = 900_000

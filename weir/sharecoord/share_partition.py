@@ -85,6 +85,21 @@ and `org.apache.kafka.server.share.fetch.InFlightState`, read to learn):
    the state for the broker (`ShareState.dead_letter_mark`). ARCHIVING records below
    a moved log start leave the window like any other (rule 8).
 
+10. Delays, backoff and expiry (Weir's, beyond Kafka; docs/queues.md "Delays and
+   expiry"). An AVAILABLE record may have a *visible time* before which it is not
+   acquired: from its headers (`RecordTimes`, the driver reads them) or from a
+   release backoff (`ShareSettings.release_backoff_ms`: RELEASE and lock expiry,
+   not a member's release). Acquisition skips it and goes on with the records
+   behind it (a queue, not a partition's order), which it may take up to the
+   in-flight bound: a delayed record never delivered stays in the window as
+   AVAILABLE with count 0. `next_deadline_ms` includes the earliest visible time,
+   and `pass_time` clears the visible times that have passed (the driver then
+   wakes parked fetches). A record whose expiry (`RecordTimes.expires_ms`, or
+   `LogBatch.expires_ms` for a whole batch) has passed when acquisition reaches
+   it is ARCHIVED instead, reason EXPIRED, whatever its count. A backoff's visible
+   time is part of `state()` (a restart does not shorten it); a header's is not
+   (it is read from the log again).
+
 Cost: one small slot object per in-flight offset (at most the bound), and one heap
 entry per acquisition or renewal for the lock deadlines (compacted past
 `DEADLINE_ENTRIES_PER_LOCK_MAX` times the bound).
@@ -97,7 +112,7 @@ from __future__ import annotations
 import bisect
 import enum
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from weir.format.errors import ErrorCode
@@ -109,13 +124,16 @@ __all__ = [
     "AckOutcome",
     "AcknowledgeType",
     "AcquiredRange",
+    "Acquisition",
     "ArchiveReason",
     "Archived",
     "LogBatch",
     "QueueDepth",
     "RecordState",
+    "RecordTimes",
     "SharePartition",
     "ShareSettings",
+    "TimeOutcome",
 ]
 
 # The largest `share.partition.max.record.locks` Weir accepts: the window's memory
@@ -126,6 +144,8 @@ PARTITION_MAX_RECORD_LOCKS_MAX = 10_000
 DEADLINE_ENTRIES_PER_LOCK_MAX = 4
 # Kafka 4.4's throttled redelivery starts at max(2, ceil(limit / 2)) deliveries.
 THROTTLE_DELIVERY_COUNT_MIN = 2
+# A backoff doubles at most this many times (beyond, the cap has long been reached).
+BACKOFF_DOUBLINGS_MAX = 40
 
 
 class AcknowledgeType(enum.IntEnum):
@@ -141,6 +161,7 @@ class AcknowledgeType(enum.IntEnum):
 class ArchiveReason(enum.Enum):
     REJECTED = "rejected"
     DELIVERY_LIMIT = "delivery_limit"
+    EXPIRED = "expired"  # older than its TTL when acquisition reached it (rule 10)
 
 
 @dataclass(frozen=True)
@@ -154,11 +175,26 @@ class ShareSettings:
     renew_acknowledge_enabled: bool = True  # share.renew.acknowledge.enable
     # errors.deadletterqueue.topic.name is set: archived records wait in ARCHIVING.
     dead_letters: bool = False
+    # weir.share.release.backoff.initial.ms (0: no backoff, Kafka's behaviour) and
+    # .max.ms (already capped by the broker's share_delivery_delay_max_ms).
+    release_backoff_initial_ms: int = 0
+    release_backoff_max_ms: int = 0
 
     def __post_init__(self) -> None:
         assert self.record_lock_duration_ms > 0, self
         assert self.delivery_count_limit >= 1, self
         assert 1 <= self.partition_max_record_locks <= PARTITION_MAX_RECORD_LOCKS_MAX, self
+        assert self.release_backoff_initial_ms >= 0 and self.release_backoff_max_ms >= 0, self
+
+    def release_backoff_ms(self, delivery_count: int) -> int:
+        """How long a record released (or whose lock expired) after `delivery_count`
+        deliveries stays invisible: the initial backoff, doubled per delivery after
+        the first, capped at the maximum (rule 10)."""
+        initial = self.release_backoff_initial_ms
+        if initial <= 0 or delivery_count <= 0:
+            return 0
+        doublings = min(delivery_count - 1, BACKOFF_DOUBLINGS_MAX)
+        return min(initial << doublings, self.release_backoff_max_ms)
 
     @property
     def throttle_delivery_count(self) -> int:
@@ -168,10 +204,42 @@ class ShareSettings:
 
 @dataclass(frozen=True)
 class LogBatch:
-    """A record batch the driver read from the log (offsets inclusive)."""
+    """A record batch the driver read from the log (offsets inclusive).
+    `expires_ms`: every record of it expires at or before this (epoch ms; rule 10)."""
 
     base_offset: int
     last_offset: int
+    expires_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class RecordTimes:
+    """When one record may be delivered (rule 10): not before `visible_ms` (epoch ms;
+    0: at once), and never from `expires_ms` on (None: never expires)."""
+
+    visible_ms: int = 0
+    expires_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Acquisition:
+    """What `acquire_records` did: the AcquiredRecords, the records it archived as
+    expired (to dead-letter), and how many records it left for later (delayed)."""
+
+    acquired: list[AcquiredRange]
+    archived: tuple[Archived, ...] = ()
+    delayed: int = 0
+
+
+@dataclass(frozen=True)
+class TimeOutcome:
+    """What `pass_time` did: records archived at the delivery limit, whether locks
+    expired (the state changed: store it) and whether delayed records became
+    visible (wake the parked fetches; nothing to store)."""
+
+    archived: list[Archived]
+    locks_expired: bool
+    made_visible: bool
 
 
 @dataclass(frozen=True)
@@ -212,25 +280,30 @@ class AckOutcome:
 @dataclass(frozen=True)
 class QueueDepth:
     """Records by state, for Describe and metrics. `available` counts records not yet
-    fetched up to the log end the caller gives."""
+    fetched up to the log end the caller gives; `delayed`, AVAILABLE records known
+    not to be visible yet (a delay header or a release backoff; not counted in
+    `available`)."""
 
     start_offset: int
     available: int
     acquired: int
     acknowledged: int
     archived: int
+    delayed: int = 0
 
 
 class _Slot:
     """One in-flight offset (internal, mutable: the hot path)."""
 
-    __slots__ = ("delivery_count", "deadline_ms", "owner", "state")
+    __slots__ = ("deadline_ms", "delivery_count", "owner", "state", "visible_ms")
 
     def __init__(self, state: RecordState, delivery_count: int) -> None:
         self.state = state
         self.delivery_count = delivery_count
         self.owner: str | None = None
         self.deadline_ms: int | None = None
+        # AVAILABLE only: not delivered before this (epoch ms); 0 once visible (rule 10).
+        self.visible_ms = 0
 
     def is_gap(self) -> bool:
         """An offset with no record: skipped before new records past the in-flight
@@ -291,6 +364,9 @@ class SharePartition:
     # (deadline_ms, first offset, last offset) per acquisition or renewal; stale
     # entries (acknowledged or renewed since) are skipped when met.
     _deadlines: list[tuple[int, int, int]] = field(default_factory=list)
+    # (visible_ms, offset) per delayed AVAILABLE record (rule 10); stale entries
+    # (acquired, finished, or delayed again since) are skipped when met.
+    _visible: list[tuple[int, int]] = field(default_factory=list)
     # The span of a loaded state that exceeded the bound (drains as it moves on).
     _loaded_span: int = 0
     # Records archived by `from_state` (a count at or over the limit).
@@ -327,10 +403,16 @@ class SharePartition:
         slots = [
             _Slot(RecordState.AVAILABLE, 0) for _ in range(state.end_offset - state.start_offset)
         ]
+        delayed = []
         for batch in state.batches:
             for offset in range(batch.first_offset, batch.last_offset + 1):
-                slots[offset - state.start_offset] = _Slot(batch.state, batch.delivery_count)
+                slot = slots[offset - state.start_offset] = _Slot(batch.state, batch.delivery_count)
+                if batch.visible_ms:
+                    slot.visible_ms = batch.visible_ms
+                    delayed.append((batch.visible_ms, offset))
         partition._slots = slots
+        heapq.heapify(delayed)
+        partition._visible = delayed
         partition._loaded_span = len(slots)
         partition.dead_letter_mark = state.dead_letter_mark
         archived = _ArchivedRanges()
@@ -358,31 +440,57 @@ class SharePartition:
         slot = self._slots[offset - self.start_offset]
         return slot.state, slot.delivery_count, slot.owner
 
-    def fetch_offset(self) -> int | None:
+    def fetch_offset(self, now_ms: int | None = None) -> int | None:
         """Where the driver reads the log from next: the first AVAILABLE in-flight
-        offset, else the in-flight end; None when nothing is AVAILABLE and the window
-        is full (Kafka's `canAcquireRecords` false)."""
+        offset not known to be delayed at `now_ms` (rule 10; without it, until
+        `pass_time` clears its visible time), else the in-flight end; None when there
+        is none and the window is full (Kafka's `canAcquireRecords` false)."""
         for index, slot in enumerate(self._slots):
-            if slot.state is RecordState.AVAILABLE:
+            if slot.state is RecordState.AVAILABLE and (
+                not slot.visible_ms or (now_ms is not None and slot.visible_ms <= now_ms)
+            ):
                 return self.start_offset + index
         if len(self._slots) >= self._span_max():
             return None
         return self.in_flight_end
 
     def next_deadline_ms(self) -> int | None:
-        """The earliest lock deadline of an ACQUIRED record (stale entries dropped)."""
+        """The earliest lock deadline of an ACQUIRED record or visible time of a
+        delayed one (stale entries dropped): when `pass_time` has work."""
+        lock_ms = None
         while self._deadlines:
             deadline_ms, first, last = self._deadlines[0]
             if self._holds_deadline(deadline_ms, first, last):
-                return deadline_ms
+                lock_ms = deadline_ms
+                break
             heapq.heappop(self._deadlines)
+        visible_ms = self._next_visible_ms()
+        if visible_ms is None or (lock_ms is not None and lock_ms <= visible_ms):
+            return lock_ms
+        return visible_ms
+
+    def _next_visible_ms(self) -> int | None:
+        while self._visible:
+            visible_ms, offset = self._visible[0]
+            if self._delayed_until(offset, visible_ms):
+                return visible_ms
+            heapq.heappop(self._visible)
         return None
+
+    def _delayed_until(self, offset: int, visible_ms: int) -> bool:
+        if not self.start_offset <= offset < self.in_flight_end:
+            return False
+        slot = self._slots[offset - self.start_offset]
+        return slot.state is RecordState.AVAILABLE and slot.visible_ms == visible_ms
 
     def depth(self, end_offset: int) -> QueueDepth:
         """Records by state; `end_offset` is the log's end (what the group may read)."""
         counts = dict.fromkeys(RecordState, 0)
+        delayed = 0
         for slot in self._slots:
-            if not slot.is_gap():
+            if slot.visible_ms:
+                delayed += 1
+            elif not slot.is_gap():
                 counts[slot.state] += 1
         unfetched = max(0, end_offset - self.in_flight_end)
         return QueueDepth(
@@ -391,26 +499,30 @@ class SharePartition:
             counts[RecordState.ACQUIRED],
             counts[RecordState.ACKNOWLEDGED],
             counts[RecordState.ARCHIVED] + counts[RecordState.ARCHIVING],
+            delayed,
         )
 
     def state(self) -> ShareState:
-        """What `__share_group_state` must hold (ACQUIRED stored as AVAILABLE)."""
+        """What `__share_group_state` must hold (ACQUIRED stored as AVAILABLE; a
+        backoff's visible time kept, a never-delivered record's delay not: rule 10)."""
         batches: list[StateBatch] = []
         for index, slot in enumerate(self._slots):
             stored = RecordState.AVAILABLE if slot.state is RecordState.ACQUIRED else slot.state
             if stored is RecordState.AVAILABLE and slot.delivery_count == 0:
                 continue
             offset = self.start_offset + index
+            count, visible_ms = slot.delivery_count, slot.visible_ms
             prev = batches[-1] if batches else None
             if (
                 prev is not None
                 and prev.last_offset + 1 == offset
                 and prev.state is stored
-                and prev.delivery_count == slot.delivery_count
+                and prev.delivery_count == count
+                and prev.visible_ms == visible_ms
             ):
-                batches[-1] = StateBatch(prev.first_offset, offset, stored, slot.delivery_count)
+                batches[-1] = StateBatch(prev.first_offset, offset, stored, count, visible_ms)
             else:
-                batches.append(StateBatch(offset, offset, stored, slot.delivery_count))
+                batches.append(StateBatch(offset, offset, stored, count, visible_ms))
         return ShareState(
             self.start_offset,
             self.state_epoch,
@@ -438,29 +550,59 @@ class SharePartition:
 
         An AVAILABLE in-flight offset at or after `read_offset` that no batch holds
         has no record (compacted, or between batches): it is finished as a gap
-        instead of being offered again, so it cannot stall `fetch_offset()`."""
+        instead of being offered again, so it cannot stall `fetch_offset()`.
+
+        Records known to be delayed by a release backoff are skipped (rule 10);
+        `acquire_records` also takes the times read from the records."""
+        return self.acquire_records(
+            member_id,
+            batches,
+            max_records=max_records,
+            record_limit=record_limit,
+            read_offset=read_offset,
+            now_ms=now_ms,
+        ).acquired
+
+    def acquire_records(
+        self,
+        member_id: str,
+        batches: Sequence[LogBatch],
+        *,
+        max_records: int,
+        record_limit: bool,
+        read_offset: int,
+        now_ms: int,
+        times: Mapping[int, RecordTimes] | None = None,
+    ) -> Acquisition:
+        """`acquire`, with when each record may be delivered (rule 10): `times` for
+        the records that have a visible time or an expiry (the others have neither),
+        and `LogBatch.expires_ms`. Delayed records are left AVAILABLE and the records
+        behind them acquired; expired ones are archived (reason EXPIRED)."""
         assert member_id, "a record is acquired by a member"
         _assert_batches_in_order(batches)
         if max_records <= 0 or not batches:
-            return []
+            return Acquisition([])
         first = max(min(read_offset, batches[0].base_offset), self.start_offset)
         last = batches[-1].last_offset
         if last < first:
-            return []
+            return Acquisition([])
         deadline_ms = now_ms + self.settings.record_lock_duration_ms
         acquired = _AcquiredRanges()
-        plan = _Plan(batches, max_records, record_limit, read_offset)
+        plan = _Plan(batches, max_records, record_limit, read_offset, now_ms, times or {})
         offset = self._reacquire(
             member_id, first, min(last, self.in_flight_end - 1), deadline_ms, acquired, plan
         )
         if offset is not None and not plan.stopped:
             new_first = max(offset, self.in_flight_end, batches[0].base_offset)
-            self._acquire_new(member_id, new_first, last, deadline_ms, acquired, plan)
+            if plan.timed:
+                self._acquire_new_timed(member_id, new_first, last, deadline_ms, acquired, plan)
+            else:
+                self._acquire_new(member_id, new_first, last, deadline_ms, acquired, plan)
         if acquired.ranges:
             lowest, highest = acquired.ranges[0].first_offset, acquired.ranges[-1].last_offset
             self._push_deadline(deadline_ms, lowest, highest)
         self._advance_past_final()  # gaps finished at the head
-        return acquired.ranges
+        return Acquisition(acquired.ranges, tuple(plan.archived.ranges), plan.delayed)
 
     def _reacquire(
         self,
@@ -486,6 +628,9 @@ class SharePartition:
             if not plan.room_at(offset, acquired.count):
                 plan.stopped = True
                 return None
+            if slot.state is RecordState.AVAILABLE and not self._deliverable(offset, slot, plan):
+                offset += 1
+                continue
             if slot.state is RecordState.AVAILABLE:
                 last_attempt = slot.delivery_count + 1 >= limit
                 throttled = slot.delivery_count >= throttle
@@ -494,6 +639,7 @@ class SharePartition:
                     return None
                 assert slot.owner is None, (offset, slot.owner)
                 slot.state = RecordState.ACQUIRED
+                slot.visible_ms = 0
                 slot.delivery_count += 1
                 slot.owner = member_id
                 slot.deadline_ms = deadline_ms
@@ -537,6 +683,71 @@ class SharePartition:
             slot.deadline_ms = deadline_ms
             self._slots.append(slot)
         acquired.add(first, new_last, 1)
+
+    def _acquire_new_timed(
+        self,
+        member_id: str,
+        first: int,
+        last: int,
+        deadline_ms: int,
+        acquired: _AcquiredRanges,
+        plan: _Plan,
+    ) -> None:
+        """`_acquire_new` record by record, for a read with times (rule 10): a
+        delayed record joins the window AVAILABLE (count 0) and an expired one
+        ARCHIVED, and acquisition goes on behind them."""
+        end = self.in_flight_end
+        if first > end and not self._slots:
+            self.start_offset = first
+            end = first
+        room = self._span_max() - (first - self.start_offset)
+        if room <= 0 or last < first:
+            return
+        self._slots.extend(_Slot(RecordState.ARCHIVED, 0) for _ in range(first - end))
+        for offset in range(first, min(last, first + room - 1) + 1):
+            if not plan.room_at(offset, acquired.count):
+                return
+            slot = _Slot(RecordState.AVAILABLE, 0)
+            self._slots.append(slot)
+            if not self._deliverable(offset, slot, plan):
+                continue
+            slot.state = RecordState.ACQUIRED
+            slot.delivery_count = 1
+            slot.owner = member_id
+            slot.deadline_ms = deadline_ms
+            acquired.add(offset, offset, 1)
+            plan.note_acquired(offset, acquired.count)
+
+    def _deliverable(self, offset: int, slot: _Slot, plan: _Plan) -> bool:
+        """Whether the AVAILABLE record at `offset` may be acquired now; if not, it
+        is archived as expired or left delayed (rule 10)."""
+        now_ms = plan.now_ms
+        times = plan.times_of(offset) if plan.timed else None
+        if times is not None and times.expires_ms is not None and times.expires_ms <= now_ms:
+            _finish(slot, RecordState.ARCHIVED)
+            plan.archived.add(offset, slot.delivery_count, ArchiveReason.EXPIRED)
+            return False
+        visible_ms = slot.visible_ms
+        if times is not None and times.visible_ms > visible_ms:
+            visible_ms = times.visible_ms
+        if visible_ms <= now_ms:
+            return True
+        if visible_ms != slot.visible_ms:
+            self._delay(offset, slot, visible_ms)
+        plan.delayed += 1
+        return False
+
+    def _delay(self, offset: int, slot: _Slot, visible_ms: int) -> None:
+        """The AVAILABLE record at `offset` is not delivered before `visible_ms`."""
+        slot.visible_ms = visible_ms
+        heapq.heappush(self._visible, (visible_ms, offset))
+        if len(self._visible) > DEADLINE_ENTRIES_PER_LOCK_MAX * self._span_max():
+            self._visible = [
+                (s.visible_ms, self.start_offset + i)
+                for i, s in enumerate(self._slots)
+                if s.state is RecordState.AVAILABLE and s.visible_ms
+            ]
+            heapq.heapify(self._visible)
 
     # -- acknowledgement --
 
@@ -614,7 +825,7 @@ class SharePartition:
             elif kind == AcknowledgeType.ACCEPT:
                 _finish(slot, RecordState.ACKNOWLEDGED)
             elif kind == AcknowledgeType.RELEASE:
-                self._release(offset, slot, archived)
+                self._release(offset, slot, archived, backoff_from_ms=now_ms)
             elif kind == AcknowledgeType.REJECT:
                 self._archive(offset, slot, ArchiveReason.REJECTED, archived)
             else:  # GAP: no record at this offset, nothing to dead-letter
@@ -636,6 +847,18 @@ class SharePartition:
 
     def expire_locks(self, now_ms: int) -> list[Archived]:
         """Locks whose deadline passed: AVAILABLE again, or ARCHIVED at the limit."""
+        return self.pass_time(now_ms).archived
+
+    def pass_time(self, now_ms: int) -> TimeOutcome:
+        """Time reached `now_ms`: locks whose deadline passed are released (rule 7,
+        with the backoff of rule 10), and delayed records whose visible time passed
+        are visible again."""
+        made_visible = False
+        while self._visible and self._visible[0][0] <= now_ms:
+            visible_ms, offset = heapq.heappop(self._visible)
+            if self._delayed_until(offset, visible_ms):
+                self._slots[offset - self.start_offset].visible_ms = 0
+                made_visible = True
         expired: set[int] = set()  # entries with one deadline may overlap
         while self._deadlines and self._deadlines[0][0] <= now_ms:
             deadline_ms, first, last = heapq.heappop(self._deadlines)
@@ -647,15 +870,29 @@ class SharePartition:
                     expired.add(offset)
         archived = _ArchivedRanges()
         for offset in sorted(expired):
-            self._release(offset, self._slots[offset - self.start_offset], archived)
+            slot = self._slots[offset - self.start_offset]
+            self._release(offset, slot, archived, backoff_from_ms=now_ms)
         self._advance_past_final()
-        return archived.ranges
+        return TimeOutcome(archived.ranges, bool(expired), made_visible)
 
-    def _release(self, offset: int, slot: _Slot, archived: _ArchivedRanges) -> None:
+    def _release(
+        self,
+        offset: int,
+        slot: _Slot,
+        archived: _ArchivedRanges,
+        *,
+        backoff_from_ms: int | None = None,
+    ) -> None:
+        """Back to AVAILABLE (after the release backoff from `backoff_from_ms`, if
+        given and the group has one), or ARCHIVED at the delivery limit."""
         if slot.delivery_count >= self.settings.delivery_count_limit:
             self._archive(offset, slot, ArchiveReason.DELIVERY_LIMIT, archived)
-        else:
-            _finish(slot, RecordState.AVAILABLE)
+            return
+        _finish(slot, RecordState.AVAILABLE)
+        if backoff_from_ms is not None:
+            backoff_ms = self.settings.release_backoff_ms(slot.delivery_count)
+            if backoff_ms > 0:
+                self._delay(offset, slot, backoff_from_ms + backoff_ms)
 
     def _archive(
         self, offset: int, slot: _Slot, reason: ArchiveReason, archived: _ArchivedRanges
@@ -779,6 +1016,7 @@ class SharePartition:
         covered: dict[int, list[tuple[int, int]]] = {}
         for deadline_ms, first, last in self._deadlines:
             covered.setdefault(deadline_ms, []).append((first, last))
+        scheduled = set(self._visible)
         for index, slot in enumerate(self._slots):
             offset = self.start_offset + index
             assert slot.state in RecordState, (offset, slot.state)
@@ -794,6 +1032,11 @@ class SharePartition:
                 assert slot.delivery_count >= 1, offset
             if slot.state is RecordState.AVAILABLE:
                 assert slot.delivery_count < settings.delivery_count_limit, offset
+                assert slot.visible_ms >= 0, offset
+                if slot.visible_ms:
+                    assert (slot.visible_ms, offset) in scheduled, (offset, "delay not scheduled")
+            else:
+                assert slot.visible_ms == 0, (offset, "a delayed record that is not AVAILABLE")
         for offset in self._reasons:
             state = self.record_state(offset)
             assert state is not None and state[0] is RecordState.ARCHIVING, (offset, state)
@@ -807,16 +1050,42 @@ class _Plan:
     max_records: int
     record_limit: bool
     read_offset: int
+    now_ms: int = 0
+    # The records' times (rule 10): per record, and per batch (`LogBatch.expires_ms`).
+    times: Mapping[int, RecordTimes] = field(default_factory=dict)
     # Batch-optimized mode: once max_records is reached, go on to this offset
     # (the end of the log batch holding the last record acquired).
     stop_offset: int | None = None
     stopped: bool = False
     # The acquisition started with a throttled record (rule 5).
     throttled: bool = False
+    # Records archived as expired, and left for later, by this acquisition.
+    archived: _ArchivedRanges = field(default_factory=lambda: _ArchivedRanges())
+    delayed: int = 0
+    # Whether any record of the read has a time (else the untimed, faster path).
+    timed: bool = False
+    _batch_expiry: bool = False
     _bases: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._bases = [b.base_offset for b in self.batches]
+        self._batch_expiry = any(b.expires_ms is not None for b in self.batches)
+        self.timed = bool(self.times) or self._batch_expiry
+
+    def times_of(self, offset: int) -> RecordTimes | None:
+        """The record's times, its batch's expiry included."""
+        found = self.times.get(offset)
+        if not self._batch_expiry:
+            return found
+        index = bisect.bisect_right(self._bases, offset) - 1
+        batch = self.batches[index] if index >= 0 else None
+        if batch is None or offset > batch.last_offset or batch.expires_ms is None:
+            return found
+        if found is None:
+            return RecordTimes(expires_ms=batch.expires_ms)
+        if found.expires_ms is not None and found.expires_ms <= batch.expires_ms:
+            return found
+        return RecordTimes(found.visible_ms, batch.expires_ms)
 
     def batch_end(self, offset: int) -> int:
         """The last offset of the log batch holding `offset` (itself in a gap)."""
@@ -867,6 +1136,7 @@ def _finish(slot: _Slot, state: RecordState) -> None:
     slot.state = state
     slot.owner = None
     slot.deadline_ms = None
+    slot.visible_ms = 0
 
 
 def _assert_batches_in_order(batches: Iterable[LogBatch]) -> None:

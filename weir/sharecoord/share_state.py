@@ -22,7 +22,8 @@ and `ShareSnapshotValue.json`, coordinator record type 0), declared in the schem
 | value | 0, flexible | SnapshotEpoch int32, StateEpoch int32, LeaderEpoch int32, |
 | | | StartOffset int64, tag 0: DeliveryCompleteCount int32 (default -1), |
 | | | CreateTimestamp int64, WriteTimestamp int64, StateBatches [FirstOffset |
-| | | int64, LastOffset int64, DeliveryState int8, DeliveryCount int16], |
+| | | int64, LastOffset int64, DeliveryState int8, DeliveryCount int16, |
+| | | tag 0x5746 (Weir's): VisibleTimestamp int64 (default 0)], |
 | | | tag 0x5745 (Weir's): DeadLetterMark int64 (default -1) |
 
 Weir writes snapshots only (never Kafka's ShareUpdate deltas, record type 1).
@@ -32,6 +33,12 @@ dead-letter partition at or below every dead letter written for them, so that a
 broker that crashed between writing dead letters and storing them ARCHIVED finds
 them by reading the dead-letter partition from there
 (`weir.broker.coordinators.dead_letters`). -1: none.
+
+VisibleTimestamp is Weir's own tagged field (a reader that does not know it skips
+it, as Kafka's tagged-field rules require): the wall-clock time (epoch ms) before
+which an AVAILABLE batch may not be delivered again, set by a release backoff
+(`weir.share.release.backoff.*`), so that a restart does not shorten a backoff.
+0 for every other batch.
 
 Decoding never trusts the bytes (`weir.format.versioned_records` bounds lengths and
 array counts); on top of that a decoded state must be well formed (`ShareState`'s
@@ -118,6 +125,8 @@ SHARE_SNAPSHOT_RECORD_TYPE = 0
 SNAPSHOT_VALUE_VERSION = 0
 # Weir's tagged field in ShareSnapshotValue ("WE"): far from Kafka's own tags.
 DEAD_LETTER_MARK_TAG = 0x5745
+# Weir's tagged field in a StateBatch (a release backoff's end): far from Kafka's too.
+VISIBLE_TIMESTAMP_TAG = 0x5746
 NO_DEAD_LETTER_MARK = -1
 
 
@@ -152,6 +161,7 @@ SHARE_SNAPSHOT_VALUE = Message(
                     Field("last_offset", INT64),
                     Field("delivery_state", INT8),
                     Field("delivery_count", INT16),
+                    Field("visible_timestamp", INT64, tag=VISIBLE_TIMESTAMP_TAG, default=0),
                 )
             ),
         ),
@@ -162,12 +172,14 @@ SHARE_SNAPSHOT_VALUE = Message(
 
 @dataclass(frozen=True)
 class StateBatch:
-    """Offsets `first_offset..last_offset` (inclusive), all in `state` with `delivery_count`."""
+    """Offsets `first_offset..last_offset` (inclusive), all in `state` with `delivery_count`;
+    an AVAILABLE batch may not be delivered before `visible_ms` (epoch ms; 0: at once)."""
 
     first_offset: int
     last_offset: int
     state: RecordState
     delivery_count: int
+    visible_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -215,6 +227,8 @@ def _state_problem(state: ShareState) -> str | None:
             return f"batch {batch} has a state a stored batch cannot have"
         if not 0 <= batch.delivery_count <= DELIVERY_COUNT_MAX:
             return f"batch {batch} has delivery count out of range"
+        if batch.visible_ms < 0 or (batch.visible_ms and batch.state is not RecordState.AVAILABLE):
+            return f"batch {batch} has a visible time it cannot have"
         previous_last = batch.last_offset
     if state.dead_letter_mark < NO_DEAD_LETTER_MARK:
         return f"dead-letter mark {state.dead_letter_mark} is below -1"
@@ -266,6 +280,7 @@ def encode_share_snapshot(
                 "last_offset": b.last_offset,
                 "delivery_state": int(b.state),
                 "delivery_count": b.delivery_count,
+                "visible_timestamp": b.visible_ms,
             }
             for b in state.batches
         ],
@@ -320,6 +335,7 @@ def _batches(stored: Sequence[Any]) -> tuple[StateBatch, ...]:
                 entry.last_offset,
                 state,
                 entry.delivery_count,
+                entry.visible_timestamp,
             )
         )
     return tuple(batches)

@@ -14,14 +14,15 @@ the pure state machine, driven from here:
    the high watermark, and the batches found are offered to `acquire`, which locks
    records for the member and counts the delivery;
 3. acknowledge (ShareFetch's piggy-backed batches, ShareAcknowledge);
-4. time: one task expires the locks at the earliest deadline of all partitions;
+4. time: one task expires the locks at the earliest deadline of all partitions,
+   which includes the time a delayed record becomes visible (`pass_time`);
 5. every change is stored (`ShareStateService.write`, the whole state as one
    record) and the request is answered once that is durable: an acknowledgement
    that was answered is never lost, and a delivery count a consumer saw is never
    undercounted after a crash.
 
-Records that become available again (released, lock expired) wake the share
-fetches parked on that partition, as new records do.
+Records that become available again (released, lock expired, a delay or backoff
+over) wake the share fetches parked on that partition, as new records do.
 """
 
 from __future__ import annotations
@@ -239,9 +240,12 @@ class SharePartitions:
             deadline = leader.partition.next_deadline_ms()
             if deadline is None or deadline > now_ms:
                 continue
-            archived = leader.partition.expire_locks(now_ms)
-            self.archived(leader, archived)
-            changed.append(leader)
+            passed = leader.partition.pass_time(now_ms)
+            self.archived(leader, passed.archived)
+            if passed.locks_expired:
+                changed.append(leader)
+            elif passed.made_visible:  # nothing to store: the delay was over
+                leader.wake()
         if changed:
             await self.persist(changed)
             for leader in changed:
@@ -271,4 +275,8 @@ def partition_settings(config: ShareGroupConfig) -> ShareSettings:
         partition_max_record_locks=config.partition_max_record_locks,
         renew_acknowledge_enabled=config.renew_acknowledge_enable,
         dead_letters=config.dead_letter_topic is not None,
+        release_backoff_initial_ms=min(
+            config.release_backoff_initial_ms, config.delivery_delay_max_ms
+        ),
+        release_backoff_max_ms=min(config.release_backoff_max_ms, config.delivery_delay_max_ms),
     )

@@ -66,30 +66,41 @@ class _WireBatch(Protocol):
     last_offset: int
     delivery_state: int
     delivery_count: int
+    visible_timestamp: int
 
 
 def state_from_wire(
-    start_offset: int, state_epoch: int, leader_epoch: int, batches: Iterable[_WireBatch]
+    start_offset: int,
+    state_epoch: int,
+    leader_epoch: int,
+    batches: Iterable[_WireBatch],
+    dead_letter_mark: int,
 ) -> ShareState:
-    """A state from a request's or response's fields. Raises ValueError when they are
-    not one (an unknown delivery state, batches out of order, ...)."""
+    """A state from a request's or response's fields (Weir's tagged fields included:
+    a batch's visible time, the dead-letter mark). Raises ValueError when they are not
+    one (an unknown delivery state, batches out of order, ...)."""
     return ShareState(
         start_offset,
         state_epoch,
         leader_epoch,
         tuple(
             StateBatch(
-                b.first_offset, b.last_offset, RecordState(b.delivery_state), b.delivery_count
-            )  # fmt: skip
+                b.first_offset,
+                b.last_offset,
+                RecordState(b.delivery_state),
+                b.delivery_count,
+                b.visible_timestamp,
+            )
             for b in batches
         ),
+        dead_letter_mark,
     )
 
 
 def wire_batches(state: ShareState, batch_type: Any) -> list[Any]:
     """The state's batches as `batch_type` (a generated StateBatch class)."""
     return [
-        batch_type(b.first_offset, b.last_offset, int(b.state), b.delivery_count)
+        batch_type(b.first_offset, b.last_offset, int(b.state), b.delivery_count, b.visible_ms)
         for b in state.batches
     ]
 
@@ -125,7 +136,11 @@ class ShareStateRpc:
             return None
         try:
             return state_from_wire(
-                result.start_offset, result.state_epoch, leader_epoch, result.state_batches
+                result.start_offset,
+                result.state_epoch,
+                leader_epoch,
+                result.state_batches,
+                result.dead_letter_mark,
             )
         except ValueError as exc:
             raise ShareStateUnavailableError(
@@ -142,6 +157,7 @@ class ShareStateRpc:
             start_offset=state.start_offset,
             delivery_complete_count=state.delivery_complete_count,
             state_batches=wire_batches(state, WriteShareGroupStateRequestStateBatch),
+            dead_letter_mark=state.dead_letter_mark,
         )
         request = WriteShareGroupStateRequest(
             key.group_id, [WriteShareGroupStateRequestTopic(key.topic_id, [partition])]

@@ -8,12 +8,16 @@ A ShareFetch, on the leader of its partitions:
    offset), each partition's result in its `acknowledge_error_code`;
 3. acquires records from every partition of the session: the log is read from the
    share partition's `fetch_offset` up to the high watermark (the last stable
-   offset under read_committed), and `SharePartition.acquire` locks what is
-   available for this member, up to MaxRecords (exactly, in v2's record-limit
+   offset under read_committed), and `SharePartition.acquire_records` locks what
+   is available for this member, up to MaxRecords (exactly, in v2's record-limit
    mode); the batches holding acquired records are returned whole, with the
-   acquired ranges and their delivery counts (the client drops the rest);
-4. with nothing acquired, waits (up to MaxWaitMs) for new records or records
-   released or unlocked, then tries again;
+   acquired ranges and their delivery counts (the client drops the rest). For a
+   group with Weir's delays or expiry (`weir.share.record.headers.enable`,
+   `weir.share.record.ttl.ms`) the read's records' times are given too
+   (`weir.sharecoord.delivery_times`, which decodes records only where they can
+   matter): delayed records are left for later, expired ones archived;
+4. with nothing acquired, waits (up to MaxWaitMs) for new records, records
+   released or unlocked, or delayed records becoming visible, then tries again;
 5. stores the changed share partitions' state and answers once it is durable.
 
 ShareAcknowledge does 1 and 2 (and 5). The final epoch (-1) closes the session
@@ -47,12 +51,15 @@ from weir.format.record_batch import InvalidBatch, iter_batch_headers
 from weir.log.disk_executor import DiskJob
 from weir.log.errors import LogError, OffsetOutOfRange
 from weir.log.page_cache import ReadNotCached, warm
+from weir.sharecoord.delivery_times import DeliveryPolicy, delivery_times
 from weir.sharecoord.share_partition import (
     AckBatch,
     AcknowledgeType,
     AckOutcome,
     AcquiredRange,
+    Acquisition,
     LogBatch,
+    RecordTimes,
 )
 from weir.wire.messages.share_groups import (
     ShareAcknowledgeRequest,
@@ -245,7 +252,13 @@ async def _acquire_once(
     """Acquire from each partition of the session; return what to wait on when
     nothing was acquired."""
     waits = []
-    read_committed = service.partitions.config(state.group_id).read_committed
+    config = service.partitions.config(state.group_id)
+    read_committed = config.read_committed
+    policy = DeliveryPolicy(
+        headers=config.record_headers_enabled,
+        record_ttl_ms=config.record_ttl_ms,
+        delay_max_ms=config.delivery_delay_max_ms,
+    )
     for topic_id, index in list(session.partitions):
         if records_max <= 0 or bytes_max <= 0:
             break
@@ -255,9 +268,21 @@ async def _acquire_once(
             continue
         replica, leader = found
         read_end = replica.last_stable_offset if read_committed else replica.high_watermark
-        acquired, records = await _acquire_partition(
-            broker, replica, leader, state.member_id, read_end, records_max, record_limit, bytes_max
+        acquisition, records = await _acquire_partition(
+            broker,
+            replica,
+            leader,
+            state.member_id,
+            read_end,
+            _Limits(records_max, record_limit, bytes_max),
+            policy,
         )
+        if acquisition.archived:  # expired (rule 10): stored, and dead-lettered
+            service.partitions.archived(leader, acquisition.archived)
+            state.changed.append(leader)
+        if acquisition.delayed:
+            service.partitions.poke()  # a visible time for the expiry task
+        acquired = acquisition.acquired
         if acquired:
             log.debug("share fetch: %s acquired %s of %s-%d", state.member_id, acquired,
                       replica.topic.name, index)  # fmt: skip
@@ -308,40 +333,75 @@ def _leader_hint(broker: Broker, topic: str, index: int, result: _PartitionResul
     result.leader_id, result.leader_epoch = partition_state.leader, partition_state.leader_epoch
 
 
+@dataclass(frozen=True)
+class _Limits:
+    """What one partition's acquisition may take."""
+
+    records_max: int
+    record_limit: bool  # ShareFetch v2's record-limit mode
+    bytes_max: int
+
+
+_NOTHING = Acquisition([])
+
+
 async def _acquire_partition(
     broker: Broker,
     replica: PartitionReplica,
     leader: ShareLeader,
     member_id: str,
     read_end: int,
-    records_max: int,
-    record_limit: bool,
-    bytes_max: int,
-) -> tuple[list[AcquiredRange], bytes | bytearray | memoryview]:
+    limits: _Limits,
+    policy: DeliveryPolicy,
+) -> tuple[Acquisition, bytes | bytearray | memoryview]:
     partition = leader.partition
-    offset = partition.fetch_offset()
+    now_ms = wall_clock_ms()
+    offset = partition.fetch_offset(now_ms)
     if offset is None or offset >= read_end:
-        return [], b""
+        return _NOTHING, b""
     if offset < replica.log.log_start_offset:  # retention or DeleteRecords moved it
         partition.advance_start_to(replica.log.log_start_offset)
-        offset = partition.fetch_offset()
+        offset = partition.fetch_offset(now_ms)
         if offset is None or offset >= read_end:
-            return [], b""
-    records = await _read(broker, replica, offset, bytes_max, read_end)
+            return _NOTHING, b""
+    records = await _read(broker, replica, offset, limits.bytes_max, read_end)
     if not records:
-        return [], b""
-    batches = _batches(records)
-    acquired = partition.acquire(
+        return _NOTHING, b""
+    now_ms = wall_clock_ms()  # the read may have waited on the disk
+    batches, times = _batches_and_times(broker, records, policy, now_ms)
+    acquisition = partition.acquire_records(
         member_id,
         batches,
-        max_records=records_max,
-        record_limit=record_limit,
+        max_records=limits.records_max,
+        record_limit=limits.record_limit,
         read_offset=offset,
-        now_ms=wall_clock_ms(),
+        now_ms=now_ms,
+        times=times,
     )
-    if not acquired:
-        return [], b""
-    return acquired, _trim(records, acquired)
+    if not acquisition.acquired:
+        return acquisition, b""
+    return acquisition, _trim(records, acquisition.acquired)
+
+
+def _batches_and_times(
+    broker: Broker,
+    records: bytes | bytearray | memoryview,
+    policy: DeliveryPolicy,
+    now_ms: int,
+) -> tuple[list[LogBatch], dict[int, RecordTimes] | None]:
+    """The read's data batches, and its records' times when the group has delays or
+    expiry (else the records are never looked at: the batch headers suffice)."""
+    if not policy.active:
+        return _batches(records), None
+    try:
+        return delivery_times(
+            records,
+            policy,
+            now_ms,
+            uncompressed_bytes_max=broker.config.limits.fetch_response_bytes_max,
+        )
+    except InvalidBatch:
+        return [], None
 
 
 async def _read(
@@ -492,6 +552,8 @@ async def _acknowledge_all(
             result.ack_error, result.ack_error_message = outcome.error, outcome.message or None
         state.changed.append(leader)
         leader.wake()
+        if leader.partition.settings.release_backoff_initial_ms:
+            service.partitions.poke()  # a RELEASE's backoff: a visible time to wake at
 
 
 def _acknowledge(

@@ -115,6 +115,7 @@ async def _read_one(
         state_epoch=state.state_epoch,
         start_offset=state.start_offset,
         state_batches=wire_batches(state, ReadShareGroupStateResponseStateBatch),
+        dead_letter_mark=state.dead_letter_mark,
     )
 
 
@@ -183,7 +184,11 @@ def _written_state(
         state_epoch = DEFAULT_STATE_EPOCH if stored is None else stored.state_epoch
     try:
         return state_from_wire(
-            start_offset, state_epoch, requested.leader_epoch, requested.state_batches
+            start_offset,
+            state_epoch,
+            requested.leader_epoch,
+            requested.state_batches,
+            requested.dead_letter_mark,
         )
     except ValueError as exc:
         raise ShareStateUnavailableError(ErrorCode.INVALID_REQUEST, str(exc)) from exc

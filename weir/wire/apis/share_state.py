@@ -7,7 +7,8 @@ ReadShareGroupStateSummary (87) v0-1.
 Transcribed from the message specs inside the kafka-clients 4.4.0 jar
 (`common/message/*ShareGroupState*.json`) and checked byte for byte against its
 generated Java classes (`tests/wire/test_share_state_wire.py`). Every version of
-every message is flexible and none has a tagged field.
+every message is flexible; none has a tagged field of Kafka's, and Weir adds two of its own
+(the dead-letter mark, a batch's visible time) that only Weir brokers read.
 
 A state batch's `delivery_state` is Kafka's DeliveryState byte (0 AVAILABLE,
 2 ACKNOWLEDGED, 4 ARCHIVED); a start offset of -1 is "not initialized" in a read's
@@ -39,6 +40,16 @@ DEFAULT_STATE_EPOCH = 0
 EPOCH_NOT_CHECKED = -1
 
 
+# Weir's own tagged fields between Weir brokers ("WE", "WF": far from Kafka's tags): the
+# parts of a share partition's state Kafka's share state has no field for.
+WEIR_DEAD_LETTER_MARK_TAG = 0x5745
+WEIR_VISIBLE_TIMESTAMP_TAG = 0x5746
+
+
+def _dead_letter_mark() -> Field:
+    return Field("dead_letter_mark", INT64, tag=WEIR_DEAD_LETTER_MARK_TAG, default=-1)
+
+
 def _state_batches() -> Field:
     return Field(
         "state_batches",
@@ -48,6 +59,8 @@ def _state_batches() -> Field:
                 Field("last_offset", INT64),
                 Field("delivery_state", INT8),
                 Field("delivery_count", INT16),
+                # Weir's tagged field (Kafka skips it): a release backoff's end, epoch ms.
+                Field("visible_timestamp", INT64, tag=WEIR_VISIBLE_TIMESTAMP_TAG, default=0),
             )
         ),
     )
@@ -124,7 +137,12 @@ READ_SHARE_GROUP_STATE_REQUEST = _request(
 READ_SHARE_GROUP_STATE_RESPONSE = _response(
     "ReadShareGroupStateResponse",
     "0",
-    [Field("state_epoch", INT32), Field("start_offset", INT64), _state_batches()],
+    [
+        Field("state_epoch", INT32),
+        Field("start_offset", INT64),
+        _state_batches(),
+        _dead_letter_mark(),
+    ],
 )
 
 # -- WriteShareGroupState (85) --------------------------------------------------------
@@ -138,6 +156,7 @@ WRITE_SHARE_GROUP_STATE_REQUEST = _request(
         Field("start_offset", INT64),
         # "ignorable": a v0 request drops it (KIP-1226).
         Field("delivery_complete_count", INT32, "1+", default=-1),
+        _dead_letter_mark(),
         _state_batches(),
     ],
 )

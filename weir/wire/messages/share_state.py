@@ -82,6 +82,7 @@ class ReadShareGroupStateResponseStateBatch:
     last_offset: int = 0
     delivery_state: int = 0
     delivery_count: int = 0
+    visible_timestamp: int = 0
 
 
 @dataclass(slots=True)
@@ -92,6 +93,7 @@ class ReadShareGroupStateResponsePartition:
     state_epoch: int = 0
     start_offset: int = 0
     state_batches: list[ReadShareGroupStateResponseStateBatch] = field(default_factory=list)
+    dead_letter_mark: int = -1
 
 
 @dataclass(slots=True)
@@ -111,6 +113,7 @@ class WriteShareGroupStateRequestStateBatch:
     last_offset: int = 0
     delivery_state: int = 0
     delivery_count: int = 0
+    visible_timestamp: int = 0
 
 
 @dataclass(slots=True)
@@ -120,6 +123,7 @@ class WriteShareGroupStateRequestPartition:
     leader_epoch: int = 0
     start_offset: int = 0
     delivery_complete_count: int = -1
+    dead_letter_mark: int = -1
     state_batches: list[WriteShareGroupStateRequestStateBatch] = field(default_factory=list)
 
 
