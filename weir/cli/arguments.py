@@ -823,9 +823,26 @@ def _add_group_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def _add_queue_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     queue = commands.add_parser(
-        "queue", help="share groups as queues: list and redrive their dead letters"
+        "queue",
+        help="share groups as queues: describe, purge, list and redrive their dead letters",
     )
     actions = queue.add_subparsers(dest="queue_command", metavar="ACTION", required=True)
+    describe = actions.add_parser(
+        "describe",
+        parents=[common],
+        help="a share group's state, members and, per partition, its start offset and lag",
+    )
+    describe.add_argument("--group", required=True, help="the share group")
+    purge = actions.add_parser(
+        "purge",
+        parents=[common],
+        help="move a share group past every record produced so far (its members stopped)",
+    )
+    purge.add_argument("--group", required=True, help="the share group")
+    purge.add_argument("--topic", help="only this topic (default: every topic of the group)")
+    purge.add_argument(
+        "--dry-run", action="store_true", help="show what would be skipped, change nothing"
+    )
     letters = actions.add_parser(
         "dead-letters",
         aliases=["peek"],

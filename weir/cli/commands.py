@@ -13,6 +13,7 @@ from weir.cli import (
     cluster_commands,
     group_commands,
     queue_commands,
+    queue_group_commands,
     topic_commands,
     txn_commands,
     user_commands,
@@ -159,7 +160,15 @@ def _run_queue_command(args: argparse.Namespace, cluster: Cluster, stdout: TextI
     action = args.queue_command
     document: dict[str, Any]
     render: Callable[[dict[str, Any]], str]
-    if action in ("dead-letters", "peek"):
+    if action == "describe":
+        document = queue_group_commands.describe_queue(cluster, args.group)
+        render = queue_group_commands.render_queue
+    elif action == "purge":
+        document = queue_group_commands.purge_queue(
+            cluster, args.group, args.topic, dry_run=args.dry_run
+        )
+        render = queue_group_commands.render_purge
+    elif action in ("dead-letters", "peek"):
         document = queue_commands.list_dead_letters(
             cluster, args.group, args.dead_letter_topic, args.records_max
         )

@@ -77,6 +77,9 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),  # `weir queue`
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (1, 1),  # v1: the lag
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 2),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
