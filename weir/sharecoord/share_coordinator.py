@@ -570,6 +570,21 @@ class ShareGroupCoordinator:
             if not wanted or group.state().value.lower() in wanted
         ]
 
+    def create_empty_group(self, group_id: str) -> list[ShareGroupRecord]:
+        """An empty share group, as Kafka's AlterShareGroupOffsets creates one for an
+        unknown id (group and assignment epochs at 1: the first member's join moves
+        the group to 2 and computes its target). Returns its records; [] when the group
+        exists. The caller checks that no other type's group has the id."""
+        if group_id in self.groups:
+            return []
+        group = ShareGroup(group_id)
+        group.assignment_epoch = group.group_epoch
+        self.groups[group_id] = group
+        return [
+            rec.group_epoch_record(group_id, group.group_epoch, group.metadata_hash),
+            rec.target_assignment_epoch_record(group_id, group.assignment_epoch, 0),
+        ]
+
     def delete_groups(
         self, group_ids: Iterable[str]
     ) -> tuple[dict[str, ErrorCode], list[ShareGroupRecord]]:

@@ -74,6 +74,9 @@ from weir.wire.apis.security import (
     SASL_HANDSHAKE,
 )
 from weir.wire.apis.share_groups import (
+    ALTER_SHARE_GROUP_OFFSETS,
+    DELETE_SHARE_GROUP_OFFSETS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
     SHARE_ACKNOWLEDGE,
     SHARE_FETCH,
     SHARE_GROUP_APIS,
@@ -158,6 +161,9 @@ APIS: dict[int, Api] = {
         SHARE_FETCH,
         SHARE_ACKNOWLEDGE,
         *SHARE_STATE_SERVED_APIS,
+        DESCRIBE_SHARE_GROUP_OFFSETS,
+        ALTER_SHARE_GROUP_OFFSETS,
+        DELETE_SHARE_GROUP_OFFSETS,
         LIST_GROUPS,
         DESCRIBE_GROUPS,
         DELETE_GROUPS,

@@ -8,7 +8,8 @@ ControllerApis, AclApis), declared once per API, by family:
 - `rules_transactions`: InitProducerId and the transaction APIs;
 - `rules_admin`: topics, configurations, partitions, DescribeCluster;
 - `rules_security`: ACLs, SCRAM credentials, client quotas;
-- `rules_share`: share groups' membership, ShareFetch and ShareAcknowledge;
+- `rules_share`: share groups' membership, ShareFetch, ShareAcknowledge and the
+  share-group offsets APIs;
 - `rules_share_state`: the share coordinator's internal APIs (CLUSTER_ACTION).
 
 Their helpers are `rules_shared`'s. An API with no rule is refused (the dispatcher
@@ -63,6 +64,9 @@ RULES: dict[int, Rule] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: share_state.write_share_group_state,
     ApiKey.DELETE_SHARE_GROUP_STATE: share_state.delete_share_group_state,
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: share_state.read_share_group_state_summary,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share.describe_share_group_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: share.alter_share_group_offsets,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: share.delete_share_group_offsets,
     # Transactions.
     ApiKey.INIT_PRODUCER_ID: transactions.init_producer_id,
     ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,

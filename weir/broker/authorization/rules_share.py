@@ -1,5 +1,5 @@
 """Share groups' rules (Kafka 4.4's KafkaApis): ShareGroupHeartbeat, ShareGroupDescribe,
-ShareFetch, ShareAcknowledge.
+ShareFetch, ShareAcknowledge and the share-group offsets APIs.
 
 - ShareGroupHeartbeat: READ on the group (else GROUP_AUTHORIZATION_FAILED), then
   DESCRIBE on every subscribed topic named (else TOPIC_AUTHORIZATION_FAILED, the
@@ -9,6 +9,18 @@ ShareFetch, ShareAcknowledge.
   answered GROUP_AUTHORIZATION_FAILED), READ on each topic: a refused topic's
   partitions are answered TOPIC_AUTHORIZATION_FAILED (fetch and acknowledgement)
   and never reach the share session.
+- DescribeShareGroupOffsets: DESCRIBE on each group (else that group's entry is
+  GROUP_AUTHORIZATION_FAILED, no message); the topics named need DESCRIBE (a refused
+  one is answered after the others, each partition TOPIC_AUTHORIZATION_FAILED with
+  start offset and lag -1); "every topic" (null) leaves out, silently, the topics the
+  session may not describe.
+- AlterShareGroupOffsets: READ on the group (else the whole request is refused
+  GROUP_AUTHORIZATION_FAILED), READ on each topic (a refused one's partitions are
+  TOPIC_AUTHORIZATION_FAILED, first in the answer).
+- DeleteShareGroupOffsets: DELETE on the group (else GROUP_AUTHORIZATION_FAILED), READ
+  on each topic (a refused one's entry is TOPIC_AUTHORIZATION_FAILED, first).
+A group-level error from the handler answers no topic entries, refused ones included,
+as Kafka's error response has none.
 """
 
 from __future__ import annotations
@@ -31,6 +43,18 @@ from weir.broker.handlers.context import RequestContext
 from weir.broker.handlers.request_authorization import RequestAuthorization
 from weir.security.acl import AclOperation, ResourceType
 from weir.wire.messages.share_groups import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsResponsePartition,
+    AlterShareGroupOffsetsResponseResponse,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsResponseResponse,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    DescribeShareGroupOffsetsResponseGroup,
+    DescribeShareGroupOffsetsResponsePartition,
+    DescribeShareGroupOffsetsResponseTopic,
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
     ShareAcknowledgeResponsePartition,
@@ -47,6 +71,8 @@ from weir.wire.messages.share_groups import (
 
 READ = AclOperation.READ
 DESCRIBE = AclOperation.DESCRIBE
+DELETE = AclOperation.DELETE
+ZERO_UUID = uuid.UUID(int=0)
 
 
 def share_group_heartbeat(
@@ -168,3 +194,138 @@ def share_acknowledge(
         for topic in refused_topics
     ]
     return served_with(request, appending("responses", entries))
+
+
+# -- the share-group offsets APIs (90-92) ---------------------------------------------
+
+
+def describe_share_group_offsets(
+    authorization: RequestAuthorization,
+    ctx: RequestContext,
+    request: DescribeShareGroupOffsetsRequest,
+) -> Gate[DescribeShareGroupOffsetsRequest, Any]:
+    kept, denied = split(
+        authorization, DESCRIBE, request.groups, lambda g: g.group_id, ResourceType.GROUP
+    )
+    request.groups = kept
+    refused_topics: dict[int, list[DescribeShareGroupOffsetsResponseTopic]] = {}
+    for index, group in enumerate(kept):
+        if not group.topics:
+            continue
+        group.topics, denied_topics = split(
+            authorization, DESCRIBE, group.topics, lambda t: t.topic_name
+        )
+        if denied_topics:
+            refused_topics[index] = [
+                DescribeShareGroupOffsetsResponseTopic(
+                    topic_name=topic.topic_name,
+                    partitions=[_describe_refusal(p) for p in topic.partitions],
+                )
+                for topic in denied_topics
+            ]
+    everything = [index for index, group in enumerate(kept) if group.topics is None]
+    refused_groups = [
+        DescribeShareGroupOffsetsResponseGroup(
+            group_id=group.group_id, error_code=GROUP_AUTHORIZATION_FAILED
+        )
+        for group in denied
+    ]
+
+    def complete(response: DescribeShareGroupOffsetsResponse) -> DescribeShareGroupOffsetsResponse:
+        for index, group in enumerate(response.groups):
+            if group.error_code:
+                continue
+            if index in everything:
+                describable = allowed_names(
+                    authorization,
+                    DESCRIBE,
+                    ResourceType.TOPIC,
+                    (t.topic_name for t in group.topics),
+                    audit_denial=False,
+                )
+                group.topics = [t for t in group.topics if t.topic_name in describable]
+            group.topics.extend(refused_topics.get(index, []))
+        response.groups = [*refused_groups, *response.groups]
+        return response
+
+    return served_with(request, complete)
+
+
+def _describe_refusal(partition: int) -> DescribeShareGroupOffsetsResponsePartition:
+    return DescribeShareGroupOffsetsResponsePartition(
+        partition_index=partition,
+        start_offset=-1,
+        lag=-1,
+        error_code=TOPIC_AUTHORIZATION_FAILED,
+        error_message=ERROR_MESSAGES[TOPIC_AUTHORIZATION_FAILED],
+    )
+
+
+def _topic_id(ctx: RequestContext, name: str) -> uuid.UUID:
+    record = ctx.broker.controller.topic(name)
+    return ZERO_UUID if record is None else record.topic_id
+
+
+def alter_share_group_offsets(
+    authorization: RequestAuthorization, ctx: RequestContext, request: AlterShareGroupOffsetsRequest
+) -> Gate[AlterShareGroupOffsetsRequest, Any]:
+    if not authorization.allows_group(READ, request.group_id):
+        return refused(
+            AlterShareGroupOffsetsResponse(
+                error_code=GROUP_AUTHORIZATION_FAILED,
+                error_message=ERROR_MESSAGES[GROUP_AUTHORIZATION_FAILED],
+            )
+        )
+    request.topics, denied = split(authorization, READ, request.topics, lambda t: t.topic_name)
+    entries = [
+        AlterShareGroupOffsetsResponseResponse(
+            topic_name=topic.topic_name,
+            topic_id=_topic_id(ctx, topic.topic_name),
+            partitions=[
+                AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=TOPIC_AUTHORIZATION_FAILED,
+                    error_message=ERROR_MESSAGES[TOPIC_AUTHORIZATION_FAILED],
+                )
+                for p in topic.partitions
+            ],
+        )
+        for topic in denied
+    ]
+    return served_with(request, _prepending_unless_failed(entries) if entries else None)
+
+
+def delete_share_group_offsets(
+    authorization: RequestAuthorization,
+    ctx: RequestContext,
+    request: DeleteShareGroupOffsetsRequest,
+) -> Gate[DeleteShareGroupOffsetsRequest, Any]:
+    if not authorization.allows_group(DELETE, request.group_id):
+        return refused(
+            DeleteShareGroupOffsetsResponse(
+                error_code=GROUP_AUTHORIZATION_FAILED,
+                error_message=ERROR_MESSAGES[GROUP_AUTHORIZATION_FAILED],
+            )
+        )
+    request.topics, denied = split(authorization, READ, request.topics, lambda t: t.topic_name)
+    entries = [
+        DeleteShareGroupOffsetsResponseResponse(
+            topic_name=topic.topic_name,
+            error_code=TOPIC_AUTHORIZATION_FAILED,
+            error_message=ERROR_MESSAGES[TOPIC_AUTHORIZATION_FAILED],
+        )
+        for topic in denied
+    ]
+    return served_with(request, _prepending_unless_failed(entries) if entries else None)
+
+
+def _prepending_unless_failed(entries: list[Any]) -> Any:
+    """Put the refused topics' `entries` first in `responses`, unless the handler
+    answered a group-level error (Kafka's error response lists no topic)."""
+
+    def complete(response: Any) -> Any:
+        if response.error_code == 0:
+            response.responses = [*entries, *response.responses]
+        return response
+
+    return complete

@@ -27,6 +27,7 @@ import weir.broker.handlers.produce as produce
 import weir.broker.handlers.producer_ids as producer_ids
 import weir.broker.handlers.sasl as sasl
 import weir.broker.handlers.security_admin as security_admin
+import weir.broker.handlers.share_admin as share_admin
 import weir.broker.handlers.share_fetch as share_fetch
 import weir.broker.handlers.share_groups as share_groups
 import weir.broker.handlers.share_state as share_state
@@ -84,6 +85,9 @@ HANDLERS: dict[int, Handler[Any, Any]] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: share_state.handle_write_share_group_state,
     ApiKey.DELETE_SHARE_GROUP_STATE: share_state.handle_delete_share_group_state,
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: share_state.handle_read_share_group_state_summary,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_admin.handle_describe_share_group_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_admin.handle_alter_share_group_offsets,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_admin.handle_delete_share_group_offsets,
     ApiKey.ELECT_LEADERS: partition_admin.handle_elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_admin.handle_alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_admin.handle_list_partition_reassignments,

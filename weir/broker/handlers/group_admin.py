@@ -1,5 +1,11 @@
 """Group administration: ListGroups, DescribeGroups, DeleteGroups, OffsetDelete,
-over both coordinators (classic and KIP-848).
+over the three coordinators (classic, KIP-848 and share groups).
+
+Share groups as Kafka 4.4 answers for them: ListGroups lists them with group type and
+protocol type "share"; DescribeGroups (a classic-group API) describes one as it does
+an unknown group (Dead, no error); DeleteGroups deletes an empty one, its share state
+first (`__share_group_state` tombstones) and the group only once that is durable, and
+answers NON_EMPTY_GROUP for one with members.
 """
 
 from __future__ import annotations
@@ -7,8 +13,10 @@ from __future__ import annotations
 from weir.broker.coordinators.group_service import GroupService
 from weir.broker.handlers.context import Deferred, RequestContext
 from weir.broker.handlers.groups import group_service, set_group_operations
+from weir.broker.handlers.share_admin import delete_group_states
 from weir.format.errors import ErrorCode
 from weir.format.schema import strict_value
+from weir.groupcoord.record_schemas import GroupRecord
 from weir.wire.messages.groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -27,6 +35,7 @@ from weir.wire.messages.groups import (
 
 GROUP_TYPE_CLASSIC = "classic"
 GROUP_TYPE_CONSUMER = "consumer"
+GROUP_TYPE_SHARE = "share"
 
 
 def group_listings(
@@ -42,6 +51,10 @@ def group_listings(
     listed += [
         (group_id, GROUP_TYPE_CONSUMER, group.state().value, GROUP_TYPE_CONSUMER)
         for group_id, group in service.consumer_groups.groups.items()
+    ]
+    listed += [
+        (group_id, GROUP_TYPE_SHARE, state, GROUP_TYPE_SHARE)
+        for group_id, state in service.share_groups.list_groups()
     ]
     return [
         ListGroupsResponseGroup(group_id=g, protocol_type=p, group_state=s, group_type=t)
@@ -98,19 +111,26 @@ def handle_delete_groups(
     results: dict[str, ErrorCode] = {}
     records = []
     classic_ids = []
+    share_ids = []
     for group_id in request.groups_names:
         if service.consumer_groups.has_group(group_id):
             error, group_records = service.consumer_groups.delete_group(group_id)
             results[group_id] = error
             if error == ErrorCode.NONE:
                 records += group_records + service.offsets.delete_group(group_id)
+        elif service.share_groups.has_group(group_id):
+            if service.share_groups.members_of(group_id):
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            elif group_id not in share_ids:
+                share_ids.append(group_id)
         else:
             classic_ids.append(group_id)
     reply = service.classic.delete_groups(classic_ids, now_ms)
     records += reply.records
 
     async def finish() -> DeleteGroupsResponse:
-        durable_error = await service.settle(records, reply.completed)
+        share_records = await _delete_share_groups(ctx, service, share_ids, results)
+        durable_error = await service.settle(records + share_records, reply.completed)
         await service.wait_for(reply.pending)
         results.update(dict(reply.pending.result))
         return DeleteGroupsResponse(
@@ -124,6 +144,24 @@ def handle_delete_groups(
         )
 
     return Deferred(finish)
+
+
+async def _delete_share_groups(
+    ctx: RequestContext, service: GroupService, group_ids: list[str], results: dict[str, ErrorCode]
+) -> list[GroupRecord]:
+    """Kafka's order: each empty share group's state goes first; a group whose state
+    could not be deleted stays (and answers the error). Returns the records deleting
+    the others."""
+    deletable = []
+    for group_id in group_ids:
+        error = await delete_group_states(ctx, group_id)
+        if error == ErrorCode.NONE:
+            deletable.append(group_id)
+        else:
+            results[group_id] = error
+    errors, share_records = service.share_groups.delete_groups(deletable)
+    results.update(errors)
+    return service.share_records(share_records)
 
 
 def handle_offset_delete(
