@@ -144,3 +144,61 @@ async def test_delete_offsets_needs_delete_on_the_group_and_read_on_each_topic(
         ("secret", ZERO_UUID, TAF),
         ("t", topic_id(broker), ErrorCode.NONE),
     ]
+
+
+def share_fetch_body(group_id: str, topics: list[uuid.UUID]) -> Any:
+    return {
+        "group_id": group_id,
+        "member_id": str(uuid.uuid4()),
+        "share_session_epoch": 0,
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "max_records": 10,
+        "batch_size": 10,
+        "topics": [{"topic_id": t, "partitions": [{"partition_index": 0}]} for t in topics],
+        "forgotten_topics_data": [],
+    }
+
+
+async def test_share_fetch_needs_read_on_the_group_then_on_each_topic(broker: Broker) -> None:
+    """Kafka's handleShareFetchRequest: no READ on the group refuses the whole request;
+    a topic without READ is answered TOPIC_AUTHORIZATION_FAILED and never fetched."""
+    add_secret_topic(broker)
+    readable, secret = topic_id(broker, "t"), topic_id(broker, "secret")
+    secure(broker, [allow("bob", Op.READ, GROUP, "sg"), allow("bob", Op.READ, TOPIC, "t")])
+    refused = await send(
+        broker, "bob", ApiKey.SHARE_FETCH, 2, share_fetch_body("other", [readable])
+    )
+    assert (refused.error_code, refused.responses) == (GAF, [])
+    answer = await send(
+        broker, "bob", ApiKey.SHARE_FETCH, 2, share_fetch_body("sg", [secret, readable])
+    )
+    assert answer.error_code == ErrorCode.NONE
+    by_topic = {t.topic_id: t.partitions for t in answer.responses}
+    (denied,) = by_topic[secret]
+    assert denied.error_code == TAF and denied.acquired_records == []
+
+
+async def test_share_acknowledge_needs_read_on_the_group_then_on_each_topic(
+    broker: Broker,
+) -> None:
+    add_secret_topic(broker)
+    secret = topic_id(broker, "secret")
+    secure(broker, [allow("bob", Op.READ, GROUP, "sg")])
+    body = {
+        "group_id": "sg",
+        "member_id": str(uuid.uuid4()),
+        "share_session_epoch": 1,
+        "topics": [{"topic_id": secret, "partitions": [{"partition_index": 0,
+            "acknowledgement_batches": [
+                {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]},
+            ]}]}],
+    }  # fmt: skip
+    answer = await send(broker, "bob", ApiKey.SHARE_ACKNOWLEDGE, 2, body)
+    (topic,) = [t for t in answer.responses if t.topic_id == secret]
+    (partition,) = topic.partitions
+    assert partition.error_code == TAF
+    body["group_id"] = "elsewhere"
+    refused = await send(broker, "bob", ApiKey.SHARE_ACKNOWLEDGE, 2, body)
+    assert refused.error_code == GAF

@@ -26,7 +26,7 @@ as Kafka's error response has none.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from weir.broker.authorization.gate import Gate, allowed, refused
 from weir.broker.authorization.rules_shared import (
@@ -129,21 +129,35 @@ def _denied_topic_ids(
     return {t for t, n in names.items() if n is not None and n not in permitted}
 
 
+GROUP_REFUSED = ERROR_MESSAGES[GROUP_AUTHORIZATION_FAILED]
+
+
+class _HasTopicId(Protocol):
+    topic_id: uuid.UUID
+
+
+TopicT = TypeVar("TopicT", bound=_HasTopicId)
+
+
+def _split_topics(
+    authorization: RequestAuthorization, ctx: RequestContext, topics: list[TopicT]
+) -> tuple[list[TopicT], list[TopicT]]:
+    """`topics` split into those the session may read and those it may not."""
+    denied = _denied_topic_ids(authorization, ctx, [t.topic_id for t in topics])
+    return [t for t in topics if t.topic_id not in denied], [
+        t for t in topics if t.topic_id in denied
+    ]
+
+
 def share_fetch(
     authorization: RequestAuthorization, ctx: RequestContext, request: ShareFetchRequest
 ) -> Gate[ShareFetchRequest, Any]:
     if not authorization.allows_group(READ, request.group_id or ""):
-        return refused(
-            ShareFetchResponse(
-                error_code=GROUP_AUTHORIZATION_FAILED,
-                error_message=ERROR_MESSAGES[GROUP_AUTHORIZATION_FAILED],
-            )
-        )
-    denied = _denied_topic_ids(authorization, ctx, [t.topic_id for t in request.topics])
-    if not denied:
+        return refused(ShareFetchResponse(error_code=GROUP_AUTHORIZATION_FAILED,
+                                          error_message=GROUP_REFUSED))  # fmt: skip
+    request.topics, refused_topics = _split_topics(authorization, ctx, request.topics)
+    if not refused_topics:
         return allowed(request)
-    refused_topics = [t for t in request.topics if t.topic_id in denied]
-    request.topics = [t for t in request.topics if t.topic_id not in denied]
     entries = [
         ShareFetchResponseResponse(
             topic_id=topic.topic_id,
@@ -168,17 +182,11 @@ def share_acknowledge(
     authorization: RequestAuthorization, ctx: RequestContext, request: ShareAcknowledgeRequest
 ) -> Gate[ShareAcknowledgeRequest, Any]:
     if not authorization.allows_group(READ, request.group_id or ""):
-        return refused(
-            ShareAcknowledgeResponse(
-                error_code=GROUP_AUTHORIZATION_FAILED,
-                error_message=ERROR_MESSAGES[GROUP_AUTHORIZATION_FAILED],
-            )
-        )
-    denied = _denied_topic_ids(authorization, ctx, [t.topic_id for t in request.topics])
-    if not denied:
+        return refused(ShareAcknowledgeResponse(error_code=GROUP_AUTHORIZATION_FAILED,
+                                                error_message=GROUP_REFUSED))  # fmt: skip
+    request.topics, refused_topics = _split_topics(authorization, ctx, request.topics)
+    if not refused_topics:
         return allowed(request)
-    refused_topics = [t for t in request.topics if t.topic_id in denied]
-    request.topics = [t for t in request.topics if t.topic_id not in denied]
     entries = [
         ShareAcknowledgeResponseResponse(
             topic_id=topic.topic_id,
