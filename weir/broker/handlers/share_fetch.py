@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -274,7 +275,7 @@ async def _acquire_once(
             leader,
             state.member_id,
             read_end,
-            _Limits(records_max, record_limit, bytes_max),
+            _Limits(records_max, record_limit, bytes_max, read_committed),
             policy,
         )
         if acquisition.archived:  # expired (rule 10): stored, and dead-lettered
@@ -340,6 +341,8 @@ class _Limits:
     records_max: int
     record_limit: bool  # ShareFetch v2's record-limit mode
     bytes_max: int
+    # share.isolation.level=read_committed: aborted transactions' records are skipped.
+    read_committed: bool = False
 
 
 _NOTHING = Acquisition([])
@@ -369,6 +372,10 @@ async def _acquire_partition(
         return _NOTHING, b""
     now_ms = wall_clock_ms()  # the read may have waited on the disk
     batches, times = _batches_and_times(broker, records, policy, now_ms)
+    aborted: set[int] = set()
+    if limits.read_committed:
+        aborted = _aborted_batches(replica, records, offset, read_end)
+        batches = [batch for batch in batches if batch.base_offset not in aborted]
     acquisition = partition.acquire_records(
         member_id,
         batches,
@@ -380,7 +387,7 @@ async def _acquire_partition(
     )
     if not acquisition.acquired:
         return acquisition, b""
-    return acquisition, _trim(records, acquisition.acquired)
+    return acquisition, _trim(records, acquisition.acquired, aborted)
 
 
 def _batches_and_times(
@@ -432,6 +439,28 @@ async def _read(
     return b""
 
 
+def _aborted_batches(
+    replica: PartitionReplica, records: bytes | bytearray | memoryview, offset: int, read_end: int
+) -> set[int]:
+    """The base offsets of the batches of aborted transactions in `records`: never
+    offered for acquisition nor sent (their offsets are gaps the client answers GAP
+    for, as Kafka's share partitions leave them out under read_committed). A
+    transactional batch is aborted when its producer's aborted transaction spans it,
+    from its first offset to its ABORT marker (the transaction index)."""
+    aborted = replica.log.aborted_txns_between(offset, read_end)
+    if not aborted:
+        return set()
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for txn in aborted:
+        spans.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+    return {
+        header.base_offset
+        for _, header in iter_batch_headers(memoryview(records))
+        if header.is_transactional
+        and any(lo <= header.base_offset <= hi for lo, hi in spans.get(header.producer_id, ()))
+    }
+
+
 def _batches(records: bytes | bytearray | memoryview) -> list[LogBatch]:
     try:
         return [
@@ -444,22 +473,31 @@ def _batches(records: bytes | bytearray | memoryview) -> list[LogBatch]:
 
 
 def _trim(
-    records: bytes | bytearray | memoryview, acquired: Sequence[AcquiredRange]
+    records: bytes | bytearray | memoryview,
+    acquired: Sequence[AcquiredRange],
+    left_out: AbstractSet[int] = frozenset(),
 ) -> bytes | bytearray | memoryview:
-    """The batches holding acquired records (others are left out of the answer)."""
+    """The batches holding acquired records, without those in `left_out` (base
+    offsets: aborted transactions'); one slice of `records` when nothing in between
+    is left out, else the kept batches joined."""
     view = memoryview(records)
-    kept_start = kept_end = -1
     first = min(r.first_offset for r in acquired)
     last = max(r.last_offset for r in acquired)
+    kept: list[tuple[int, int]] = []
     for position, header in iter_batch_headers(view):
         if header.last_offset < first or header.base_offset > last:
             continue
-        if kept_start < 0:
-            kept_start = position
-        kept_end = position + header.size
-    if kept_start < 0:
+        if header.base_offset in left_out:
+            continue
+        if kept and kept[-1][1] == position:
+            kept[-1] = (kept[-1][0], position + header.size)
+        else:
+            kept.append((position, position + header.size))
+    if not kept:
         return b""
-    return view[kept_start:kept_end]
+    if len(kept) == 1:
+        return view[kept[0][0] : kept[0][1]]
+    return b"".join(view[start:end] for start, end in kept)
 
 
 async def _wait_for_records(
