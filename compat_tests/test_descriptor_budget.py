@@ -198,3 +198,46 @@ def test_thousands_of_small_segments_stay_within_a_low_limit_across_restarts(
         assert_clean_log(broker)
     finally:
         broker.close()
+
+
+def test_a_share_fetch_under_a_full_budget_is_answered_not_held(tmp_path: Path) -> None:
+    """`__share_group_state` is not kept room for before the first share group: when
+    its 50 partitions do not fit, its creation is refused and logged, and a ShareFetch
+    is answered COORDINATOR_NOT_AVAILABLE (the client retries) instead of waiting."""
+    import re
+
+    from compat_tests.wire_client import connect, round_trip
+    from weir.wire.protocol import ApiKey
+
+    broker = start_broker(tmp_path, PARTITIONS_LIMIT)
+    try:
+        admin = admin_for(broker)
+        assert create_error(admin, f"big-{uuid.uuid4().hex[:6]}", 1000).code() == 0
+        probe = create_error(admin, f"probe-{uuid.uuid4().hex[:6]}", 1000)
+        found = re.search(r"at most (\d+) more partitions fit", probe.str())
+        assert found is not None, probe.str()
+        left = int(found.group(1))
+        queue = f"queue-{uuid.uuid4().hex[:6]}"
+        assert create_error(admin, queue, 1).code() == KafkaError.NO_ERROR
+        filler = f"filler-{uuid.uuid4().hex[:6]}"
+        if left > 11:
+            assert create_error(admin, filler, left - 11).code() == KafkaError.NO_ERROR
+        with connect(broker) as sock:
+            metadata = round_trip(sock, ApiKey.METADATA, 12, {"topics": [{"name": queue}]})
+        topic_id = metadata.topics[0].topic_id
+        body = {
+            "group_id": "workers", "member_id": str(uuid.uuid4()), "share_session_epoch": 0,
+            "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 10,
+            "batch_size": 10, "forgotten_topics_data": [],
+            "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0}]}],
+        }  # fmt: skip
+        started = time.monotonic()
+        with connect(broker) as sock:
+            answer = round_trip(sock, ApiKey.SHARE_FETCH, 2, body)
+        assert time.monotonic() - started < 10
+        (topic,) = answer.responses
+        (partition,) = topic.partitions
+        assert partition.error_code == 15  # COORDINATOR_NOT_AVAILABLE
+        assert "cannot create __share_group_state" in broker.stderr_path.read_text()
+    finally:
+        broker.close()

@@ -82,6 +82,9 @@ log = logging.getLogger(__name__)
 # Kafka's share.coordinator.state.topic.num.partitions and .replication.factor (a
 # cluster uses min(3, brokers)), and the topic's configs.
 SHARE_STATE_PARTITION_COUNT = 50
+# How long a request waits for `__share_group_state` to be created and loaded (a
+# cluster's creation waits on etcd; a stuck attempt must not hold requests forever).
+READY_WAIT_MAX_S = 30.0
 SHARE_STATE_REPLICATION_FACTOR = 3
 SHARE_STATE_CONFIGS = {
     "cleanup.policy": "compact",
@@ -188,6 +191,8 @@ class ShareStateService:
         self.loaded = False
         self._preparing = False
         self._ready = trio.Event()
+        # The current (or last) attempt to create and load the topic has ended.
+        self._attempt_done = trio.Event()
         self.background: trio.Nursery | None = None
         self._failed_partitions: dict[int, str] = {}
         # In a cluster: the partitions led and loaded here. None: a single node.
@@ -210,8 +215,12 @@ class ShareStateService:
 
     @property
     def partitions_not_created(self) -> int:
-        created = self.broker.controller.topic(SHARE_GROUP_STATE_TOPIC_NAME) is not None
-        return 0 if created else self._configured_partition_count
+        """Nothing is kept in the open-files budget for `__share_group_state` before it
+        exists (unlike `__consumer_offsets`): a broker whose users never use queues
+        keeps its 50 partitions' descriptors for topics. Under a full budget the topic's
+        creation at the first share-group use is refused (logged, the share fetch
+        answers COORDINATOR_NOT_AVAILABLE) until `ulimit -n` is raised."""
+        return 0
 
     def partition_for(self, key: ShareKey) -> int:
         return share_state_partition(key, self.partition_count)
@@ -235,11 +244,21 @@ class ShareStateService:
             return
         if not self._preparing and self.background is not None:
             self._preparing = True
+            self._attempt_done = trio.Event()
             self.background.start_soon(self._prepare_in_background)
-        await self._ready.wait()
+        if self.background is None:
+            await self._ready.wait()
+            return
+        # Until this attempt ends: loaded, or failed (logged; the state's reads and
+        # writes then answer COORDINATOR_NOT_AVAILABLE, and the next use tries again).
+        with trio.move_on_at(trio.current_time() + READY_WAIT_MAX_S):
+            await self._attempt_done.wait()
 
     async def _prepare_in_background(self) -> None:
         try:
+            if self.broker.controller.topic(SHARE_GROUP_STATE_TOPIC_NAME) is None:
+                # No room was kept for it (`partitions_not_created`): it must fit now.
+                self.broker.check_descriptor_budget(self._configured_partition_count)
             await create_state_topic(
                 self.broker,
                 SHARE_GROUP_STATE_TOPIC_NAME,
@@ -255,6 +274,7 @@ class ShareStateService:
             log.error("cannot create %s: %s", SHARE_GROUP_STATE_TOPIC_NAME, exc)
         finally:
             self._preparing = False
+            self._attempt_done.set()
 
     def _replication_factor(self) -> int:
         cluster = self.broker.cluster
