@@ -98,3 +98,34 @@ def test_sessions_beyond_the_maximum_are_refused_but_a_member_may_reopen_its_own
 def test_the_epoch_wraps_to_one() -> None:
     assert next_epoch(EPOCH_MAX) == 1
     assert next_epoch(INITIAL_EPOCH) == 1
+
+
+async def test_a_replaced_session_closing_with_its_connection_releases_nothing(
+    tmp_path: object,
+) -> None:
+    """A member that opened a new session (epoch 0, say on a new connection) holds its
+    records in that one: the old connection's close must not release them."""
+    from pathlib import Path
+
+    from weir.broker.broker import Broker
+    from weir.broker.config import BrokerConfig
+    from weir.broker.coordinators.share_service import ShareService
+
+    assert isinstance(tmp_path, Path)
+    service = ShareService(Broker(BrokerConfig(data_dir=tmp_path)))
+    released: list[tuple[str, int]] = []
+
+    async def release_member(member_id: str, keys: object) -> None:
+        released.append((member_id, len(list(keys))))  # type: ignore[call-overload]
+
+    service.partitions.release_member = release_member  # type: ignore[method-assign]
+    open_session(service.sessions, "m1")
+    old = service.sessions.get("g", "m1")
+    open_session(service.sessions, "m1")  # replaced
+    assert old is not None and service.sessions.get("g", "m1") is not old
+    await service.close_session(old)
+    assert released == []
+    current = service.sessions.get("g", "m1")
+    assert current is not None
+    await service.close_session(current)
+    assert released == [("m1", 2)] and service.sessions.get("g", "m1") is None

@@ -49,9 +49,12 @@ class ShareService:
 
     async def close_session(self, session: ShareSession) -> None:
         """The member's session ended (epoch -1, or its connection closed): release
-        what it holds in the session's partitions."""
-        if self.sessions.get(session.group_id, session.member_id) is session:
-            self.sessions.close(session.group_id, session.member_id)
+        what it holds in the session's partitions. A session the member already
+        replaced (epoch 0 again, on a new connection) releases nothing: what the member
+        holds now is its new session's."""
+        if self.sessions.get(session.group_id, session.member_id) is not session:
+            return
+        self.sessions.close(session.group_id, session.member_id)
         await self.partitions.release_member(session.member_id, self.session_keys(session))
 
     def sync_leadership(self) -> None:
