@@ -42,6 +42,7 @@ SHARE_SETTINGS = (
 FAILPOINT_ENV = "WEIR_DEAD_LETTERS_FAILPOINT"
 REJECTED = b"Offset rejected by client."
 OVER_LIMIT = b"Offset delivery count exceeded the threshold."
+EXPIRED = b"Offset expired before delivery."  # Weir's: Kafka has no expiry
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +234,34 @@ def test_records_at_the_delivery_limit_become_headers_only_dead_letters(
     assert [dict(headers_of(m))["__dlq.errors.offset"] for m in letters] == [b"0", b"1"]
     assert {dict(headers_of(m))["__dlq.errors.delivery.count"] for m in letters} == {b"2"}
     assert {dict(headers_of(m))["__dlq.errors.message"] for m in letters} == {OVER_LIMIT}
+
+
+def test_expired_records_become_dead_letters_with_weirs_reason(broker: WeirProcess) -> None:
+    bootstrap = broker.bootstrap
+    source, dlq, group = (
+        unique_topic_name("src"),
+        "dlq." + unique_topic_name("q"),
+        unique_topic_name("g"),
+    )
+    create_topic(bootstrap, source, 1)
+    create_topic(bootstrap, dlq, 1, **{"errors.deadletterqueue.group.enable": "true"})
+    set_group_configs(bootstrap, group, **{"weir.share.record.headers.enable": "true"})
+    dead_letter_group(bootstrap, group, dlq)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(source, key=b"stale", value=b"s", headers=[("weir.ttl.ms", b"1")])
+    producer.produce(source, key=b"fresh", value=b"f")
+    assert producer.flush(30) == 0
+    time.sleep(0.1)  # past the first record's 1 ms
+
+    seen = share_consume(bootstrap, group, source, AcknowledgeType.ACCEPT, deliveries=1)
+    assert seen == [(0, 1, 1)]  # the expired record is never delivered
+
+    letters = read_topic(bootstrap, dlq, 0, 1)
+    assert [(m.key(), m.value()) for m in letters] == [(b"stale", b"s")]
+    headers = dict(headers_of(letters[0]))
+    assert headers["__dlq.errors.offset"] == b"0"
+    assert headers["__dlq.errors.delivery.count"] == b"0"
+    assert headers["__dlq.errors.message"] == EXPIRED
 
 
 def test_a_topic_without_dead_letters_enabled_gets_none_and_the_records_are_archived(

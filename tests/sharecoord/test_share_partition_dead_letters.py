@@ -105,3 +105,37 @@ def test_the_log_start_moving_past_archiving_records_drops_them():
     partition.advance_start_to(1)
     partition._check_invariants()
     assert partition.pending_dead_letters() == [Archived(1, 1, 1, ArchiveReason.REJECTED)]
+
+
+def test_an_expired_record_waits_in_archiving_for_its_dead_letter():
+    partition = SharePartition.starting_at(0, WITH_DLQ)
+    got = partition.acquire_records(
+        A, [LogBatch(0, 0, expires_ms=5), LogBatch(1, 1)],
+        max_records=5, record_limit=False, read_offset=0, now_ms=10,
+    )  # fmt: skip
+    partition._check_invariants()
+    assert got.archived == (Archived(0, 0, 0, ArchiveReason.EXPIRED),)
+    assert partition.record_state(0) == (RecordState.ARCHIVING, 0, None)
+    assert partition.start_offset == 0
+    assert partition.pending_dead_letters() == [Archived(0, 0, 0, ArchiveReason.EXPIRED)]
+    assert partition.dead_lettered(0, 0) == 1
+
+
+def test_an_expired_record_is_archived_at_once_without_dead_letters():
+    partition = SharePartition.starting_at(0, WITHOUT_DLQ)
+    partition.acquire_records(
+        A, [LogBatch(0, 0, expires_ms=5), LogBatch(1, 1)],
+        max_records=5, record_limit=False, read_offset=0, now_ms=10,
+    )  # fmt: skip
+    assert partition.start_offset == 1  # done: nothing to wait for
+    assert partition.pending_dead_letters() == []
+
+
+def test_a_loaded_archiving_record_never_delivered_is_labelled_expired():
+    state = ShareState(0, 0, 0, (StateBatch(0, 0, RecordState.ARCHIVING, 0),
+                                 StateBatch(1, 1, RecordState.ARCHIVING, 1)))  # fmt: skip
+    partition = SharePartition.from_state(state, WITH_DLQ)
+    assert partition.pending_dead_letters() == [
+        Archived(0, 0, 0, ArchiveReason.EXPIRED),
+        Archived(1, 1, 1, ArchiveReason.REJECTED),
+    ]

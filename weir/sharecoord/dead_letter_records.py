@@ -1,9 +1,9 @@
 """A dead letter's record, as Kafka 4.4 writes it (KIP-1191), and Weir's redrive header.
 
 When a share group has a dead-letter topic (`errors.deadletterqueue.topic.name`),
-every record it archives by REJECT or at the delivery count limit is written there
-as one record (Kafka 4.4's `ShareGroupDLQStateManager`, read in its bytecode and
-checked against a running 4.4 broker):
+every record it archives by REJECT or at the delivery count limit (and, Weir's, by its
+TTL) is written there as one record (Kafka 4.4's `ShareGroupDLQStateManager`, read in
+its bytecode and checked against a running 4.4 broker):
 
 - partition: the source partition modulo the dead-letter topic's partition count;
 - timestamp: the broker's clock when written (CreateTime);
@@ -65,10 +65,12 @@ DLQ_MESSAGE = "__dlq.errors.message"
 REDRIVE_SOURCE = "weir.redrive.source"
 
 # Kafka 4.4's ShareGroupDLQManager.CLIENT_REJECT and DELIVERY_COUNT_EXCEEDED messages
-# ("Offset rejected by client.", "Offset delivery count exceeded the threshold.").
+# ("Offset rejected by client.", "Offset delivery count exceeded the threshold."), and
+# Weir's for a record archived by its TTL (Kafka has no expiry).
 REASON_MESSAGES = {
     ArchiveReason.REJECTED: "Offset rejected by client.",
     ArchiveReason.DELIVERY_LIMIT: "Offset delivery count exceeded the threshold.",
+    ArchiveReason.EXPIRED: "Offset expired before delivery.",
 }
 
 Headers = list[tuple[str, bytes | None]]

@@ -76,14 +76,16 @@ and `org.apache.kafka.server.share.fetch.InFlightState`, read to learn):
    their counts and are delivered again. A record loaded AVAILABLE with a count at or
    over the (perhaps lowered) limit is archived at load (`archived_at_load`).
 10. Dead letters (KIP-1191, Kafka 4.4's ARCHIVING state). When the group has a
-   dead-letter topic (`ShareSettings.dead_letters`), a record archived by REJECT or
-   the delivery limit goes to ARCHIVING, not ARCHIVED: it is not final, so the start
-   offset stops at it and it is stored (state 3) until the broker has written its
-   dead letter and calls `dead_lettered`. `pending_dead_letters` lists them with
-   their reason (kept in memory; after a load, derived from the count as Kafka does:
-   at the limit DELIVERY_LIMIT, else REJECTED). `dead_letter_mark` is stored with
-   the state for the broker (`ShareState.dead_letter_mark`). ARCHIVING records below
-   a moved log start leave the window like any other (rule 8).
+   dead-letter topic (`ShareSettings.dead_letters`), a record archived by REJECT, the
+   delivery limit or its expiry (below) goes to ARCHIVING, not ARCHIVED: it is not final, so the start
+   offset stops at it and it is stored (state 3) until the broker has written its dead
+   letter and calls `dead_lettered`. `pending_dead_letters` lists them with their
+   reason (kept in memory; after a load, derived from the count as Kafka does: at the
+   limit DELIVERY_LIMIT, else REJECTED, and, Weir's, a count of 0 EXPIRED; an expired
+   record that had been delivered before is then labelled REJECTED).
+   `dead_letter_mark` is stored with the state for the broker
+   (`ShareState.dead_letter_mark`). ARCHIVING records below a moved log start leave
+   the window like any other (rule 8).
 
 10. Delays, backoff and expiry (Weir's, beyond Kafka; docs/queues.md "Delays and
    expiry"). An AVAILABLE record may have a *visible time* before which it is not
@@ -96,7 +98,8 @@ and `org.apache.kafka.server.share.fetch.InFlightState`, read to learn):
    and `pass_time` clears the visible times that have passed (the driver then
    wakes parked fetches). A record whose expiry (`RecordTimes.expires_ms`, or
    `LogBatch.expires_ms` for a whole batch) has passed when acquisition reaches
-   it is ARCHIVED instead, reason EXPIRED, whatever its count. A backoff's visible
+   it is archived instead (ARCHIVED, or ARCHIVING with dead letters), reason
+   EXPIRED, whatever its count. A backoff's visible
    time is part of `state()` (a restart does not shorten it); a header's is not
    (it is read from the log again).
 
@@ -724,8 +727,7 @@ class SharePartition:
         now_ms = plan.now_ms
         times = plan.times_of(offset) if plan.timed else None
         if times is not None and times.expires_ms is not None and times.expires_ms <= now_ms:
-            _finish(slot, RecordState.ARCHIVED)
-            plan.archived.add(offset, slot.delivery_count, ArchiveReason.EXPIRED)
+            self._archive(offset, slot, ArchiveReason.EXPIRED, plan.archived)
             return False
         visible_ms = slot.visible_ms
         if times is not None and times.visible_ms > visible_ms:
@@ -897,7 +899,8 @@ class SharePartition:
     def _archive(
         self, offset: int, slot: _Slot, reason: ArchiveReason, archived: _ArchivedRanges
     ) -> None:
-        """REJECT or the delivery limit: ARCHIVED, or ARCHIVING until dead-lettered."""
+        """REJECT, the delivery limit or expiry: ARCHIVED, or ARCHIVING until
+        dead-lettered."""
         if self.settings.dead_letters:
             _finish(slot, RecordState.ARCHIVING)
             self._reasons[offset] = reason
@@ -916,12 +919,8 @@ class SharePartition:
                 continue
             offset = self.start_offset + index
             reason = self._reasons.get(offset)
-            if reason is None:  # loaded: derived from the count, as Kafka 4.4 does
-                reason = (
-                    ArchiveReason.DELIVERY_LIMIT
-                    if slot.delivery_count >= limit
-                    else ArchiveReason.REJECTED
-                )
+            if reason is None:  # loaded: derived from the count (rule 10)
+                reason = _loaded_reason(slot.delivery_count, limit)
             pending.add(offset, slot.delivery_count, reason)
         return pending.ranges
 
@@ -1028,8 +1027,6 @@ class SharePartition:
                 assert any(lo <= offset <= hi for lo, hi in ranges), (offset, "lock not scheduled")
             else:
                 assert slot.owner is None and slot.deadline_ms is None, offset
-            if slot.state is RecordState.ARCHIVING:
-                assert slot.delivery_count >= 1, offset
             if slot.state is RecordState.AVAILABLE:
                 assert slot.delivery_count < settings.delivery_count_limit, offset
                 assert slot.visible_ms >= 0, offset
@@ -1130,6 +1127,17 @@ class _Plan:
         else:
             cut = self.stop_offset
         return cut if self.stop_offset is None else min(cut, self.stop_offset)
+
+
+def _loaded_reason(delivery_count: int, limit: int) -> ArchiveReason:
+    """Why a loaded ARCHIVING record was archived: at the limit DELIVERY_LIMIT (as
+    Kafka 4.4 derives it), never delivered EXPIRED (nothing else archives a record
+    with no delivery), else REJECTED."""
+    if delivery_count >= limit:
+        return ArchiveReason.DELIVERY_LIMIT
+    if delivery_count == 0:
+        return ArchiveReason.EXPIRED
+    return ArchiveReason.REJECTED
 
 
 def _finish(slot: _Slot, state: RecordState) -> None:

@@ -1,11 +1,11 @@
 """Dead letters of share groups (KIP-1191, as Kafka 4.4 has it), written exactly once.
 
 A share group with `errors.deadletterqueue.topic.name` set gets, in that topic, one
-record per record it archived by REJECT or at the delivery count limit (the record's
-format: `weir.sharecoord.dead_letter_records`). Kafka 4.4 writes them best effort
-(a failed write is logged and the record archived anyway; a crash after the write
-and before the record is stored ARCHIVED writes it again). Weir writes each dead
-letter exactly once, across a broker kill at any point.
+record per record it archived by REJECT, at the delivery count limit or (Weir's) by
+its TTL (the record's format: `weir.sharecoord.dead_letter_records`). Kafka 4.4 writes
+them best effort (a failed write is logged and the record archived anyway; a crash
+after the write and before the record is stored ARCHIVED writes it again). Weir writes
+each dead letter exactly once, across a broker kill at any point.
 
 The design: the share state carries the intent, and the dead-letter partition is
 read back after a crash.
@@ -383,7 +383,7 @@ class DeadLetters:
         records: list[Record] = []
         offset = first
         while offset < end:
-            data = await self._read_batches(replica, offset, end)
+            data = await self._read_batches(replica, offset)
             if not data:
                 break
             try:
@@ -400,13 +400,16 @@ class DeadLetters:
             offset = next_offset
         return records
 
-    async def _read_batches(
-        self, replica: PartitionReplica, offset: int, end: int
-    ) -> bytes | bytearray:
+    async def _read_batches(self, replica: PartitionReplica, offset: int) -> bytes | bytearray:
+        """The batches from `offset`, up to the high watermark: a log read returns whole
+        batches below its end, and the last record wanted may sit mid-batch."""
         for attempt in range(2):
             try:
                 return replica.log.read(
-                    offset, bytes_max=READ_BYTES_MAX, end_offset=end, cached_only=attempt == 0
+                    offset,
+                    bytes_max=READ_BYTES_MAX,
+                    end_offset=replica.high_watermark,
+                    cached_only=attempt == 0,
                 ).records
             except ReadNotCached as exc:
                 if exc.cold.file.try_hold():
