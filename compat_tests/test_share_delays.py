@@ -17,6 +17,13 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
 
 from compat_tests.harness import WeirProcess
 from compat_tests.share_clients import scenarios
@@ -138,3 +145,18 @@ def test_an_expired_record_is_never_delivered(bootstrap: str, tmp_path: Path) ->
         run.start(run.spec("c1", idle_ms=3_000, deadline_ms=20_000)).wait_exit(35)
         offsets = sorted({offset for offset, _, _ in delivered(run.events)})
     assert offsets == [2, 3, 4]
+
+
+def test_a_topics_ttl_expires_records_for_every_share_group(bootstrap: str, tmp_path: Path) -> None:
+    with scenario_run(bootstrap, "python", tmp_path) as run:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        entry = ConfigEntry(
+            "weir.share.record.ttl.ms", "30000", incremental_operation=AlterConfigOpType.SET
+        )
+        resource = ConfigResource(ResourceType.TOPIC, run.topic, incremental_configs=[entry])
+        admin.incremental_alter_configs([resource])[resource].result(ADMIN_TIMEOUT_S)
+        now_ms = int(time.time() * 1000)
+        produce(bootstrap, run.topic, [({}, now_ms - 60_000), ({}, None), ({}, now_ms - 40_000)])
+        run.start(run.spec("c1", idle_ms=3_000, deadline_ms=20_000)).wait_exit(35)
+        offsets = sorted({offset for offset, _, _ in delivered(run.events)})
+    assert offsets == [1]  # no group config: the topic's TTL alone

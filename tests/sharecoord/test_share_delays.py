@@ -332,6 +332,17 @@ def test_the_earlier_of_the_ttl_header_and_the_group_ttl_wins():
     assert record_times(T0, [], policy) == RecordTimes(0, T0 + 10_000)
 
 
+def test_a_topic_ttl_applies_when_shorter_than_the_groups_or_the_group_has_none():
+    group = DeliveryPolicy(headers=True, record_ttl_ms=10_000)
+    assert group.with_topic_ttl(0) == group
+    assert group.with_topic_ttl(20_000) == group
+    assert group.with_topic_ttl(5_000).record_ttl_ms == 5_000
+    none = DeliveryPolicy()
+    assert not none.active
+    assert none.with_topic_ttl(5_000).active
+    assert none.with_topic_ttl(5_000).record_ttl_ms == 5_000
+
+
 def batch(base_offset: int, *records: tuple[int, list[tuple[str, bytes | None]]], **kw) -> bytes:
     return build_batch(
         [(b"k", b"v", headers, ts) for ts, headers in records], base_offset=base_offset, **kw

@@ -250,6 +250,11 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("unclean.leader.election.enable", _B, False,
               "In a cluster, let an out-of-sync replica lead when no in-sync one is alive "
               "(what it lacks is lost)."),
+    ConfigDef("weir.share.record.ttl.ms", _L, 0,
+              "Weir's: share groups archive (or dead-letter) a record of this topic older "
+              "than this instead of delivering it; 0: none. With a group's "
+              "weir.share.record.ttl.ms or a record's weir.ttl.ms header, the earliest "
+              "expiry wins.", at_least(0)),
 )  # fmt: skip
 
 
@@ -288,6 +293,7 @@ class LogConfig:
     segment_jitter_ms: int = 0
     segment_ms: int = 604_800_000
     unclean_leader_election_enable: bool = False
+    weir_share_record_ttl_ms: int = 0
     # The Kafka names set explicitly (DescribeConfigs reports the rest as defaults).
     overrides: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 

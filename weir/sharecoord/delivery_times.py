@@ -13,9 +13,10 @@ another value, a negative one or a record without a timestamp is ignored):
 
 A visible time is capped at the record's timestamp plus the broker's
 `share_delivery_delay_max_ms`: derived from the record alone, the same after any
-restart. A group's `weir.share.record.ttl.ms` expires every record at its timestamp
-plus that; with a `weir.ttl.ms` header too, the earlier expiry wins (as RabbitMQ's
-per-queue and per-message TTLs).
+restart. A group's `weir.share.record.ttl.ms` (or the topic's config of that name,
+the shorter of the two) expires every record at its timestamp plus that; with a
+`weir.ttl.ms` header too, the earlier expiry wins (as RabbitMQ's per-queue and
+per-message TTLs).
 
 The cost is decoding records, which the share fetch path otherwise never does
 (`weir.format.record_batch`: the hot path reads batch headers only). So a batch is
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from weir.format.record_batch import (
     TIMESTAMP_LOG_APPEND_TIME,
@@ -74,6 +75,13 @@ class DeliveryPolicy:
     headers: bool = False  # weir.share.record.headers.enable
     record_ttl_ms: int = 0  # weir.share.record.ttl.ms; 0: none
     delay_max_ms: int = 0  # the broker's share_delivery_delay_max_ms
+
+    def with_topic_ttl(self, topic_ttl_ms: int) -> DeliveryPolicy:
+        """The policy for a topic whose `weir.share.record.ttl.ms` is `topic_ttl_ms`
+        (0: none): the shorter of the group's and the topic's TTL."""
+        if topic_ttl_ms <= 0 or 0 < self.record_ttl_ms <= topic_ttl_ms:
+            return self
+        return replace(self, record_ttl_ms=topic_ttl_ms)
 
     @property
     def active(self) -> bool:

@@ -77,15 +77,15 @@ and `org.apache.kafka.server.share.fetch.InFlightState`, read to learn):
    over the (perhaps lowered) limit is archived at load (`archived_at_load`).
 10. Dead letters (KIP-1191, Kafka 4.4's ARCHIVING state). When the group has a
    dead-letter topic (`ShareSettings.dead_letters`), a record archived by REJECT, the
-   delivery limit or its expiry (below) goes to ARCHIVING, not ARCHIVED: it is not final, so the start
-   offset stops at it and it is stored (state 3) until the broker has written its dead
-   letter and calls `dead_lettered`. `pending_dead_letters` lists them with their
-   reason (kept in memory; after a load, derived from the count as Kafka does: at the
-   limit DELIVERY_LIMIT, else REJECTED, and, Weir's, a count of 0 EXPIRED; an expired
-   record that had been delivered before is then labelled REJECTED).
+   delivery limit or its expiry (below) goes to ARCHIVING, not ARCHIVED: it is not
+   final, so the start offset stops at it and it is stored (state 3) until the broker
+   has written its dead letter and calls `dead_lettered`. `pending_dead_letters` lists
+   them with their reason (kept in memory; after a load, derived from the count as Kafka
+   does: at the limit DELIVERY_LIMIT, else REJECTED, and, Weir's, a count of 0 EXPIRED;
+   an expired record that had been delivered before is then labelled REJECTED).
    `dead_letter_mark` is stored with the state for the broker
-   (`ShareState.dead_letter_mark`). ARCHIVING records below a moved log start leave
-   the window like any other (rule 8).
+   (`ShareState.dead_letter_mark`). ARCHIVING records below a moved log start leave the
+   window like any other (rule 8).
 
 10. Delays, backoff and expiry (Weir's, beyond Kafka; docs/queues.md "Delays and
    expiry"). An AVAILABLE record may have a *visible time* before which it is not

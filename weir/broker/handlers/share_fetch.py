@@ -13,9 +13,9 @@ A ShareFetch, on the leader of its partitions:
    mode); the batches holding acquired records are returned whole, with the
    acquired ranges and their delivery counts (the client drops the rest). For a
    group with Weir's delays or expiry (`weir.share.record.headers.enable`,
-   `weir.share.record.ttl.ms`) the read's records' times are given too
-   (`weir.sharecoord.delivery_times`, which decodes records only where they can
-   matter): delayed records are left for later, expired ones archived;
+   `weir.share.record.ttl.ms` of the group or the topic) the read's records' times
+   are given too (`weir.sharecoord.delivery_times`, which decodes records only where
+   they can matter): delayed records are left for later, expired ones archived;
 4. with nothing acquired, waits (up to MaxWaitMs) for new records, records
    released or unlocked, or delayed records becoming visible, then tries again;
 5. stores the changed share partitions' state and answers once it is durable.
@@ -280,7 +280,7 @@ async def _acquire_once(
             state.member_id,
             read_end,
             _Limits(records_max, record_limit, bytes_max, read_committed),
-            policy,
+            policy.with_topic_ttl(replica.log.config.weir_share_record_ttl_ms),
         )
         if acquisition.archived:  # expired (rule 10): stored, and dead-lettered
             service.partitions.archived(leader, acquisition.archived)
