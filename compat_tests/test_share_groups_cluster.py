@@ -16,6 +16,9 @@ history: every delivery (with its delivery count) and every acceptance with what
 - at the end a fresh consumer of the group gets nothing more (every record is
   acknowledged in the share coordinator's state).
 
+Dead letters: a share partition led away from its dead-letter partition's leader
+writes its dead letters there over the brokers' own connections, each once.
+
 Faults: the leader of a data partition SIGKILLed mid-consumption (its share partitions
 move to the new leader, which loads their state from the coordinator); the broker
 leading a key's state partition SIGKILLed (the coordinator moves and loads the
@@ -34,16 +37,20 @@ from typing import Any
 import pytest
 from confluent_kafka import (
     AcknowledgeType,
+    Consumer,
     KafkaException,
     Producer,
     ShareConsumer,
     TopicCollection,
+    TopicPartition,
 )
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from compat_tests.cluster_harness import TEST_CLUSTER_SETTINGS, WeirCluster, running_cluster
 from weir.broker.coordinators.share_state_service import ShareKey, share_state_partition
 from weir.controller.controller import SHARE_GROUP_STATE_TOPIC_NAME
+from weir.sharecoord.dead_letter_records import parse_dead_letter
+from weir.sharecoord.share_partition import ArchiveReason
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -504,3 +511,104 @@ def test_the_broker_leading_a_share_state_partition_killed_loses_no_acceptance(
     consumers.close()
     drain(running_bootstrap(cluster), group, topic, history)
     assert_no_anomaly(history)
+
+
+def test_dead_letters_are_written_once_when_the_dead_letter_partition_is_led_elsewhere(
+    cluster: WeirCluster,
+) -> None:
+    topic, group = fresh_topic(cluster, "share-dlq")
+    dlq = f"dlq.{topic}"
+    cluster.create_topic(dlq, 1, 3, **{"errors.deadletterqueue.group.enable": "true"})
+    cluster.wait_full_isr(dlq)
+    dlq_leader = cluster.leader_of(dlq, 0)
+    away = [p for p in range(PARTITIONS) if cluster.leader_of(topic, p) != dlq_leader]
+    assert away, f"every partition of {topic} is led by {dlq_leader}, as {dlq}-0"
+    alter_group_configs(
+        cluster,
+        group,
+        {
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.copy.record.enable": "true",
+        },
+    )
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for index in range(REJECTED_RECORDS):
+        producer.produce(topic, f"r{index}".encode(), partition=index % PARTITIONS)
+    assert producer.flush(30) == 0
+
+    rejected = reject_all(cluster.bootstrap, group, topic, REJECTED_RECORDS)
+    letters = read_dead_letters(cluster.bootstrap, dlq, REJECTED_RECORDS)
+
+    sources = [parse_dead_letter(headers) for _, headers in letters]
+    written = sorted((d.partition, d.offset) for d in sources if d is not None)
+    assert written == sorted(rejected), (written, rejected)  # each once, none missing
+    assert {value for value, _ in letters} == {f"r{i}".encode() for i in range(REJECTED_RECORDS)}
+    assert {d.reason for d in sources if d is not None} == {ArchiveReason.REJECTED}
+    assert any(partition in away for partition, _ in written)
+
+
+REJECTED_RECORDS = 30
+
+
+def alter_group_configs(cluster: WeirCluster, group: str, configs: dict[str, str]) -> None:
+    entries = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in configs.items()
+    ]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    admin = cluster.admin()  # kept alive until the result is in
+    admin.incremental_alter_configs([resource])[resource].result(timeout=20)
+
+
+def reject_all(bootstrap: str, group: str, topic: str, count: int) -> list[Record]:
+    """REJECT every delivery until `count` records were seen; returns them."""
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": "explicit",
+        }
+    )
+    consumer.subscribe([topic])
+    seen: list[Record] = []
+    deadline = time.monotonic() + CONSUMED_S
+    try:
+        while len(seen) < count and time.monotonic() < deadline:
+            try:
+                messages = list(consumer.poll(0.5))
+            except KafkaException:
+                continue
+            for message in messages:
+                if message.error() is None:
+                    seen.append((message.partition(), message.offset()))
+                    consumer.acknowledge(message, AcknowledgeType.REJECT)
+            if messages:
+                consumer.commit_sync(COMMIT_TIMEOUT_S)
+    finally:
+        consumer.close()
+    assert len(seen) == count, f"saw {len(seen)} of {count}"
+    return seen
+
+
+def read_dead_letters(
+    bootstrap: str, topic: str, count: int
+) -> list[tuple[bytes | None, list[tuple[str, bytes | None]]]]:
+    """(value, headers) of partition 0's records, once `count` are there and a little
+    longer (to see any extra)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    letters: list[tuple[bytes | None, list[tuple[str, bytes | None]]]] = []
+    deadline = time.monotonic() + CONSUMED_S
+    settle_until: float | None = None
+    try:
+        while time.monotonic() < (settle_until or deadline):
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                letters.append((message.value(), list(message.headers() or [])))
+            elif len(letters) >= count and settle_until is None:
+                settle_until = time.monotonic() + 2
+    finally:
+        consumer.close()
+    return letters

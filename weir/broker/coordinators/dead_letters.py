@@ -23,7 +23,8 @@ read back after a crash.
       `errors.deadletterqueue.auto.create.topics.enable`). A refused topic is
       Kafka's outcome: the records are archived without dead letters (logged);
    b. finds the dead-letter partition (source partition modulo its partition
-      count); when it is not led here, or not writable, the round is retried later;
+      count) and its leader, here or another broker; without a leader, or when it
+      refuses a step, the round is retried later;
    c. reads that partition from the share partition's *dead-letter mark* (stored in
       the share state, below) to its end, once that end is durable, and finishes
       (ARCHIVED, no new write) every ARCHIVING offset that already has a dead letter
@@ -43,12 +44,13 @@ read back after a crash.
    the writer; a share partition loaded with ARCHIVING records wakes it too. A round
    that failed is retried after `RETRY_INTERVAL_S`.
 
-Limits: the dead-letter partition must be led by this broker (always on a single
-node; in a cluster the round waits until it is: Weir has no inter-broker produce
-path yet). A record below the source log's start when its round runs (retention,
-DeleteRecords) gets a dead letter with headers only, as in Kafka. A group whose
-dead-letter topic changes while records are ARCHIVING may get, once, a dead letter
-in both topics (the mark belongs to the topic it was taken in).
+The dead-letter partition is led here or by another broker of the cluster; the round
+reads, marks and appends through `dead_letter_destinations` (a Produce with acks=all
+and Fetches to its leader when it is another broker; the one gap of that path is
+written there). Limits: a record below the source log's start when its round runs
+(retention, DeleteRecords) gets a dead letter with headers only, as in Kafka. A group
+whose dead-letter topic changes while records are ARCHIVING may get, once, a dead
+letter in both topics (the mark belongs to the topic it was taken in).
 """
 
 from __future__ import annotations
@@ -57,12 +59,19 @@ import logging
 import os
 import signal
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from functools import partial
 
 import trio
 
 from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.coordinators.dead_letter_destinations import (
+    Destination,
+    LocalDestination,
+    RemoteDestination,
+    RoundDeferredError,
+    close_peers,
+    dead_letter_peers,
+    read_log,
+)
 from weir.broker.coordinators.share_configs import (
     ShareGroupConfig,
     dead_letter_refusal,
@@ -70,17 +79,11 @@ from weir.broker.coordinators.share_configs import (
 )
 from weir.broker.coordinators.share_partitions import ShareLeader, SharePartitions
 from weir.broker.coordinators.share_state_service import ShareKey, ShareStateUnavailableError
-from weir.broker.coordinators.state_topic import wait_state_records
-from weir.broker.partition_replica import PartitionReplica
 from weir.controller.controller import ControllerError
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
-from weir.format.record_batch import InvalidBatch, Record, build_batch, decode_records
+from weir.format.record_batch import Record, build_batch
 from weir.log.config import LogConfig
-from weir.log.disk_executor import DiskJob
-from weir.log.errors import LogError, OffsetOutOfRange
-from weir.log.page_cache import ReadNotCached, warm
-from weir.log.settings import BATCH_INFLATE_BYTES_MAX
 from weir.sharecoord.dead_letter_records import (
     dead_letter_headers,
     dead_letter_partition,
@@ -96,8 +99,6 @@ log = logging.getLogger(__name__)
 RETRY_INTERVAL_S = 0.5
 # Dead letters one round writes at most (the rest wait for the next round).
 ROUND_RECORDS_MAX = 1_000
-# Bytes one read of a log asks for.
-READ_BYTES_MAX = 1024 * 1024
 # The configs of a dead-letter topic the broker creates (Kafka 4.4's).
 CREATED_TOPIC_CONFIGS = {
     "errors.deadletterqueue.group.enable": "true",
@@ -111,20 +112,12 @@ CREATED_TOPIC_CONFIGS = {
 FAILPOINT_ENV = "WEIR_DEAD_LETTERS_FAILPOINT"
 
 
-class RoundDeferredError(Exception):
-    """The round cannot be done now (not led here, not durable): try again later."""
-
-
-@dataclass(frozen=True)
-class Destination:
-    topic: TopicRecord
-    replica: PartitionReplica
-
-
 class DeadLetters:
     def __init__(self, broker: Broker, partitions: SharePartitions) -> None:
         self.broker = broker
         self.partitions = partitions
+        # Connections to the other brokers, for dead-letter partitions led there.
+        self.peers = dead_letter_peers(broker)
         self._due: set[ShareKey] = set()
         self._wakeup = trio.Event()
         # Why a round was last deferred, per key (logged once per reason).
@@ -145,6 +138,12 @@ class DeadLetters:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        try:
+            await self._rounds()
+        finally:
+            await close_peers(self.peers)
+
+    async def _rounds(self) -> None:
         while True:
             self._wakeup = trio.Event()
             if self._sweep:
@@ -215,19 +214,19 @@ class DeadLetters:
         if not pending:
             await self._store(leader)
             return
-        leader.partition.dead_letter_mark = destination.replica.log.log_end_offset
+        leader.partition.dead_letter_mark = await destination.end_offset()
         await self._store(leader)
         self._crash_at("after-mark")
         pending = _first_records(leader.partition.pending_dead_letters(), ROUND_RECORDS_MAX)
         source = await self._source_records(leader, pending, config.dead_letter_copy_record)
-        end_offset = self._append(leader, destination, pending, source)
-        await self._wait_durable(destination, end_offset)
+        bytes_max = LogConfig.from_overrides(destination.topic.configs).max_message_bytes
+        await destination.append(_batches(leader, pending, source, wall_clock_ms(), bytes_max))
         self._crash_at("after-append")
         for archived in pending:
             leader.partition.dead_lettered(archived.first_offset, archived.last_offset)
         self.letters_written += sum(a.last_offset - a.first_offset + 1 for a in pending)
         leader.partition.dead_letter_mark = (
-            destination.replica.log.log_end_offset
+            await destination.end_offset()
             if leader.partition.pending_dead_letters()
             else NO_DEAD_LETTER_MARK
         )
@@ -284,9 +283,13 @@ class DeadLetters:
             raise RoundDeferredError(f"{topic_name} does not exist (yet)")
         index = dead_letter_partition(source_partition, topic.partition_count)
         replica = self.broker.partition(topic_name, index)
-        if replica is None or not replica.is_leader:
-            raise RoundDeferredError(f"{topic_name}-{index} is not led by this broker")
-        return Destination(topic, replica)
+        if replica is not None and replica.is_leader:
+            return LocalDestination(self.broker, topic, replica)
+        cluster = self.broker.cluster
+        leader_id = -1 if cluster is None else cluster.partition_state(topic, index).leader
+        if leader_id < 0 or leader_id == self.broker.config.node_id:
+            raise RoundDeferredError(f"{topic_name}-{index} has no leader now")
+        return RemoteDestination(self.broker, self.peers, topic, index, leader_id)
 
     async def _archive_without_letters(self, leader: ShareLeader, refusal: str) -> None:
         """Kafka's outcome for a refused dead-letter topic: archived, no dead letter."""
@@ -306,15 +309,8 @@ class DeadLetters:
         mark = leader.partition.dead_letter_mark
         if mark == NO_DEAD_LETTER_MARK:
             return
-        replica = destination.replica
-        end_offset = replica.log.log_end_offset
-        await self._wait_durable(destination, end_offset)
-        start = max(mark, replica.log.log_start_offset)
         key = leader.key
-        letters = (
-            parse_dead_letter(record.headers)
-            for record in await self._read(replica, start, end_offset)
-        )
+        letters = (parse_dead_letter(record.headers) for record in await destination.read(mark))
         found = written_offsets(letters, key.group_id, leader.replica.topic.name, key.partition)
         finished = 0
         for archived in leader.partition.pending_dead_letters():
@@ -343,82 +339,9 @@ class DeadLetters:
         start = max(first, replica.log.log_start_offset)
         return {
             record.offset: record
-            for record in await self._read(replica, start, last + 1)
+            for record in await read_log(self.broker, replica, start, last + 1)
             if first <= record.offset <= last
         }
-
-    def _append(
-        self,
-        leader: ShareLeader,
-        destination: Destination,
-        pending: Sequence[Archived],
-        source: dict[int, Record],
-    ) -> int:
-        """Step (e): the dead letters as batches within the topic's max.message.bytes;
-        returns the offset to wait for."""
-        replica = destination.replica
-        if not replica.is_leader:
-            raise RoundDeferredError(f"{replica.topic.name}-{replica.index} is no longer led here")
-        now_ms = wall_clock_ms()
-        bytes_max = LogConfig.from_overrides(destination.topic.configs).max_message_bytes
-        end_offset = replica.log.log_end_offset
-        for batch in _batches(leader, pending, source, now_ms, bytes_max):
-            try:
-                result = replica.log.append(batch, leader_epoch=replica.leader_epoch, now_ms=now_ms)
-            except LogError as exc:
-                raise RoundDeferredError(f"appending to {replica.topic.name}: {exc}") from exc
-            end_offset = result.last_offset + 1
-        replica.wake_followers()
-        return end_offset
-
-    async def _wait_durable(self, destination: Destination, end_offset: int) -> None:
-        replica = destination.replica
-        try:
-            await wait_state_records(self.broker, replica.topic.name, replica.index, end_offset)
-        except (LogError, LookupError) as exc:
-            raise RoundDeferredError(f"dead letters not durable: {exc}") from exc
-
-    async def _read(self, replica: PartitionReplica, first: int, end: int) -> list[Record]:
-        """The records of `replica` in `[first, end)` (fewer if the log start passed them)."""
-        records: list[Record] = []
-        offset = first
-        while offset < end:
-            data = await self._read_batches(replica, offset)
-            if not data:
-                break
-            try:
-                decoded = list(decode_records(data, uncompressed_bytes_max=BATCH_INFLATE_BYTES_MAX))
-            except InvalidBatch as exc:
-                log.warning("%s-%d at %d: unreadable: %s", replica.topic.name, replica.index,
-                            offset, exc)  # fmt: skip
-                break
-            kept = [r for r in decoded if offset <= r.offset < end]
-            records.extend(kept)
-            next_offset = max((r.offset for r in decoded), default=offset - 1) + 1
-            if next_offset <= offset:
-                break
-            offset = next_offset
-        return records
-
-    async def _read_batches(self, replica: PartitionReplica, offset: int) -> bytes | bytearray:
-        """The batches from `offset`, up to the high watermark: a log read returns whole
-        batches below its end, and the last record wanted may sit mid-batch."""
-        for attempt in range(2):
-            try:
-                return replica.log.read(
-                    offset,
-                    bytes_max=READ_BYTES_MAX,
-                    end_offset=replica.high_watermark,
-                    cached_only=attempt == 0,
-                ).records
-            except ReadNotCached as exc:
-                if exc.cold.file.try_hold():
-                    await self.broker.disk.run(DiskJob.COLD_READ, partial(warm, [exc.cold]))
-            except OffsetOutOfRange:
-                return b""
-            except LogError as exc:
-                raise RoundDeferredError(f"reading {replica.topic.name}: {exc}") from exc
-        return b""
 
 
 def _first_records(pending: Sequence[Archived], records_max: int) -> list[Archived]:
