@@ -7,6 +7,7 @@ middle of writing dead letters: none lost, none doubled."""
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -210,6 +211,13 @@ def test_rejected_records_become_dead_letters_with_kafkas_headers_and_the_record
     }
     # Kafka 4.4 stamps a dead letter with the time it writes it.
     assert all(abs(m.timestamp()[1] - time.time() * 1000) < 120_000 for m in letters)
+    # The queue view counts them (Weir's).
+    status, body = broker.http_get(f"/v1/queues/{group}")
+    assert status == 200
+    rows = json.loads(body)["share_partitions"]
+    assert sum(r["dead_lettered"] for r in rows) == 4
+    assert sum(r["dead_letter_pending"] for r in rows) == 0
+    assert sum(r["archived"] for r in rows) + sum(r["start_offset"] for r in rows) == 4
 
 
 def test_records_at_the_delivery_limit_become_headers_only_dead_letters(

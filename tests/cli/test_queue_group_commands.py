@@ -91,6 +91,21 @@ def test_describe_shows_the_start_offset_and_what_the_group_has_not_finished(
     assert text.returncode == 0 and f"{RECORDS - ACCEPTED} records not finished" in text.stdout
 
 
+def test_describe_with_the_brokers_http_address_shows_the_records_by_state(
+    broker: WeirProcess,
+) -> None:
+    topic, group = share_group_with_progress(broker)
+    result = queue(broker, "describe", "--group", group, "--http", broker.http_url,
+                   "--format", "json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)["partitions"]
+    # The released records wait to be delivered again; none is held, delayed or dead.
+    assert (row["available"], row["acquired"], row["delayed"]) == (RECORDS - ACCEPTED, 0, 0)
+    assert (row["dead_letter_pending"], row["dead_lettered"]) == (0, 0)
+    text = queue(broker, "describe", "--group", group, "--http", broker.http_url)
+    assert text.returncode == 0 and "AVAILABLE" in text.stdout and "DEAD-LETTERED" in text.stdout
+
+
 def test_purge_moves_the_group_past_every_record_and_a_dry_run_changes_nothing(
     broker: WeirProcess,
 ) -> None:

@@ -139,3 +139,13 @@ def test_a_loaded_archiving_record_never_delivered_is_labelled_expired():
         Archived(0, 0, 0, ArchiveReason.EXPIRED),
         Archived(1, 1, 1, ArchiveReason.REJECTED),
     ]
+
+
+def test_the_depth_counts_records_waiting_for_their_dead_letters():
+    partition = acquired(WITH_DLQ)
+    partition.acknowledge(A, 0, 1, [AcknowledgeType.REJECT], now_ms=1)
+    depth = partition.depth(end_offset=5)
+    assert (depth.archived, depth.archiving, depth.acquired) == (2, 2, 3)
+    partition.dead_lettered(0, 1)
+    depth = partition.depth(end_offset=5)
+    assert (depth.start_offset, depth.archived, depth.archiving) == (2, 0, 0)  # done

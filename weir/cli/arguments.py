@@ -833,6 +833,13 @@ def _add_queue_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         help="a share group's state, members and, per partition, its start offset and lag",
     )
     describe.add_argument("--group", required=True, help="the share group")
+    describe.add_argument(
+        "--http",
+        action="append",
+        metavar="URL",
+        help="a broker's HTTP address (HOST:PORT or URL; once per broker): adds the records "
+        "by state its GET /v1/queues shows for the partitions it leads",
+    )
     purge = actions.add_parser(
         "purge",
         parents=[common],

@@ -161,7 +161,7 @@ def _run_queue_command(args: argparse.Namespace, cluster: Cluster, stdout: TextI
     document: dict[str, Any]
     render: Callable[[dict[str, Any]], str]
     if action == "describe":
-        document = queue_group_commands.describe_queue(cluster, args.group)
+        document = queue_group_commands.describe_queue(cluster, args.group, args.http)
         render = queue_group_commands.render_queue
     elif action == "purge":
         document = queue_group_commands.purge_queue(

@@ -4,8 +4,10 @@
 (ShareGroupDescribe), and per partition the share-partition start offset and the
 records the group has not finished with (DescribeShareGroupOffsets v1's lag), with
 the partition's end offset. The records by state (available, acquired, delayed,
-archived) and the oldest record's age are each broker's `GET /v1/queues` (only the
-partition's leader knows them).
+archived, waiting for or given a dead letter) and the oldest record's age are known
+only to the partition's leader, which shows them at `GET /v1/queues/G` on its HTTP
+port: with `--http URL` (once per broker) they are read from there and joined to the
+rows (`merge_queue_views`).
 
 `purge --group G [--topic T]`: what SQS's PurgeQueue does, as Kafka's
 `kafka-share-groups.sh --reset-offsets --to-latest` does it: every partition's start
@@ -16,6 +18,9 @@ consumers first); `--dry-run` shows the plan without changing anything.
 
 from __future__ import annotations
 
+import json
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -83,7 +88,46 @@ def _end_offsets(cluster: Cluster, topic: str, partitions: set[int]) -> dict[int
     return {p: found.offset for p, found in lookups.items() if found.offset is not None}
 
 
-def describe_queue(cluster: Cluster, group_id: str) -> dict[str, Any]:
+# What `GET /v1/queues` gives per share partition that describe joins to its rows.
+VIEW_FIELDS = (
+    "available",
+    "acquired",
+    "delayed",
+    "dead_letter_pending",
+    "dead_lettered",
+    "oldest_unacknowledged_age_ms",
+)
+HTTP_TIMEOUT_S = 5.0
+
+
+def queue_views(urls: list[str], group_id: str) -> list[dict[str, Any]]:
+    """The share-partition rows each broker's `GET /v1/queues/{group}` shows."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    rows: list[dict[str, Any]] = []
+    for url in urls:
+        base = url if "://" in url else f"http://{url}"
+        path = f"{base.rstrip('/')}/v1/queues/{urllib.parse.quote(group_id, safe='')}"
+        try:
+            with opener.open(path, timeout=HTTP_TIMEOUT_S) as response:
+                document = json.loads(response.read())
+        except (OSError, ValueError) as exc:
+            raise CliError(f"{path}: {exc}") from None
+        rows.extend(document.get("share_partitions", []))
+    return rows
+
+
+def merge_queue_views(partitions: list[dict[str, Any]], views: list[dict[str, Any]]) -> None:
+    """Joins each view row (by topic and partition) to its describe row."""
+    by_partition = {(v.get("topic"), v.get("partition")): v for v in views}
+    for row in partitions:
+        view = by_partition.get((row["topic"], row["partition"]))
+        if view is not None:
+            row.update({name: view.get(name) for name in VIEW_FIELDS})
+
+
+def describe_queue(
+    cluster: Cluster, group_id: str, http_urls: list[str] | None = None
+) -> dict[str, Any]:
     coordinator = _coordinator(cluster, group_id, DESCRIBE_QUEUE)
     group = _share_group(coordinator, group_id, DESCRIBE_QUEUE)
     rows = _offsets(coordinator, group_id, DESCRIBE_QUEUE)
@@ -92,6 +136,8 @@ def describe_queue(cluster: Cluster, group_id: str) -> dict[str, Any]:
         for row in rows:
             if row["topic"] == topic:
                 row["end_offset"] = ends.get(row["partition"])
+    if http_urls:
+        merge_queue_views(rows, queue_views(http_urls, group_id))
     members = [
         {
             "member_id": m["member_id"],
@@ -119,11 +165,17 @@ def render_queue(document: Mapping[str, Any]) -> str:
         f"share group {document['group_id']}: {document['state']}, "
         f"{len(document['members'])} members, {document['lag']} records not finished\n"
     )
+    rows = document["partitions"]
+    viewed = any("available" in r for r in rows)
+    columns = ["TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG"]
+    if viewed:
+        columns += ["AVAILABLE", "ACQUIRED", "DELAYED", "DLQ-PENDING", "DEAD-LETTERED", "AGE-MS"]
     partitions = render_table(
-        ["TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "LAG"],
+        columns,
         [
             [r["topic"], r["partition"], r["start_offset"], r.get("end_offset"), r["lag"]]
-            for r in document["partitions"]
+            + ([r.get(name) for name in VIEW_FIELDS] if viewed else [])
+            for r in rows
         ],
     )
     members = render_table(

@@ -285,7 +285,8 @@ class QueueDepth:
     """Records by state, for Describe and metrics. `available` counts records not yet
     fetched up to the log end the caller gives; `delayed`, AVAILABLE records known
     not to be visible yet (a delay header or a release backoff; not counted in
-    `available`)."""
+    `available`); `archiving`, the archived records still waiting for their dead
+    letters (counted in `archived` too)."""
 
     start_offset: int
     available: int
@@ -293,6 +294,7 @@ class QueueDepth:
     acknowledged: int
     archived: int
     delayed: int = 0
+    archiving: int = 0
 
 
 class _Slot:
@@ -503,6 +505,7 @@ class SharePartition:
             counts[RecordState.ACKNOWLEDGED],
             counts[RecordState.ARCHIVED] + counts[RecordState.ARCHIVING],
             delayed,
+            counts[RecordState.ARCHIVING],
         )
 
     def state(self) -> ShareState:

@@ -122,7 +122,9 @@ class DeadLetters:
         self._wakeup = trio.Event()
         # Why a round was last deferred, per key (logged once per reason).
         self._deferred: dict[ShareKey, str] = {}
+        # Dead letters written since this broker started, in all and per key.
         self.letters_written = 0
+        self.written_by_key: dict[ShareKey, int] = {}
         self._failpoint = os.environ.get(FAILPOINT_ENV)
         # Look for stored states with ARCHIVING records (at start, on leadership changes).
         self._sweep = True
@@ -224,7 +226,9 @@ class DeadLetters:
         self._crash_at("after-append")
         for archived in pending:
             leader.partition.dead_lettered(archived.first_offset, archived.last_offset)
-        self.letters_written += sum(a.last_offset - a.first_offset + 1 for a in pending)
+        written = sum(a.last_offset - a.first_offset + 1 for a in pending)
+        self.letters_written += written
+        self.written_by_key[key] = self.written_by_key.get(key, 0) + written
         leader.partition.dead_letter_mark = (
             await destination.end_offset()
             if leader.partition.pending_dead_letters()

@@ -7,8 +7,13 @@ loaded and not shown). Per share group, topic and partition:
 
 - `start_offset`: the share-partition start offset (everything below is done);
 - `available`: records a consumer may be given now or once fetched, up to the
-  high watermark; `acquired`: locked by a member; `acknowledged` and `archived`:
-  done, not yet below the start offset;
+  high watermark; `acquired`: locked by a member; `delayed`: not to be delivered
+  yet (a delay header or a release backoff; not in `available`); `acknowledged` and
+  `archived`: done, not yet below the start offset;
+- `dead_letter_pending`: archived records waiting for their dead letters (in
+  `archived` too); `dead_lettered`: dead letters this broker wrote for the share
+  partition since it started (a count, not durable: the dead-letter topic is the
+  record);
 - `oldest_unacknowledged_age_ms`: the age of the batch holding the start offset's
   record (its first timestamp), None when that batch is not in the page cache
   (the view never reads the disk on the event loop) or nothing is waiting.
@@ -52,8 +57,11 @@ def queue_rows(service: ShareService, group_id: str | None = None) -> list[dict[
                 "high_watermark": replica.high_watermark,
                 "available": depth.available,
                 "acquired": depth.acquired,
+                "delayed": depth.delayed,
                 "acknowledged": depth.acknowledged,
                 "archived": depth.archived,
+                "dead_letter_pending": depth.archiving,
+                "dead_lettered": service.dead_letters.written_by_key.get(key, 0),
                 "oldest_unacknowledged_age_ms": _oldest_age_ms(leader, now_ms),
             }
         )
@@ -92,7 +100,7 @@ def register_queue_metrics(broker: Broker, service: ShareService) -> None:
 
     def by_state() -> Iterable[GaugeSample]:
         for row in queue_rows(service):
-            for state in ("available", "acquired", "acknowledged", "archived"):
+            for state in ("available", "acquired", "delayed", "acknowledged", "archived"):
                 labels = {
                     "group": row["group"],
                     "topic": row["topic"],
@@ -117,6 +125,16 @@ def register_queue_metrics(broker: Broker, service: ShareService) -> None:
         "weir_share_records",
         "Records of a share partition led here, by state (available: not yet fetched too).",
         by_state,
+    )
+    metrics.register_gauge(
+        "weir_share_dead_letter_pending_records",
+        "Archived records of a share partition led here waiting for their dead letters.",
+        lambda: samples("dead_letter_pending"),
+    )
+    metrics.register_gauge(
+        "weir_share_dead_lettered_records",
+        "Dead letters written for a share partition by this broker since it started.",
+        lambda: samples("dead_lettered"),
     )
     metrics.register_gauge(
         "weir_share_start_offset",
