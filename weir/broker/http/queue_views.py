@@ -21,13 +21,13 @@ loaded and not shown). Per share group, topic and partition:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
+
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.coordinators.share_partitions import ShareLeader
 from weir.broker.coordinators.share_service import ShareService
-from weir.broker.metrics import GaugeSample
 from weir.format.record_batch import InvalidBatch, parse_batch_header
 from weir.log.errors import LogError
 from weir.log.page_cache import ReadNotCached
@@ -88,61 +88,47 @@ def _oldest_age_ms(leader: ShareLeader, now_ms: int) -> int | None:
     return max(0, now_ms - header.base_timestamp)
 
 
+# The share-partition gauges: (name, help, the row's field).
+QUEUE_GAUGES = (
+    ("weir_share_dead_letter_pending_records",
+     "Archived records of a share partition led here waiting for their dead letters.",
+     "dead_letter_pending"),
+    ("weir_share_dead_lettered_records",
+     "Dead letters written for a share partition by this broker since it started.",
+     "dead_lettered"),
+    ("weir_share_start_offset", "A share partition's start offset.", "start_offset"),
+)  # fmt: skip
+RECORD_STATES = ("available", "acquired", "delayed", "acknowledged", "archived")
+PARTITION_LABELS = ["group", "topic", "partition"]
+
+
 def register_queue_metrics(broker: Broker, service: ShareService) -> None:
-    def samples(field: str) -> Iterable[GaugeSample]:
-        for row in queue_rows(service):
-            labels = {
-                "group": row["group"],
-                "topic": row["topic"],
-                "partition": str(row["partition"]),
-            }
-            yield labels, float(row[field])
+    broker.metrics.register_collector(lambda: queue_families(service))
 
-    def by_state() -> Iterable[GaugeSample]:
-        for row in queue_rows(service):
-            for state in ("available", "acquired", "delayed", "acknowledged", "archived"):
-                labels = {
-                    "group": row["group"],
-                    "topic": row["topic"],
-                    "partition": str(row["partition"]),
-                    "state": state,
-                }
-                yield labels, float(row[state])
 
-    def oldest() -> Iterable[GaugeSample]:
-        for row in queue_rows(service):
-            age_ms = row["oldest_unacknowledged_age_ms"]
-            if age_ms is not None:
-                labels = {
-                    "group": row["group"],
-                    "topic": row["topic"],
-                    "partition": str(row["partition"]),
-                }
-                yield labels, age_ms / 1000
-
-    metrics = broker.metrics
-    metrics.register_gauge(
+def queue_families(service: ShareService) -> list[Metric]:
+    """The share-partition metric families, from one pass over the rows."""
+    rows = queue_rows(service)
+    records = GaugeMetricFamily(
         "weir_share_records",
         "Records of a share partition led here, by state (available: not yet fetched too).",
-        by_state,
+        labels=[*PARTITION_LABELS, "state"],
     )
-    metrics.register_gauge(
-        "weir_share_dead_letter_pending_records",
-        "Archived records of a share partition led here waiting for their dead letters.",
-        lambda: samples("dead_letter_pending"),
-    )
-    metrics.register_gauge(
-        "weir_share_dead_lettered_records",
-        "Dead letters written for a share partition by this broker since it started.",
-        lambda: samples("dead_lettered"),
-    )
-    metrics.register_gauge(
-        "weir_share_start_offset",
-        "A share partition's start offset.",
-        lambda: samples("start_offset"),
-    )
-    metrics.register_gauge(
+    gauges = [
+        (GaugeMetricFamily(name, help_text, labels=PARTITION_LABELS), field)
+        for name, help_text, field in QUEUE_GAUGES
+    ]
+    oldest = GaugeMetricFamily(
         "weir_share_oldest_unacknowledged_age_seconds",
         "Age of the oldest record a share group has not finished with.",
-        oldest,
+        labels=PARTITION_LABELS,
     )
+    for row in rows:
+        labels = [row["group"], row["topic"], str(row["partition"])]
+        for state in RECORD_STATES:
+            records.add_metric([*labels, state], float(row[state]))
+        for family, field in gauges:
+            family.add_metric(labels, float(row[field]))
+        if row["oldest_unacknowledged_age_ms"] is not None:
+            oldest.add_metric(labels, row["oldest_unacknowledged_age_ms"] / 1000)
+    return [records, *(family for family, _ in gauges), oldest]
