@@ -35,8 +35,8 @@ the markdown table to stdout.
 
 `--brokers weir,before=/tmp/weir-before --modes classic,consumer` measures another
 source tree of Weir (started with PYTHONPATH=<tree>) instead of or next to Kafka:
-classic and KIP-848 consumption before and after a change. Share mode is skipped for
-such builds. `--profile` records Weir under py-spy during one more share drain after
+classic and KIP-848 consumption before and after a change (share mode too when the
+tree serves share groups). `--profile` records Weir under py-spy during one more share drain after
 the rounds (not a measured one) and prints its top frames.
 """
 
@@ -169,8 +169,10 @@ def cells(args: argparse.Namespace) -> list[Cell]:
 
 
 def serves(broker: str, mode: str, args: argparse.Namespace) -> bool:
-    """Builds named by a source tree are measured in classic and consumer modes only."""
-    return not (mode == "share" and broker in args.trees)
+    """Builds named by a source tree are measured in share mode only when they serve
+    share groups (a tree from before them: classic and consumer modes only)."""
+    tree = args.trees.get(broker)
+    return mode != "share" or tree is None or (tree / "weir" / "sharecoord").is_dir()
 
 
 def build_generator() -> Path:

@@ -173,6 +173,85 @@ def test_renew_outside_a_renewal_request_is_an_invalid_request(broker: WeirProce
     assert partition.error_code == ErrorCode.INVALID_REQUEST
 
 
+def set_reset_earliest(broker: WeirProcess, group: str) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    entry = ConfigEntry(
+        "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
+    )
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+
+
+def produce_to(broker: WeirProcess, topic: str, per_partition: dict[int, int]) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for partition, count in per_partition.items():
+        for i in range(count):
+            producer.produce(topic, value=b"r%d" % i, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def acquired_by_partition(answer: object) -> dict[int, list[tuple[int, int]]]:
+    return {
+        p.partition_index: [(r.first_offset, r.last_offset) for r in p.acquired_records]
+        for t in answer.responses  # type: ignore[attr-defined]
+        for p in t.partitions
+        if p.acquired_records
+    }
+
+
+def test_a_partition_named_for_acknowledgements_and_forgotten_is_no_longer_fetched(
+    broker: WeirProcess,
+) -> None:
+    """franz-go's ShareFetch after its member lost a partition: the partition is named
+    only to carry its acknowledgements and forgotten in the same request. Kafka adds
+    the named partitions to the session before removing the forgotten ones, so nothing
+    more is acquired there for the member (the client would drop it unacknowledged,
+    and those records would hold the head of the in-flight window until their locks
+    expire: the 16-consumer benchmark's stall). Another member gets the records."""
+    topic, group = "forget-queue", "forget-group"
+    create_topic(broker.bootstrap, topic, partitions=2)
+    set_reset_earliest(broker, group)
+    with connect(broker) as sock:
+        metadata = round_trip(sock, ApiKey.METADATA, 12, {"topics": [{"name": topic}]})
+    tid = metadata.topics[0].topic_id
+    produce_to(broker, topic, {0: 3, 1: 3})
+    leaving, staying = str(uuid.uuid4()), str(uuid.uuid4())
+    both = [{"topic_id": tid, "partitions": [{"partition_index": 0}, {"partition_index": 1}]}]
+    with connect(broker) as sock:
+        opened = round_trip(sock, ApiKey.SHARE_FETCH, 2, share_fetch(
+            0, both, group_id=group, member_id=leaving, max_wait_ms=2000))  # fmt: skip
+        held = acquired_by_partition(opened)
+        stop = time.monotonic() + 10
+        epoch = 1
+        while set(held) != {0, 1} and time.monotonic() < stop:  # both partitions' records
+            more = round_trip(sock, ApiKey.SHARE_FETCH, 2, share_fetch(
+                epoch, [], group_id=group, member_id=leaving, max_wait_ms=500))  # fmt: skip
+            held.update(acquired_by_partition(more))
+            epoch += 1
+        assert held == {0: [(0, 2)], 1: [(0, 2)]}
+        produce_to(broker, topic, {0: 2, 1: 2})
+        revoked = round_trip(sock, ApiKey.SHARE_FETCH, 2, share_fetch(
+            epoch, [{"topic_id": tid, "partitions": [{"partition_index": 1,
+                "acknowledgement_batches": [
+                    {"first_offset": 0, "last_offset": 2, "acknowledge_types": [1]},
+                ]}]}],
+            group_id=group, member_id=leaving, max_wait_ms=500,
+            forgotten_topics_data=[{"topic_id": tid, "partitions": [1]}]))  # fmt: skip
+        assert revoked.error_code == ErrorCode.NONE
+        answers = {p.partition_index: p for t in revoked.responses for p in t.partitions}
+        assert answers[1].acknowledge_error_code == ErrorCode.NONE
+        assert acquired_by_partition(revoked) == {0: [(3, 4)]}
+        later = round_trip(sock, ApiKey.SHARE_FETCH, 2, share_fetch(
+            epoch + 1, [], group_id=group, member_id=leaving, max_wait_ms=0))  # fmt: skip
+        assert 1 not in acquired_by_partition(later)
+    with connect(broker) as sock:
+        other = round_trip(sock, ApiKey.SHARE_FETCH, 2, share_fetch(0, [
+            {"topic_id": tid, "partitions": [{"partition_index": 1}]},
+        ], group_id=group, member_id=staying, max_wait_ms=2000))  # fmt: skip
+    assert acquired_by_partition(other) == {1: [(3, 4)]}
+
+
 def test_a_share_consumer_is_served_after_all_of_the_above(broker: WeirProcess) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     entry = ConfigEntry(

@@ -129,3 +129,17 @@ async def test_a_replaced_session_closing_with_its_connection_releases_nothing(
     assert current is not None
     await service.close_session(current)
     assert released == [("m1", 2)] and service.sessions.get("g", "m1") is None
+
+
+def test_a_partition_named_and_forgotten_in_one_request_leaves_the_session() -> None:
+    """franz-go names a partition it was just unassigned for its acknowledgements and
+    forgets it in the same ShareFetch; Kafka adds the named partitions before removing
+    the forgotten ones, so the session no longer fetches it (if it did, the records
+    acquired for it would be dropped by the client unacknowledged, holding the head
+    of the partition's in-flight window until their locks expire)."""
+    sessions = ShareSessions(10)
+    open_session(sessions)
+    session = sessions.for_fetch("g", "m1", 1, added=[(TOPIC, 1)], forgotten=[(TOPIC, 1)],
+                                 has_acknowledgements=True)  # fmt: skip
+    assert session is not None
+    assert list(session.partitions) == [(TOPIC, 0)]

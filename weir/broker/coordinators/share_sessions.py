@@ -54,10 +54,15 @@ class ShareSession:
     def update(
         self, added: Sequence[TopicPartitionId], forgotten: Sequence[TopicPartitionId]
     ) -> None:
-        for partition in forgotten:
-            self.partitions.pop(partition, None)
+        """The request's partitions join, then its forgotten ones leave (Kafka's
+        ShareSession.update, in that order): a partition named only for its
+        acknowledgements and forgotten in the same request (franz-go does this for a
+        partition it was just unassigned) is no longer fetched for the member, whose
+        client would drop what was acquired for it unacknowledged."""
         for partition in added:
             self.partitions.setdefault(partition, None)
+        for partition in forgotten:
+            self.partitions.pop(partition, None)
 
 
 class ShareSessionError(Exception):
