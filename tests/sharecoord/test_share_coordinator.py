@@ -92,6 +92,19 @@ def test_a_join_within_the_assignment_interval_waits_for_the_next_heartbeat() ->
     assert (again.member_epoch, again.assignment) == (3, {T1: (0, 1)})
 
 
+def test_a_member_waiting_for_the_next_target_is_told_to_come_back_when_it_is_due() -> None:
+    h = Harness()
+    first = h.heartbeat(A, 0, ("t1",), now_ms=1_000)
+    assert first.heartbeat_interval_ms == 5_000  # nothing waits
+    early = h.heartbeat(B, 0, ("t1",), now_ms=1_100)
+    assert early.assignment == {}
+    # The next target may be computed at 2_000: B comes back just after, not at 6_100.
+    assert early.heartbeat_interval_ms == 900 + 50
+    later = h.heartbeat(B, 2, now_ms=1_100 + early.heartbeat_interval_ms)
+    assert later.assignment == {T1: (2,)}
+    assert later.heartbeat_interval_ms == 5_000  # computed: back to the group's interval
+
+
 def test_an_assignment_interval_of_0_assigns_at_once() -> None:
     h = Harness(assignment_interval_ms=0)
     h.heartbeat(A, 0, ("t1",))

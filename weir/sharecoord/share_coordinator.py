@@ -60,6 +60,8 @@ MEMBER_ID_LENGTH_MAX = 36
 # ShareGroupDescribe's authorized_operations when the client did not ask for them.
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 PROTOCOL_TYPE = "share"
+# A member waiting for a new target is told to come back this long after it is due.
+TARGET_DUE_SLACK_MS = 50
 
 
 @dataclass(frozen=True)
@@ -290,7 +292,7 @@ class ShareGroupCoordinator:
             None,
             member.member_id,
             member.member_epoch,
-            config.heartbeat_interval_ms,
+            _heartbeat_interval_ms(group, config, now_ms),
             _sorted_assignment(member.assigned)
             if full or member.assigned != old_assigned
             else None,
@@ -662,3 +664,17 @@ __all__ = [
     "ShareHeartbeatAnswer",
     "TopicInfo",
 ]
+
+
+def _heartbeat_interval_ms(group: ShareGroup, config: ShareGroupConfig, now_ms: int) -> int:
+    """The heartbeat interval a member is told: the group's, or, while a new target
+    waits for the assignment interval to pass (members joined within it), just past
+    that moment, so they get their partitions then rather than a whole heartbeat
+    interval later (Weir's: Kafka 4.4 always answers the group's interval, and 16
+    members joining together get their partitions at their second heartbeat, 5 s in).
+    Clients take the interval of every response (KIP-848's and KIP-932's)."""
+    interval_ms = config.heartbeat_interval_ms
+    if group.group_epoch <= group.assignment_epoch:
+        return interval_ms
+    due_ms = group.assignment_timestamp_ms + config.assignment_interval_ms - now_ms
+    return max(TARGET_DUE_SLACK_MS, min(interval_ms, due_ms + TARGET_DUE_SLACK_MS))
