@@ -51,8 +51,11 @@ Under faults (compat_tests/queue_fault_run.py) the checker takes more input:
   the history archived (an effective REJECT, or the limit reached) must have one.
 - `records` (`ProducedRecord`: timestamp, `weir.delay.ms`, `weir.ttl.ms`): a delayed
   record is never delivered before its timestamp plus its delay (`delay_slack_ms`:
-  producer, broker and consumers share one clock), a record with a TTL never after
-  its expiry (`slack_ms`: an acquisition is stamped when poll() returns it).
+  producer, broker and consumers share one clock), a record with a TTL never
+  acquired after its expiry: not delivered later than its expiry plus `lock_ms` plus
+  `slack_ms` (a share fetch is answered once its state is stored, which a moving
+  share coordinator can hold for seconds; records whose lock expired meanwhile are
+  left out of the answer, so an acquisition precedes its delivery by under a lock).
 - `drain_empty`: a fresh consumer of the group got nothing for longer than a lock at
   the end. Then a record with an ACCEPT that was not effective (answered with an
   error, unanswered, late or after a failover: the broker may have applied it, e.g. a
@@ -282,11 +285,11 @@ def check_share_history(
         )
         record = (records or {}).get(key)
         if record is not None:
-            _check_times(key, record, held, slack_ms, delay_slack_ms, violations)
+            _check_times(key, record, held, lock_ms + slack_ms, delay_slack_ms, violations)
         if dead_letters is not None:
             resolution = _check_dead_letters(
-                key, resolution, held, letters.get(key, []), record, delivery_limit, slack_ms,
-                violations,
+                key, resolution, held, letters.get(key, []), record, delivery_limit,
+                lock_ms + slack_ms, violations,
             )  # fmt: skip
         if resolution == "unresolved" and drain_empty and any(h.ineffective_accept() for h in held):
             resolution = ACCEPTED_UNCONFIRMED
@@ -304,7 +307,8 @@ def _check_times(
     delay_slack_ms: int,
     violations: list[str],
 ) -> None:
-    """A delayed record not delivered early; an expiring one not delivered late."""
+    """A delayed record not delivered early; an expiring one not delivered late
+    (`slack_ms`: how long after its acquisition a delivery may be seen)."""
     visible_ms, expires_ms = record.visible_ms, record.expires_ms
     for one in held:
         where = f"{key}: delivery {one.delivery_count} to {one.consumer} at {one.start_ms}"
@@ -359,8 +363,8 @@ def _rejected_ok(held: list[Holding], record: ProducedRecord | None) -> bool:
 
 
 def _expired_ok(held: list[Holding], record: ProducedRecord | None, slack_ms: int) -> bool:
-    """The record had a TTL and was never delivered at or after its expiry (within
-    `slack_ms`: a delivery is stamped when poll() returns it)."""
+    """The record had a TTL and was never acquired at or after its expiry (a delivery
+    is seen up to `slack_ms` after its acquisition)."""
     expires_ms = None if record is None else record.expires_ms
     if expires_ms is None:
         return False

@@ -18,7 +18,10 @@ A ShareFetch, on the leader of its partitions:
    matter): delayed records are left for later, expired ones archived;
 4. with nothing acquired, waits (up to MaxWaitMs) for new records, records
    released or unlocked, or delayed records becoming visible, then tries again;
-5. stores the changed share partitions' state and answers once it is durable.
+5. stores the changed share partitions' state and answers once it is durable,
+   leaving out the records whose lock expired meanwhile (a share coordinator that
+   moves can hold the store for seconds): they are no longer the member's, and
+   another consumer may have them already (`_drop_lapsed`).
 
 ShareAcknowledge does 1 and 2 (and 5). The final epoch (-1) closes the session
 after its acknowledgements, releasing the member's other acquired records.
@@ -61,7 +64,9 @@ from weir.sharecoord.share_partition import (
     Acquisition,
     LogBatch,
     RecordTimes,
+    SharePartition,
 )
+from weir.sharecoord.share_state import RecordState
 from weir.wire.messages.share_groups import (
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
@@ -108,6 +113,8 @@ class _PartitionResult:
     acquired: list[AcquiredRange] = field(default_factory=list)
     leader_id: int = -1
     leader_epoch: int = -1
+    # the share partition `acquired` was taken from
+    share_leader: ShareLeader | None = None
 
 
 @dataclass
@@ -175,6 +182,7 @@ def handle_share_fetch(
     lock_duration_ms = service.partitions.config(group_id).record_lock_duration_ms
 
     async def finish() -> ShareFetchResponse:
+        started_ms = wall_clock_ms()  # no lock taken below expires before this + lock
         await _acknowledge_all(ctx.broker, service, state, ctx.now_ms())
         if session is None:
             closing = service.sessions.get(group_id, member_id)
@@ -185,6 +193,8 @@ def handle_share_fetch(
         error = await service.partitions.persist(state.changed)
         if error != ErrorCode.NONE:
             _fail_unstored(state, error)
+        if wall_clock_ms() >= started_ms + lock_duration_ms:
+            _drop_lapsed(state)
         return _fetch_response(state, lock_duration_ms)
 
     return Deferred(finish)
@@ -293,6 +303,7 @@ async def _acquire_once(
                       replica.topic.name, index)  # fmt: skip
             result.acquired.extend(acquired)
             result.records = records
+            result.share_leader = leader
             state.changed.append(leader)
             service.partitions.poke()  # new lock deadlines for the expiry task
             records_max -= sum(r.last_offset - r.first_offset + 1 for r in acquired)
@@ -535,6 +546,41 @@ def _fail_unstored(state: _Request, error: ErrorCode) -> None:
             result.error = error
         if result.acked and result.ack_error == ErrorCode.NONE:
             result.ack_error = error
+
+
+def _drop_lapsed(state: _Request) -> None:
+    """Leaves out of the answer the acquired records that are no longer the member's
+    at that acquisition: their lock expired while the state was being stored (they
+    are AVAILABLE again, or another member's). Their delivery count skips one, as
+    for an answer the client never got."""
+    for result in state.results.values():
+        if not result.acquired or result.share_leader is None:
+            continue
+        kept = still_held(result.share_leader.partition, state.member_id, result.acquired)
+        if kept != result.acquired:
+            log.info("share fetch: %s: locks expired before the answer, left out: %s of %s",
+                     state.member_id, result.acquired, kept)  # fmt: skip
+            result.acquired = kept
+            if not kept:
+                result.records = b""
+
+
+def still_held(
+    partition: SharePartition, member_id: str, acquired: Sequence[AcquiredRange]
+) -> list[AcquiredRange]:
+    """The parts of `acquired` that `member_id` still holds at those delivery counts."""
+    kept: list[AcquiredRange] = []
+    for acquired_range in acquired:
+        count = acquired_range.delivery_count
+        for offset in range(acquired_range.first_offset, acquired_range.last_offset + 1):
+            if partition.record_state(offset) != (RecordState.ACQUIRED, count, member_id):
+                continue
+            last = kept[-1] if kept else None
+            if last is not None and last.last_offset == offset - 1 and last.delivery_count == count:
+                kept[-1] = AcquiredRange(last.first_offset, offset, count)
+            else:
+                kept.append(AcquiredRange(offset, offset, count))
+    return kept
 
 
 def _fetch_response(state: _Request, lock_duration_ms: int) -> ShareFetchResponse:
