@@ -5,7 +5,9 @@ cluster, checked by the queue history checker (compat_tests/share_history.py).
         [--seed 1] [--consumers 4] [--kinds consumer,leader,coordinator,pause]
         [--sequence consumer,leader,...] [--work-dir DIR] [--out queue-fault-run.json]
 
-A source topic (4 partitions, replication factor 3, min.insync.replicas 2) and its
+A source topic (`--partitions`, default 4, at most `--consumers` so that every
+partition is shared by two consumers or more and the slow one never has a partition
+to itself; replication factor 3, min.insync.replicas 2) and its
 group's dead-letter topic `dlq.…` (the same replica lists, so that each dead-letter
 partition is led by its source partition's leader: Weir writes a dead letter only
 there), a share group with 3 s locks, a delivery count limit of 4, dead letters with
@@ -107,7 +109,7 @@ group_share_min_heartbeat_interval_ms = 500
 auto_leader_rebalance_enable = false
 """
 )
-PARTITIONS = 4
+PARTITIONS = 4  # the default; fewer than the consumers (slow one included)
 STATE_PARTITIONS = 50  # the broker's default __share_group_state partition count
 LOCK_MS = 3000
 DELIVERY_LIMIT = 4
@@ -164,7 +166,10 @@ class ProduceLoad:
     """An idempotent acks=all producer thread writing records whose values name their
     fate, round-robin over the partitions at a steady rate."""
 
-    def __init__(self, bootstrap: str, topic: str, log: RunLog, rng: random.Random) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, partitions: int, log: RunLog, rng: random.Random
+    ) -> None:
+        self.partitions = partitions
         self.producer = Producer(
             {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
         )
@@ -212,7 +217,7 @@ class ProduceLoad:
                 self.log.produced[key] = (value, record)
 
         self.producer.produce(
-            self.topic, value.encode(), partition=self.sent % PARTITIONS, headers=headers,
+            self.topic, value.encode(), partition=self.sent % self.partitions, headers=headers,
             on_delivery=delivered,
         )  # fmt: skip
         self.sent += 1
@@ -226,7 +231,8 @@ class ProduceLoad:
 class DeadLetterTail:
     """A thread reading the dead-letter topic from the beginning, parsing each record."""
 
-    def __init__(self, bootstrap: str, dlq: str, group: str, source: str, log: RunLog) -> None:
+    def __init__(self, bootstrap: str, queue: Queue, log: RunLog) -> None:
+        dlq, self.partitions = queue.dlq, queue.partitions
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -234,9 +240,11 @@ class DeadLetterTail:
                 "enable.auto.commit": False,
             }
         )
-        self.consumer.assign([TopicPartition(dlq, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        self.dlq, self.group, self.source, self.log = dlq, group, source, log
-        self.positions = dict.fromkeys(range(PARTITIONS), 0)
+        self.consumer.assign(
+            [TopicPartition(dlq, p, OFFSET_BEGINNING) for p in range(self.partitions)]
+        )
+        self.dlq, self.group, self.source, self.log = dlq, queue.group, queue.source, log
+        self.positions = dict.fromkeys(range(self.partitions), 0)
         self.foreign = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -281,9 +289,9 @@ class DeadLetterTail:
         self.thread.join(timeout=10)
         deadline = time.monotonic() + timeout_s
         ends: dict[int, int] = {}
-        while time.monotonic() < deadline and len(ends) < PARTITIONS:
+        while time.monotonic() < deadline and len(ends) < self.partitions:
             try:
-                for p in range(PARTITIONS):
+                for p in range(self.partitions):
                     _, ends[p] = self.consumer.get_watermark_offsets(
                         TopicPartition(self.dlq, p), timeout=5, cached=False
                     )
@@ -463,21 +471,22 @@ def leaders(cluster: WeirCluster, topic: str) -> dict[int, int]:
     return {p: int(meta.leader) for p, meta in cluster.partitions(topic).items()}
 
 
-def replica_lists(brokers: list[int]) -> list[list[int]]:
+def replica_lists(brokers: list[int], partitions: int) -> list[list[int]]:
     """Partition p's replicas, its preferred leader rotating over the brokers."""
     count = len(brokers)
-    return [[brokers[(p + i) % count] for i in range(count)] for p in range(PARTITIONS)]
+    return [[brokers[(p + i) % count] for i in range(count)] for p in range(partitions)]
 
 
-def create_topics(cluster: WeirCluster, source: str, dlq: str) -> None:
-    assignment = replica_lists(sorted(cluster.brokers))
+def create_topics(cluster: WeirCluster, queue: Queue) -> None:
+    source, dlq, partitions = queue.source, queue.dlq, queue.partitions
+    assignment = replica_lists(sorted(cluster.brokers), partitions)
     topics = [
         NewTopic(
-            source, PARTITIONS, replica_assignment=assignment, config={"min.insync.replicas": "2"}
+            source, partitions, replica_assignment=assignment, config={"min.insync.replicas": "2"}
         ),
         NewTopic(
             dlq,
-            PARTITIONS,
+            partitions,
             replica_assignment=assignment,
             config={"min.insync.replicas": "2", "errors.deadletterqueue.group.enable": "true"},
         ),
@@ -521,6 +530,7 @@ class Queue:
     source: str
     dlq: str
     group: str
+    partitions: int
     topic_id: uuid.UUID | None = None
 
     def coordinator(self, cluster: WeirCluster, partition: int) -> int:
@@ -559,7 +569,7 @@ def inject(
     if kind == "consumer":
         return pool.kill(rng)
     if kind == "leader":
-        partition = rng.randrange(PARTITIONS)
+        partition = rng.randrange(queue.partitions)
         victim = cluster.leader_of(queue.source, partition)
         kill_and_restart(
             cluster, queue, log, victim,
@@ -567,7 +577,7 @@ def inject(
         )  # fmt: skip
         return f"killed broker {victim}, the leader of {queue.source}-{partition}"
     if kind == "coordinator":
-        partition = rng.randrange(PARTITIONS)
+        partition = rng.randrange(queue.partitions)
         victim = queue.coordinator(cluster, partition)
         kill_and_restart(
             cluster, queue, log, victim,
@@ -598,9 +608,8 @@ def heal(cluster: WeirCluster, queue: Queue, log: RunLog) -> float:
             broker.start(ready_timeout_s=HEAL_TIMEOUT_S)
     for topic in (queue.source, queue.dlq, SHARE_GROUP_STATE_TOPIC_NAME):
         cluster.wait_full_isr(topic, timeout_s=HEAL_TIMEOUT_S)
-    preferred = {
-        p: replicas[0] for p, replicas in enumerate(replica_lists(sorted(cluster.brokers)))
-    }
+    lists = replica_lists(sorted(cluster.brokers), queue.partitions)
+    preferred = {p: replicas[0] for p, replicas in enumerate(lists)}
     before = leaders(cluster, queue.source)
     if before != preferred or leaders(cluster, queue.dlq) != preferred:
         elect_preferred(cluster, queue)
@@ -616,7 +625,7 @@ def heal(cluster: WeirCluster, queue: Queue, log: RunLog) -> float:
 def elect_preferred(cluster: WeirCluster, queue: Queue) -> None:
     admin: AdminClient = cluster.admin()
     partitions = [
-        TopicPartition(t, p) for t in (queue.source, queue.dlq) for p in range(PARTITIONS)
+        TopicPartition(t, p) for t in (queue.source, queue.dlq) for p in range(queue.partitions)
     ]
     # some are led so already (ELECTION_NOT_NEEDED): the wait after decides
     with contextlib.suppress(KafkaException):
@@ -631,7 +640,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     summary: dict[str, Any] = {"seed": args.seed, "faults": [], "stalls": [], "unhealed": []}
     log = RunLog()
     suffix = uuid.uuid4().hex[:8]
-    queue = Queue(f"qfault-{suffix}", f"dlq.qfault-{suffix}", f"qfault-{suffix}-g")
+    name = f"qfault-{suffix}"
+    queue = Queue(name, f"dlq.{name}", f"{name}-g", args.partitions)
     try:
         with running_cluster(work / "cluster", settings=SETTINGS) as cluster:
             _run_on(cluster, args, rng, log, queue, summary, work)
@@ -651,11 +661,13 @@ def _run_on(
     summary: dict[str, Any],
     work: Path,
 ) -> None:
-    create_topics(cluster, queue.source, queue.dlq)
+    create_topics(cluster, queue)
     set_group_configs(cluster, queue.group, queue.dlq)
     queue.topic_id = topic_id(cluster, queue.source)
-    producer = ProduceLoad(cluster.bootstrap, queue.source, log, random.Random(args.seed))
-    tail = DeadLetterTail(cluster.bootstrap, queue.dlq, queue.group, queue.source, log)
+    producer = ProduceLoad(
+        cluster.bootstrap, queue.source, queue.partitions, log, random.Random(args.seed)
+    )
+    tail = DeadLetterTail(cluster.bootstrap, queue, log)
     pool = ConsumerPool(
         cluster.bootstrap, queue.group, queue.source, log, args.consumers, work / "consumers"
     )
@@ -861,6 +873,7 @@ def main(argv: list[str]) -> int:
     limit.add_argument("--faults", type=int)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--consumers", type=int, default=4)
+    parser.add_argument("--partitions", type=int, default=PARTITIONS)
     parser.add_argument("--kinds", type=lambda s: s.split(","), default=list(KINDS))
     # these faults in this order instead (then --faults and --duration-minutes are moot)
     parser.add_argument("--sequence", type=lambda s: s.split(","), default=[])
@@ -869,6 +882,10 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     faulthandler.register(signal.SIGUSR1)  # kill -USR1 PID: every thread's stack
     unknown = (set(args.kinds) | set(args.sequence)) - set(KINDS)
+    if args.partitions > args.consumers:
+        # then each partition is shared (share_assignor, rule 2): the slow consumer
+        # never has one to itself
+        parser.error("--partitions must be at most --consumers (the slow one is one more)")
     if unknown:
         parser.error(f"unknown kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
     if args.work_dir is not None:

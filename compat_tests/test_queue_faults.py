@@ -30,6 +30,7 @@ def test_a_queue_under_a_consumer_a_leader_and_a_coordinator_kill_loses_and_doub
         sequence=["consumer", "leader", "coordinator"],
         kinds=[],
         consumers=3,
+        partitions=3,
     )
     summary = run(args, tmp_path)
     shown = json.dumps(summary, indent=1)[:6000]

@@ -1,8 +1,8 @@
 """A ShareFetch answers only records whose lock is still the member's when the answer
-goes out: the share state is stored before the answer, and a share coordinator that
-moves can hold that store for seconds, longer than a short lock (found by
-compat_tests/queue_fault_run.py: a consumer was handed records another consumer got
-at the same time)."""
+goes out, and their locks run from the answer: the share state is stored before the
+answer, and a share coordinator that moves can hold that store for seconds, as long
+as a short lock (found by compat_tests/queue_fault_run.py: a consumer was handed
+records another consumer got while it still worked on them)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from weir.broker.handlers.share_fetch import handle_share_fetch
 from weir.broker.handlers.share_groups import handle_share_group_heartbeat
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import build_batch
-from weir.sharecoord.share_state import ShareState
+from weir.sharecoord.share_state import RecordState, ShareState
 from weir.wire.protocol import ApiKey
 
 from ..handler_calls import call
@@ -141,3 +141,28 @@ async def test_records_whose_lock_expired_while_the_state_was_stored_are_left_ou
     monkeypatch.setattr(store, "write", write)
     # the records are available again, their counts going on
     assert acquired_of(await share_fetch_of(broker, 2)) == [(0, RECORDS - 1, 2)]
+
+
+async def test_locks_restart_at_the_answer_when_the_state_took_long_to_store(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await join(broker)
+    shares = shares_of(broker)
+    lock_ms = shares.partitions.config(GROUP).record_lock_duration_ms
+    clock = [wall_clock_ms()]
+    monkeypatch.setattr(share_fetch, "wall_clock_ms", lambda: clock[0])
+    store = shares.partitions.store
+    write = store.write
+
+    async def slow_write(key: ShareKey, state: ShareState | None) -> None:
+        clock[0] += lock_ms // 2  # half the lock gone before the answer
+        await write(key, state)
+
+    monkeypatch.setattr(store, "write", slow_write)
+    assert acquired_of(await share_fetch_of(broker, 1)) == [(0, RECORDS - 1, 1)]
+    answered_ms = clock[0]
+    (leader,) = shares.partitions.leaders.values()
+    assert leader.partition.expire_locks(answered_ms + lock_ms - 1) == []
+    assert leader.partition.record_state(0) == (RecordState.ACQUIRED, 1, MEMBER)
+    leader.partition.expire_locks(answered_ms + lock_ms)
+    assert leader.partition.record_state(0) == (RecordState.AVAILABLE, 1, None)

@@ -19,9 +19,10 @@ A ShareFetch, on the leader of its partitions:
 4. with nothing acquired, waits (up to MaxWaitMs) for new records, records
    released or unlocked, or delayed records becoming visible, then tries again;
 5. stores the changed share partitions' state and answers once it is durable,
-   leaving out the records whose lock expired meanwhile (a share coordinator that
-   moves can hold the store for seconds): they are no longer the member's, and
-   another consumer may have them already (`_drop_lapsed`).
+   when that took a tenth of the lock or more (a share coordinator that moves can
+   hold the store for seconds), the records whose lock expired meanwhile are left out
+   (no longer the member's: another consumer may have them) and the others' locks
+   restart at the answer, so the member has a whole lock (`_hold_from_answer`).
 
 ShareAcknowledge does 1 and 2 (and 5). The final epoch (-1) closes the session
 after its acknowledgements, releasing the member's other acquired records.
@@ -64,9 +65,7 @@ from weir.sharecoord.share_partition import (
     Acquisition,
     LogBatch,
     RecordTimes,
-    SharePartition,
 )
-from weir.sharecoord.share_state import RecordState
 from weir.wire.messages.share_groups import (
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
@@ -92,6 +91,9 @@ MAX_RECORDS_DEFAULT = 500
 SHARE_READ_BYTES_MAX = 1024 * 1024
 # Warm-ups of cold ranges before a share fetch's read may wait on the loop.
 COLD_READ_ATTEMPTS_MAX = 3
+# A share fetch whose acquisition took a tenth of the lock or more to answer (its state
+# stored: a moving share coordinator can take seconds) restarts the locks it answers.
+LOCK_RESTART_FRACTION = 10
 
 
 def share_service(ctx: RequestContext) -> ShareService:
@@ -182,7 +184,7 @@ def handle_share_fetch(
     lock_duration_ms = service.partitions.config(group_id).record_lock_duration_ms
 
     async def finish() -> ShareFetchResponse:
-        started_ms = wall_clock_ms()  # no lock taken below expires before this + lock
+        started_ms = wall_clock_ms()  # every lock taken below runs from this or later
         await _acknowledge_all(ctx.broker, service, state, ctx.now_ms())
         if session is None:
             closing = service.sessions.get(group_id, member_id)
@@ -193,8 +195,9 @@ def handle_share_fetch(
         error = await service.partitions.persist(state.changed)
         if error != ErrorCode.NONE:
             _fail_unstored(state, error)
-        if wall_clock_ms() >= started_ms + lock_duration_ms:
-            _drop_lapsed(state)
+        now_ms = wall_clock_ms()
+        if now_ms - started_ms >= lock_duration_ms // LOCK_RESTART_FRACTION:
+            _hold_from_answer(state, now_ms)
         return _fetch_response(state, lock_duration_ms)
 
     return Deferred(finish)
@@ -548,39 +551,22 @@ def _fail_unstored(state: _Request, error: ErrorCode) -> None:
             result.ack_error = error
 
 
-def _drop_lapsed(state: _Request) -> None:
-    """Leaves out of the answer the acquired records that are no longer the member's
-    at that acquisition: their lock expired while the state was being stored (they
-    are AVAILABLE again, or another member's). Their delivery count skips one, as
+def _hold_from_answer(state: _Request, now_ms: int) -> None:
+    """The acquired records as the member gets them, the state stored: those whose lock
+    expired meanwhile are left out (no longer the member's), the others' locks restart
+    now (`SharePartition.hold_from`). A left-out record's delivery count skips one, as
     for an answer the client never got."""
     for result in state.results.values():
         if not result.acquired or result.share_leader is None:
             continue
-        kept = still_held(result.share_leader.partition, state.member_id, result.acquired)
+        partition = result.share_leader.partition
+        kept = partition.hold_from(state.member_id, result.acquired, now_ms)
         if kept != result.acquired:
-            log.info("share fetch: %s: locks expired before the answer, left out: %s of %s",
+            log.info("share fetch: %s: locks expired before the answer: %s, kept %s",
                      state.member_id, result.acquired, kept)  # fmt: skip
             result.acquired = kept
             if not kept:
                 result.records = b""
-
-
-def still_held(
-    partition: SharePartition, member_id: str, acquired: Sequence[AcquiredRange]
-) -> list[AcquiredRange]:
-    """The parts of `acquired` that `member_id` still holds at those delivery counts."""
-    kept: list[AcquiredRange] = []
-    for acquired_range in acquired:
-        count = acquired_range.delivery_count
-        for offset in range(acquired_range.first_offset, acquired_range.last_offset + 1):
-            if partition.record_state(offset) != (RecordState.ACQUIRED, count, member_id):
-                continue
-            last = kept[-1] if kept else None
-            if last is not None and last.last_offset == offset - 1 and last.delivery_count == count:
-                kept[-1] = AcquiredRange(last.first_offset, offset, count)
-            else:
-                kept.append(AcquiredRange(offset, offset, count))
-    return kept
 
 
 def _fetch_response(state: _Request, lock_duration_ms: int) -> ShareFetchResponse:
