@@ -131,6 +131,7 @@ HEAL_TIMEOUT_S = 90.0
 PROGRESS_TIMEOUT_S = 60.0
 PROGRESS_ACCEPTS = 5
 DRAIN_TIMEOUT_S = 120.0
+DRAIN_QUIET_S = 30.0
 FINAL_DRAIN_MS = LOCK_MS + 4000
 WATCH_INTERVAL_S = 0.3
 CONSUMER_DEADLINE_MS = 24 * 3600 * 1000
@@ -773,14 +774,19 @@ def _resolved(letters: list[DeadLetterSeen], events: list[dict[str, Any]]) -> se
 
 
 def _drain(log: RunLog, pool: ConsumerPool, summary: dict[str, Any]) -> None:
-    """Until every produced record is resolved (at most DRAIN_TIMEOUT_S)."""
-    started = time.monotonic()
+    """Until every produced record is resolved, or none was for DRAIN_QUIET_S (an
+    ACCEPT whose answer was lost is never seen resolved), at most DRAIN_TIMEOUT_S."""
+    started = last_change = time.monotonic()
+    open_count = -1
     while True:
         with log.lock:
             produced = set(log.produced)
             letters = list(log.letters)
         open_keys = produced - _resolved(letters, pool.all_events())
-        if not open_keys or time.monotonic() - started > DRAIN_TIMEOUT_S:
+        now = time.monotonic()
+        if len(open_keys) != open_count:
+            open_count, last_change = len(open_keys), now
+        if not open_keys or now - started > DRAIN_TIMEOUT_S or now - last_change > DRAIN_QUIET_S:
             break
         time.sleep(1.0)  # other processes: nothing to wait on
     summary["drain_s"] = round(time.monotonic() - started, 1)

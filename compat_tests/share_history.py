@@ -40,6 +40,11 @@ Under faults (compat_tests/queue_fault_run.py) the checker takes more input:
   acknowledgement made after it is not effective (the old leader can no longer store
   it; the new one refuses it, or applies it to a later acquisition by the same
   member).
+- A holding whose first answered acknowledgement was refused with
+  NOT_LEADER_OR_FOLLOWER (librdkafka: NOT_LEADER_FOR_PARTITION) or
+  FENCED_LEADER_EPOCH came from a leader that was deposed and did not know it yet (a
+  paused broker answering the fetches it had when it resumes, before it learns of
+  its successor): the new leader never gave it a lock, so it ends where it started.
 - `dead_letters` (`DeadLetterSeen`, read from the group's dead-letter topic): each
   produced record must be accepted exactly once XOR dead-lettered exactly once; a
   dead letter's reason must agree with the history (REJECTED: some holding
@@ -76,6 +81,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TERMINAL_TYPES = ("ACCEPT", "RELEASE", "REJECT")
+DEPOSED_ERRORS = ("NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_FOR_PARTITION", "FENCED_LEADER_EPOCH")
 DEFAULT_SLACK_MS = 1000
 DEFAULT_DELAY_SLACK_MS = 50
 # Dead-letter reasons, as `weir.sharecoord.share_partition.ArchiveReason` names them.
@@ -211,7 +217,12 @@ def _close_holding(
     """Sets when and how `held` ended (see the module docstring). `failover_ms`: the
     first failover of its partition after it started."""
     lock_until = held.start_ms + lock_ms
-    for ack in sorted(held.acks, key=lambda a: a.t_ms):
+    acks = sorted(held.acks, key=lambda a: a.t_ms)
+    answered = [a for a in acks if a.error != "NO_RESULT"]
+    if answered and answered[0].error in DEPOSED_ERRORS:
+        held.end_ms, held.ended_by = held.start_ms, "deposed"
+        return
+    for ack in acks:
         if ack.t_ms > lock_until:
             break  # late: the lock had expired; the broker ignores or refuses it
         if failover_ms is not None and ack.t_ms > failover_ms:

@@ -360,3 +360,16 @@ def test_a_record_never_accepted_is_not_unconfirmed_even_with_an_empty_drain() -
     events = [delivered("c1", 0, 1, 100), *acked("c1", 0, "RELEASE", 150)]
     report = check_faults([0], events, drain_empty=True)
     assert report.violations == ["0:0: neither accepted nor archived"]
+
+
+def test_a_holding_from_a_deposed_leader_ends_where_it_started() -> None:
+    # a paused leader, resumed, answers c1 before it learns of its successor, which
+    # gives the record to c2 at once
+    events = [
+        delivered("c1", 0, 2, 1000),
+        *acked("c1", 0, "ACCEPT", 1010, "NOT_LEADER_OR_FOLLOWER"),
+    ]
+    events += [delivered("c2", 0, 3, 1070), *acked("c2", 0, "ACCEPT", 1100)]
+    assert check_faults([0], events).ok
+    events[1:3] = acked("c1", 0, "ACCEPT", 1010, "INVALID_RECORD_STATE")
+    assert "while c1 still held it" in check_faults([0], events).violations[0]
