@@ -7,10 +7,10 @@ cluster, checked by the queue history checker (compat_tests/share_history.py).
 
 A source topic (`--partitions`, default 4, at most `--consumers` so that every
 partition is shared by two consumers or more and the slow one never has a partition
-to itself; replication factor 3, min.insync.replicas 2) and its
-group's dead-letter topic `dlq.…` (the same replica lists, so that each dead-letter
-partition is led by its source partition's leader: Weir writes a dead letter only
-there), a share group with 3 s locks, a delivery count limit of 4, dead letters with
+to itself; replication factor 3, min.insync.replicas 2) and its group's dead-letter
+topic `dlq.…` (the same replica lists, so that each dead-letter partition is led by
+its source partition's leader, where a dead letter is written without crossing
+brokers), a share group with 3 s locks, a delivery count limit of 4, dead letters with
 the records copied, `weir.*` record headers honoured and a 100-1000 ms release
 backoff. An idempotent acks=all producer thread writes records whose value names
 their fate (`FATES`): accepted, released once then accepted, rejected, released
