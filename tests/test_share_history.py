@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from compat_tests.share_history import check_share_history
+from compat_tests.share_history import (
+    DeadLetterSeen,
+    HistoryReport,
+    ProducedRecord,
+    check_share_history,
+)
 
 LOCK_MS = 2000
 LIMIT = 3
@@ -177,3 +182,194 @@ def test_a_count_going_down_fails_even_when_counts_need_only_grow() -> None:
         [(0, 0)], events, delivery_limit=LIMIT, lock_ms=LOCK_MS, strict_counts=False
     )
     assert report.violations == ["0:0: delivery 1 to c2 at 5000: delivery count 1 after 2"]
+
+
+# -- under faults: failovers, dead letters, delays and expiry, unconfirmed accepts ------
+
+
+def failover(t_ms: int, partition: int = 0) -> dict[str, Any]:
+    return {"event": "failover", "partition": partition, "t_ms": t_ms}
+
+
+def letter(offset: int, reason: str, count: int) -> DeadLetterSeen:
+    return DeadLetterSeen(f"0:{offset}", count, reason)
+
+
+def check_faults(
+    produced: list[int],
+    events: list[dict[str, Any]],
+    letters: list[DeadLetterSeen] | None = None,
+    records: dict[str, ProducedRecord] | None = None,
+    *,
+    drain_empty: bool = False,
+) -> HistoryReport:
+    return check_share_history(
+        [(0, o) for o in produced],
+        events,
+        delivery_limit=LIMIT,
+        lock_ms=LOCK_MS,
+        strict_counts=False,
+        dead_letters=[] if letters is None else letters,
+        records=records,
+        drain_empty=drain_empty,
+    )
+
+
+def test_a_failover_ends_the_holdings_of_its_partition() -> None:
+    # the new leader delivers c1's record to c2 at once (count 2), within c1's lock
+    events = [delivered("c1", 0, 1, 0), failover(500)]
+    events += [delivered("c2", 0, 2, 600), *acked("c2", 0, "ACCEPT", 650)]
+    assert check_faults([0], events).ok
+    without = [e for e in events if e["event"] != "failover"]
+    assert check_faults([0], without).violations == [
+        "0:0: delivery 2 to c2 at 600: while c1 still held it (until 2000)"
+    ]
+
+
+def test_a_failover_of_another_partition_ends_nothing() -> None:
+    events = [delivered("c1", 0, 1, 0), failover(500, partition=1)]
+    events += [delivered("c2", 0, 2, 600), *acked("c2", 0, "ACCEPT", 650)]
+    assert "while c1 still held it" in check_faults([0], events).violations[0]
+
+
+def test_an_accept_after_a_failover_is_not_effective() -> None:
+    # c1's ACCEPT after the failover, answered without error, went to a later
+    # acquisition: the record is delivered again and accepted then
+    events = [delivered("c1", 0, 1, 0), failover(500), *acked("c1", 0, "ACCEPT", 700)]
+    events += [delivered("c2", 0, 2, 800), *acked("c2", 0, "ACCEPT", 850)]
+    report = check_faults([0], events)
+    assert report.ok and report.resolutions == {"0:0": "accepted"}
+
+
+def test_a_rejected_record_with_its_dead_letter_passes() -> None:
+    events = [delivered("c1", 0, 1, 100), *acked("c1", 0, "REJECT", 150)]
+    report = check_faults([0], events, [letter(0, "REJECTED", 1)])
+    assert report.ok and report.resolutions == {"0:0": "rejected"}
+
+
+def test_a_rejected_record_without_a_dead_letter_fails() -> None:
+    events = [delivered("c1", 0, 1, 100), *acked("c1", 0, "REJECT", 150)]
+    assert check_faults([0], events).violations == ["0:0: rejected but no dead letter"]
+
+
+def test_a_record_at_the_limit_without_a_dead_letter_fails() -> None:
+    events: list[dict[str, Any]] = []
+    for count in range(1, LIMIT + 1):
+        events += [delivered("c1", 0, count, count * 100)]
+        events += acked("c1", 0, "RELEASE", count * 100 + 50)
+    assert check_faults([0], events).violations == ["0:0: delivery_limit but no dead letter"]
+    assert check_faults([0], events, [letter(0, "DELIVERY_LIMIT", LIMIT)]).ok
+
+
+def test_an_accepted_record_with_a_dead_letter_fails() -> None:
+    events = [delivered("c1", 0, 1, 100), *acked("c1", 0, "ACCEPT", 150)]
+    violations = check_faults([0], events, [letter(0, "DELIVERY_LIMIT", LIMIT)]).violations
+    assert "0:0: dead letter DELIVERY_LIMIT count 3: the record was accepted" in violations
+
+
+def test_a_record_dead_lettered_twice_fails() -> None:
+    events = [delivered("c1", 0, 1, 100), *acked("c1", 0, "REJECT", 150)]
+    twice = [letter(0, "REJECTED", 1), letter(0, "REJECTED", 1)]
+    assert check_faults([0], events, twice).violations == ["0:0: dead-lettered 2 times"]
+
+
+def test_a_dead_letter_of_a_record_never_produced_fails() -> None:
+    violations = check_faults([], [], [letter(4, "EXPIRED", 0)]).violations
+    assert "0:4: dead-lettered but never produced" in violations
+
+
+def test_a_rejected_dead_letter_of_a_record_nobody_rejected_fails() -> None:
+    events = [delivered("c1", 0, 1, 100), *acked("c1", 0, "RELEASE", 150)]
+    violations = check_faults([0], events, [letter(0, "REJECTED", 1)]).violations
+    assert violations == [
+        "0:0: dead letter REJECTED count 1: the history does not agree with the reason"
+    ]
+
+
+def test_a_delivery_limit_dead_letter_below_the_limit_fails() -> None:
+    events = [delivered("c1", 0, 1, 100), *acked("c1", 0, "RELEASE", 150)]
+    violations = check_faults([0], events, [letter(0, "DELIVERY_LIMIT", 2)]).violations
+    assert violations == [
+        "0:0: dead letter DELIVERY_LIMIT count 2: the history does not agree with the reason"
+    ]
+
+
+def test_a_delivery_limit_dead_letter_after_skipped_counts_passes() -> None:
+    # acquired at counts the consumers never saw (responses lost in failovers)
+    events = [delivered("c1", 0, 1, 100), failover(200)]
+    report = check_faults([0], events, [letter(0, "DELIVERY_LIMIT", LIMIT)])
+    assert report.ok and report.resolutions == {"0:0": "delivery_limit"}
+
+
+def test_a_dead_letter_count_below_a_count_seen_fails() -> None:
+    events = [delivered("c1", 0, 1, 100), *acked("c1", 0, "RELEASE", 150)]
+    events += [delivered("c1", 0, 2, 300), *acked("c1", 0, "REJECT", 350)]
+    violations = check_faults([0], events, [letter(0, "REJECTED", 1)]).violations
+    assert violations == ["0:0: dead letter REJECTED count 1: a consumer saw delivery count 2"]
+
+
+def test_an_expired_dead_letter_of_a_record_with_a_ttl_never_delivered_passes() -> None:
+    records = {"0:0": ProducedRecord(timestamp_ms=1000, ttl_ms=300)}
+    report = check_faults([0], [], [letter(0, "EXPIRED", 0)], records)
+    assert report.ok and report.resolutions == {"0:0": "expired"}
+
+
+def test_an_expired_dead_letter_of_a_record_without_a_ttl_fails() -> None:
+    records = {"0:0": ProducedRecord(timestamp_ms=1000)}
+    violations = check_faults([0], [], [letter(0, "EXPIRED", 0)], records).violations
+    assert violations == [
+        "0:0: dead letter EXPIRED count 0: the history does not agree with the reason"
+    ]
+
+
+def test_a_record_delivered_after_its_expiry_fails() -> None:
+    records = {"0:0": ProducedRecord(timestamp_ms=1000, ttl_ms=300)}
+    events = [delivered("c1", 0, 1, 5000), *acked("c1", 0, "ACCEPT", 5050)]
+    violations = check_faults([0], events, [], records).violations
+    assert violations == ["0:0: delivery 1 to c1 at 5000: after it expired (at 1300)"]
+    # and dead-lettered EXPIRED after a delivery past its expiry
+    events = [delivered("c1", 0, 1, 5000), *acked("c1", 0, "RELEASE", 5050)]
+    violations = check_faults([0], events, [letter(0, "EXPIRED", 1)], records).violations
+    assert "0:0: dead letter EXPIRED count 1: the history does not agree with the reason" in (
+        violations
+    )
+
+
+def test_a_delayed_record_delivered_before_its_delay_fails() -> None:
+    records = {"0:0": ProducedRecord(timestamp_ms=1000, delay_ms=2000)}
+    early = [delivered("c1", 0, 1, 2500), *acked("c1", 0, "ACCEPT", 2550)]
+    assert check_faults([0], early, [], records).violations == [
+        "0:0: delivery 1 to c1 at 2500: before its delay ended (at 3000)"
+    ]
+    late = [delivered("c1", 0, 1, 3010), *acked("c1", 0, "ACCEPT", 3050)]
+    assert check_faults([0], late, [], records).ok
+
+
+def test_a_failed_accept_counts_as_unconfirmed_only_when_the_drain_was_empty() -> None:
+    events = [
+        delivered("c1", 0, 1, 100),
+        *acked("c1", 0, "ACCEPT", 150, "COORDINATOR_NOT_AVAILABLE"),
+    ]
+    report = check_faults([0], events, drain_empty=True)
+    assert report.ok and report.counts() == {"accepted_unconfirmed": 1}
+    report = check_faults([0], events, drain_empty=False)
+    assert report.violations == ["0:0: neither accepted nor archived"]
+
+
+def test_a_record_never_accepted_is_not_unconfirmed_even_with_an_empty_drain() -> None:
+    events = [delivered("c1", 0, 1, 100), *acked("c1", 0, "RELEASE", 150)]
+    report = check_faults([0], events, drain_empty=True)
+    assert report.violations == ["0:0: neither accepted nor archived"]
+
+
+def test_a_holding_from_a_deposed_leader_ends_where_it_started() -> None:
+    # a paused leader, resumed, answers c1 before it learns of its successor, which
+    # gives the record to c2 at once
+    events = [
+        delivered("c1", 0, 2, 1000),
+        *acked("c1", 0, "ACCEPT", 1010, "NOT_LEADER_OR_FOLLOWER"),
+    ]
+    events += [delivered("c2", 0, 3, 1070), *acked("c2", 0, "ACCEPT", 1100)]
+    assert check_faults([0], events).ok
+    events[1:3] = acked("c1", 0, "ACCEPT", 1010, "INVALID_RECORD_STATE")
+    assert "while c1 still held it" in check_faults([0], events).violations[0]

@@ -26,9 +26,13 @@ spec's `client_id`). Error names are Kafka's protocol error names (INVALID_RECOR
 
 Actions: the n-th time this consumer sees a record (`actions["P:O"][n-1]`, the last
 entry repeating; `default_action` for a record not listed) it acknowledges it with that
-type, or HOLDs it. After acknowledging a poll's records the driver commits the
-acknowledgements: `commit` = "sync" (commitSync), "async" (commitAsync) or "poll"
-(piggy-backed on the next poll's ShareFetch).
+type, or HOLDs it. `value_actions` does the same by the record's value: a record not in
+`actions` whose value's part before the first "/" is listed (``"reject"`` for a value
+``"reject/17"``) gets `value_actions[prefix][n-1]` on its n-th sighting (the Python
+driver reads it; the Java and Go drivers ignore fields they do not know). After
+acknowledging a poll's records the driver commits the acknowledgements: `commit` =
+"sync" (commitSync), "async" (commitAsync) or "poll" (piggy-backed on the next poll's
+ShareFetch).
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ class DriverSpec:
     client_id: str
     actions: dict[str, list[str]] = field(default_factory=dict)
     default_action: str = "ACCEPT"
+    # by the value's part before the first "/" (for a record not in `actions`)
+    value_actions: dict[str, list[str]] = field(default_factory=dict)
     # after a poll returned records, wait this long before acknowledging them
     pause_ms: int = 0
     commit: str = "sync"
@@ -69,7 +75,8 @@ class DriverSpec:
     debug: bool = False
 
     def __post_init__(self) -> None:
-        for action in [self.default_action, *(a for v in self.actions.values() for a in v)]:
+        listed = [*self.actions.values(), *self.value_actions.values()]
+        for action in [self.default_action, *(a for v in listed for a in v)]:
             if action not in ACTIONS:
                 raise ValueError(f"unknown action {action!r}: one of {ACTIONS}")
         if self.commit not in COMMIT_MODES:
@@ -83,9 +90,14 @@ class DriverSpec:
         data: dict[str, Any] = json.loads(text)
         return cls(**data)
 
-    def action_for(self, partition: int, offset: int, sighting: int) -> str:
-        """The action for the `sighting`-th (1-based) time this consumer sees a record."""
+    def action_for(
+        self, partition: int, offset: int, sighting: int, value: str | None = None
+    ) -> str:
+        """The action for the `sighting`-th (1-based) time this consumer sees a record
+        (whose value is `value`)."""
         listed = self.actions.get(f"{partition}:{offset}")
+        if not listed and value is not None and self.value_actions:
+            listed = self.value_actions.get(value.split("/", 1)[0])
         if not listed:
             return self.default_action
         return listed[min(sighting, len(listed)) - 1]

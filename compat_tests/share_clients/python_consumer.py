@@ -63,7 +63,8 @@ class Driver:
     def run(self) -> int:
         spec = self.spec
         self.emit("started", client=CLIENT)
-        wanted = {spec.default_action, *(a for v in spec.actions.values() for a in v)}
+        listed = [*spec.actions.values(), *spec.value_actions.values()]
+        wanted = {spec.default_action, *(a for v in listed for a in v)}
         if "RENEW" in wanted:
             self.emit("unsupported", what="RENEW: confluent-kafka's AcknowledgeType has no RENEW")
             return UNSUPPORTED_EXIT_CODE
@@ -128,7 +129,8 @@ class Driver:
             assert topic is not None and partition is not None and offset is not None
             key = (topic, partition, offset)
             self.sightings[key] = self.sightings.get(key, 0) + 1
-            action = spec.action_for(partition, offset, self.sightings[key])
+            value = text(message.value())
+            action = spec.action_for(partition, offset, self.sightings[key], value)
             if action == HOLD:
                 self.emit("holding")
                 remaining_s = spec.deadline_ms / 1000 - (time.monotonic() - started)

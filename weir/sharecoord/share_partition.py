@@ -838,6 +838,32 @@ class SharePartition:
         if renewed:
             self._push_deadline(renewed_ms, first, batch.last_offset)
 
+    def hold_from(
+        self, member_id: str, acquired: Sequence[AcquiredRange], now_ms: int
+    ) -> list[AcquiredRange]:
+        """What of `acquired` a share fetch answers at `now_ms`, its state stored (which
+        a moving share coordinator can hold for seconds): the parts `member_id` still
+        holds at those delivery counts, their locks restarted at `now_ms` so the member
+        has a whole lock from the answer on; the rest expired meanwhile (another member
+        may have it) and is left out."""
+        kept: list[AcquiredRange] = []
+        for acquired_range in acquired:
+            count = acquired_range.delivery_count
+            for offset in range(acquired_range.first_offset, acquired_range.last_offset + 1):
+                if self.record_state(offset) != (RecordState.ACQUIRED, count, member_id):
+                    continue
+                last = kept[-1] if kept else None
+                if last and last.last_offset == offset - 1 and last.delivery_count == count:
+                    kept[-1] = AcquiredRange(last.first_offset, offset, count)
+                else:
+                    kept.append(AcquiredRange(offset, offset, count))
+        deadline_ms = now_ms + self.settings.record_lock_duration_ms
+        for held in kept:
+            for offset in range(held.first_offset, held.last_offset + 1):
+                self._slots[offset - self.start_offset].deadline_ms = deadline_ms
+            self._push_deadline(deadline_ms, held.first_offset, held.last_offset)
+        return kept
+
     # -- release and expiry --
 
     def release_member(self, member_id: str, now_ms: int) -> list[Archived]:

@@ -18,7 +18,11 @@ A ShareFetch, on the leader of its partitions:
    they can matter): delayed records are left for later, expired ones archived;
 4. with nothing acquired, waits (up to MaxWaitMs) for new records, records
    released or unlocked, or delayed records becoming visible, then tries again;
-5. stores the changed share partitions' state and answers once it is durable.
+5. stores the changed share partitions' state and answers once it is durable,
+   when that took a tenth of the lock or more (a share coordinator that moves can
+   hold the store for seconds), the records whose lock expired meanwhile are left out
+   (no longer the member's: another consumer may have them) and the others' locks
+   restart at the answer, so the member has a whole lock (`_hold_from_answer`).
 
 ShareAcknowledge does 1 and 2 (and 5). The final epoch (-1) closes the session
 after its acknowledgements, releasing the member's other acquired records.
@@ -87,6 +91,9 @@ MAX_RECORDS_DEFAULT = 500
 SHARE_READ_BYTES_MAX = 1024 * 1024
 # Warm-ups of cold ranges before a share fetch's read may wait on the loop.
 COLD_READ_ATTEMPTS_MAX = 3
+# A share fetch whose acquisition took a tenth of the lock or more to answer (its state
+# stored: a moving share coordinator can take seconds) restarts the locks it answers.
+LOCK_RESTART_FRACTION = 10
 
 
 def share_service(ctx: RequestContext) -> ShareService:
@@ -108,6 +115,8 @@ class _PartitionResult:
     acquired: list[AcquiredRange] = field(default_factory=list)
     leader_id: int = -1
     leader_epoch: int = -1
+    # the share partition `acquired` was taken from
+    share_leader: ShareLeader | None = None
 
 
 @dataclass
@@ -175,6 +184,7 @@ def handle_share_fetch(
     lock_duration_ms = service.partitions.config(group_id).record_lock_duration_ms
 
     async def finish() -> ShareFetchResponse:
+        started_ms = wall_clock_ms()  # every lock taken below runs from this or later
         await _acknowledge_all(ctx.broker, service, state, ctx.now_ms())
         if session is None:
             closing = service.sessions.get(group_id, member_id)
@@ -185,6 +195,9 @@ def handle_share_fetch(
         error = await service.partitions.persist(state.changed)
         if error != ErrorCode.NONE:
             _fail_unstored(state, error)
+        now_ms = wall_clock_ms()
+        if now_ms - started_ms >= lock_duration_ms // LOCK_RESTART_FRACTION:
+            _hold_from_answer(state, now_ms)
         return _fetch_response(state, lock_duration_ms)
 
     return Deferred(finish)
@@ -293,6 +306,7 @@ async def _acquire_once(
                       replica.topic.name, index)  # fmt: skip
             result.acquired.extend(acquired)
             result.records = records
+            result.share_leader = leader
             state.changed.append(leader)
             service.partitions.poke()  # new lock deadlines for the expiry task
             records_max -= sum(r.last_offset - r.first_offset + 1 for r in acquired)
@@ -535,6 +549,24 @@ def _fail_unstored(state: _Request, error: ErrorCode) -> None:
             result.error = error
         if result.acked and result.ack_error == ErrorCode.NONE:
             result.ack_error = error
+
+
+def _hold_from_answer(state: _Request, now_ms: int) -> None:
+    """The acquired records as the member gets them, the state stored: those whose lock
+    expired meanwhile are left out (no longer the member's), the others' locks restart
+    now (`SharePartition.hold_from`). A left-out record's delivery count skips one, as
+    for an answer the client never got."""
+    for result in state.results.values():
+        if not result.acquired or result.share_leader is None:
+            continue
+        partition = result.share_leader.partition
+        kept = partition.hold_from(state.member_id, result.acquired, now_ms)
+        if kept != result.acquired:
+            log.info("share fetch: %s: locks expired before the answer: %s, kept %s",
+                     state.member_id, result.acquired, kept)  # fmt: skip
+            result.acquired = kept
+            if not kept:
+                result.records = b""
 
 
 def _fetch_response(state: _Request, lock_duration_ms: int) -> ShareFetchResponse:
