@@ -86,42 +86,42 @@ def test_a_delayed_record_arrives_no_earlier_than_its_time_and_those_behind_it_f
     bootstrap: str, tmp_path: Path
 ) -> None:
     with scenario_run(bootstrap, "python", tmp_path, group_configs=HEADERS_ON) as run:
-        deliver_at_ms = int(time.time() * 1000) + 3_000
+        deliver_at_ms = int(time.time() * 1000) + 2_000
         stamped = produce(
             bootstrap,
             run.topic,
             [
-                ({"weir.delay.ms": "4000"}, None),
+                ({"weir.delay.ms": "2500"}, None),
                 ({}, None),
                 ({"weir.deliver.at.ms": str(deliver_at_ms)}, None),
                 ({}, None),
             ],
         )
-        run.start(run.spec("c1", idle_ms=6_000, deadline_ms=25_000)).wait_exit(40)
+        run.start(run.spec("c1", idle_ms=3_500, deadline_ms=25_000)).wait_exit(40)
         seen = {offset: t_ms for offset, _count, t_ms in delivered(run.events)}
     assert sorted(seen) == [0, 1, 2, 3]
-    assert seen[0] >= stamped[0] + 4_000, (seen, stamped)
+    assert seen[0] >= stamped[0] + 2_500, (seen, stamped)
     assert seen[2] >= deliver_at_ms, (seen, deliver_at_ms)
     assert max(seen[1], seen[3]) < min(seen[0], seen[2]), seen  # the queue went on
 
 
 def test_release_backoff_spaces_redeliveries_more_each_time(bootstrap: str, tmp_path: Path) -> None:
     configs = {
-        "weir.share.release.backoff.initial.ms": "1000",
-        "weir.share.release.backoff.max.ms": "3000",
+        "weir.share.release.backoff.initial.ms": "500",
+        "weir.share.release.backoff.max.ms": "1500",
         "share.delivery.count.limit": "5",
     }
     with scenario_run(bootstrap, "python", tmp_path, group_configs=configs) as run:
         produce(bootstrap, run.topic, [({}, None), ({}, None)])
         actions = {"0:0": ["RELEASE", "RELEASE", "RELEASE", "ACCEPT"]}
-        run.start(run.spec("c1", actions=actions, idle_ms=5_000, deadline_ms=30_000)).wait_exit(45)
+        run.start(run.spec("c1", actions=actions, idle_ms=3_000, deadline_ms=30_000)).wait_exit(45)
         record0 = [(count, t_ms) for offset, count, t_ms in delivered(run.events) if offset == 0]
     assert [count for count, _ in record0] == [1, 2, 3, 4], record0
     gaps = [later - earlier for (_, earlier), (_, later) in itertools.pairwise(record0)]
-    # 1 s, 2 s, then the 3 s cap (4 s uncapped), each counted from the RELEASE, which
-    # follows the delivery; the slack above is the client's poll and commit
-    for gap, backoff_ms in zip(gaps, (1_000, 2_000, 3_000), strict=True):
-        assert backoff_ms <= gap < backoff_ms + 3_000, gaps
+    # 0.5 s, 1 s, then the 1.5 s cap (2 s uncapped), each counted from the RELEASE,
+    # which follows the delivery; the slack above is the client's poll and commit
+    for gap, backoff_ms in zip(gaps, (500, 1_000, 1_500), strict=True):
+        assert backoff_ms <= gap < backoff_ms + 2_000, gaps
 
 
 def test_an_expired_record_is_never_delivered(bootstrap: str, tmp_path: Path) -> None:
