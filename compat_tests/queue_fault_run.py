@@ -8,9 +8,10 @@ cluster, checked by the queue history checker (compat_tests/share_history.py).
 A source topic (`--partitions`, default 4, at most `--consumers` so that every
 partition is shared by two consumers or more and the slow one never has a partition
 to itself; replication factor 3, min.insync.replicas 2) and its group's dead-letter
-topic `dlq.…` (the same replica lists, so that each dead-letter partition is led by
-its source partition's leader, where a dead letter is written without crossing
-brokers), a share group with 3 s locks, a delivery count limit of 4, dead letters with
+topic `dlq.…` (its replica lists rotated by one broker, so that each dead-letter
+partition is led by another broker than its source partition: every dead letter is
+written across brokers, `weir/broker/coordinators/dead_letter_destinations.py`), a
+share group with 3 s locks, a delivery count limit of 4, dead letters with
 the records copied, `weir.*` record headers honoured and a 100-1000 ms release
 backoff. An idempotent acks=all producer thread writes records whose value names
 their fate (`FATES`): accepted, released once then accepted, rejected, released
@@ -472,23 +473,32 @@ def leaders(cluster: WeirCluster, topic: str) -> dict[int, int]:
     return {p: int(meta.leader) for p, meta in cluster.partitions(topic).items()}
 
 
-def replica_lists(brokers: list[int], partitions: int) -> list[list[int]]:
-    """Partition p's replicas, its preferred leader rotating over the brokers."""
+def replica_lists(brokers: list[int], partitions: int, shift: int = 0) -> list[list[int]]:
+    """Partition p's replicas, its preferred leader rotating over the brokers (from the
+    `shift`-th one)."""
     count = len(brokers)
-    return [[brokers[(p + i) % count] for i in range(count)] for p in range(partitions)]
+    return [[brokers[(p + shift + i) % count] for i in range(count)] for p in range(partitions)]
+
+
+# The dead-letter topic's replica lists are the source's rotated by this: each
+# dead-letter partition is led by another broker than its source partition.
+DLQ_SHIFT = 1
 
 
 def create_topics(cluster: WeirCluster, queue: Queue) -> None:
     source, dlq, partitions = queue.source, queue.dlq, queue.partitions
-    assignment = replica_lists(sorted(cluster.brokers), partitions)
+    brokers = sorted(cluster.brokers)
     topics = [
         NewTopic(
-            source, partitions, replica_assignment=assignment, config={"min.insync.replicas": "2"}
+            source,
+            partitions,
+            replica_assignment=replica_lists(brokers, partitions),
+            config={"min.insync.replicas": "2"},
         ),
         NewTopic(
             dlq,
             partitions,
-            replica_assignment=assignment,
+            replica_assignment=replica_lists(brokers, partitions, DLQ_SHIFT),
             config={"min.insync.replicas": "2", "errors.deadletterqueue.group.enable": "true"},
         ),
     ]
@@ -609,13 +619,18 @@ def heal(cluster: WeirCluster, queue: Queue, log: RunLog) -> float:
             broker.start(ready_timeout_s=HEAL_TIMEOUT_S)
     for topic in (queue.source, queue.dlq, SHARE_GROUP_STATE_TOPIC_NAME):
         cluster.wait_full_isr(topic, timeout_s=HEAL_TIMEOUT_S)
-    lists = replica_lists(sorted(cluster.brokers), queue.partitions)
-    preferred = {p: replicas[0] for p, replicas in enumerate(lists)}
+    brokers = sorted(cluster.brokers)
+    preferred = {p: r[0] for p, r in enumerate(replica_lists(brokers, queue.partitions))}
+    dlq_lists = replica_lists(brokers, queue.partitions, DLQ_SHIFT)
+    dlq_preferred = {p: r[0] for p, r in enumerate(dlq_lists)}
     before = leaders(cluster, queue.source)
-    if before != preferred or leaders(cluster, queue.dlq) != preferred:
+    if before != preferred or leaders(cluster, queue.dlq) != dlq_preferred:
         elect_preferred(cluster, queue)
         cluster.wait_until(
-            lambda: leaders(cluster, queue.source) == preferred == leaders(cluster, queue.dlq),
+            lambda: (
+                leaders(cluster, queue.source) == preferred
+                and leaders(cluster, queue.dlq) == dlq_preferred
+            ),
             HEAL_TIMEOUT_S,
             "the preferred replicas lead the source and dead-letter partitions",
         )
