@@ -13,19 +13,30 @@ Both give the three steps of a round (`weir/broker/coordinators/dead_letters.py`
   the high watermark;
 - `append(batches)`: appended and durable (step e): here appended and waited for
   until committed; on another broker a Produce with acks=all, which the leader
-  answers once the batches are committed on its ISR.
+  answers once the batches are committed on its ISR;
+- `settle()`: first thing in a round (before step c): on another broker, the appends
+  of an earlier round that got no answer, or an error after they may have been
+  appended (a timeout, a lost connection, NOT_LEADER_OR_FOLLOWER as leadership
+  moved), sent again until answered; nothing here.
 
-The remote path's one gap, documented in docs/queues.md: when the broker writing
-dead letters dies after the leader appended them and before they were committed,
-the next writer reads only to the high watermark; if they are still uncommitted
-then (the dead-letter leader lost its followers meanwhile), they may be written
-again.
+An unanswered append may still be committed later (by the old leader's in-sync
+follower, once it leads). Reading to the high watermark could miss it and the round
+would write those dead letters again. So the remote appends are idempotent: this
+broker's `RemoteWriter` takes a producer id (Kafka's idempotent producer, epoch 0)
+and numbers its batches per dead-letter partition; an unanswered batch is kept and
+sent again, byte for byte, before anything else goes to that partition, and the
+leader (whichever broker it is then: the producer state is in the log) answers a
+copy it has with success, not a second append. The remote path's one gap,
+documented in docs/queues.md: when the broker writing dead letters dies with an
+append unanswered, the next writer (another broker, its own producer id) reads only
+to the high watermark; if those letters are still uncommitted then, they may be
+written again.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -37,9 +48,16 @@ from weir.broker.cluster.peer_client import PeerError, PeerPool, peer_security
 from weir.broker.coordinators.state_topic import wait_state_records
 from weir.broker.partition_replica import PartitionReplica
 from weir.broker.roles import live_broker
+from weir.controller.controller import ControllerError
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
-from weir.format.record_batch import InvalidBatch, Record, decode_records
+from weir.format.record_batch import (
+    InvalidBatch,
+    Record,
+    RecordInput,
+    build_batch,
+    decode_records,
+)
 from weir.log.disk_executor import DiskJob
 from weir.log.errors import LogError, OffsetOutOfRange
 from weir.log.page_cache import ReadNotCached, warm
@@ -69,6 +87,10 @@ LIST_OFFSETS_VERSION = 7
 PRODUCE_VERSION = 9
 LATEST_TIMESTAMP = -1
 ACKS_ALL = -1
+NO_PRODUCER_ID = -1
+SEQUENCE_WRAP = 2**31  # a producer's sequence numbers wrap past INT32_MAX
+# A leader's answers saying it has no state of our producer.
+LOST_PRODUCER_ERRORS = (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID)
 
 
 class RoundDeferredError(Exception):
@@ -98,13 +120,17 @@ class LocalDestination:
             self.broker, replica, max(first, replica.log.log_start_offset), end_offset
         )
 
-    async def append(self, batches: Iterable[bytes]) -> None:
+    async def settle(self) -> None:
+        """Nothing waits: a local append is answered or was never made."""
+
+    async def append(self, batches: Sequence[Sequence[RecordInput]]) -> None:
         replica = self.replica
         if not replica.is_leader:
             raise RoundDeferredError(f"{replica.topic.name}-{replica.index} is no longer led here")
         now_ms = wall_clock_ms()
         end_offset = replica.log.log_end_offset
-        for batch in batches:
+        for records in batches:
+            batch = build_batch(records, timestamp_ms=now_ms)
             try:
                 result = replica.log.append(batch, leader_epoch=replica.leader_epoch, now_ms=now_ms)
             except LogError as exc:
@@ -121,12 +147,55 @@ class LocalDestination:
             raise RoundDeferredError(f"dead letters not durable: {exc}") from exc
 
 
+class RemoteWriter:
+    """What a broker's dead-letter writer keeps for the partitions other brokers lead:
+    the connections, its producer id and each partition's next sequence, and the
+    batches sent to a partition that got no answer yet (`settle`)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.peers = PeerPool(
+            f"weir-dead-letters-{broker.config.node_id}",
+            frame_bytes_max=broker.config.limits.frame_bytes_max,
+            timeout_s=PEER_TIMEOUT_S,
+            security=peer_security(broker.config),
+        )
+        self.producer_id = NO_PRODUCER_ID
+        self.next_sequence: dict[tuple[str, int], int] = {}
+        self.unsettled: dict[tuple[str, int], list[bytes]] = {}
+
+    async def take_producer_id(self) -> int:
+        if self.producer_id == NO_PRODUCER_ID:
+            allocator = self.broker.producer_ids
+            if not allocator.available:
+                try:
+                    await self.broker.topic_changes.reserve_producer_ids()
+                except (ControllerError, OSError) as exc:
+                    raise RoundDeferredError(f"no producer id: {exc}") from exc
+            producer_id = allocator.take()
+            if producer_id is None:
+                raise RoundDeferredError("no producer id reserved")
+            self.producer_id = producer_id
+        return self.producer_id
+
+    def forget_producer(self) -> None:
+        """The leader lost our producer's state (its batches are not in its log): start
+        again with a new producer id."""
+        self.producer_id = NO_PRODUCER_ID
+        self.next_sequence.clear()
+        self.unsettled.clear()
+
+    async def aclose(self) -> None:
+        with trio.CancelScope(shield=True):
+            await self.peers.aclose()
+
+
 @dataclass(frozen=True)
 class RemoteDestination:
     """The dead-letter partition, led by broker `leader_id`."""
 
     broker: Broker
-    peers: PeerPool
+    writer: RemoteWriter
     topic: TopicRecord
     index: int
     leader_id: int
@@ -164,20 +233,65 @@ class RemoteDestination:
                 return records
             offset = next_offset
 
-    async def append(self, batches: Iterable[bytes]) -> None:
-        for batch in batches:
+    @property
+    def _partition(self) -> tuple[str, int]:
+        return self.topic.name, self.index
+
+    async def settle(self) -> None:
+        """Send again, as they were, the batches an earlier round got no answer for."""
+        if self.writer.unsettled.get(self._partition):
+            await self._send_unsettled()
+
+    async def append(self, batches: Sequence[Sequence[RecordInput]]) -> None:
+        await self.settle()
+        producer_id = await self.writer.take_producer_id()
+        sequence = self.writer.next_sequence.get(self._partition, 0)
+        now_ms = wall_clock_ms()
+        built = []
+        for records in batches:
+            built.append(
+                build_batch(
+                    records,
+                    timestamp_ms=now_ms,
+                    producer_id=producer_id,
+                    producer_epoch=0,
+                    base_sequence=sequence,
+                )
+            )
+            sequence = (sequence + len(records)) % SEQUENCE_WRAP
+        self.writer.unsettled[self._partition] = built
+        self.writer.next_sequence[self._partition] = sequence
+        await self._send_unsettled()
+
+    async def _send_unsettled(self) -> None:
+        """The partition's unanswered batches, in order; each leaves the list once the
+        leader answered it (a copy it has already counts)."""
+        pending = self.writer.unsettled[self._partition]
+        while pending:
             request = ProduceRequest(
                 acks=ACKS_ALL,
                 timeout_ms=int(PEER_TIMEOUT_S * 1000),
                 topic_data=[
                     ProduceRequestTopicData(
-                        self.topic.name, [ProduceRequestPartitionData(self.index, batch)]
+                        self.topic.name, [ProduceRequestPartitionData(self.index, pending[0])]
                     )
                 ],
             )
             response = await self._request(ApiKey.PRODUCE, PRODUCE_VERSION, request)
-            partition = _only(response.responses, "partition_responses")
-            self._raise_for(partition.error_code, "Produce")
+            error_code = _only(response.responses, "partition_responses").error_code
+            if error_code in (
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                ErrorCode.UNKNOWN_PRODUCER_ID,
+            ):
+                # The leader has no state of our producer: our batches are not in its
+                # log (a lost append); the records are still ARCHIVING, the next round
+                # writes them with a new producer id.
+                self.writer.forget_producer()
+                self._raise_for(error_code, "Produce")
+            if error_code not in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
+                self._raise_for(error_code, "Produce")
+            pending.pop(0)
+        del self.writer.unsettled[self._partition]
 
     async def _fetch(self, offset: int) -> Any:
         request = FetchRequest(
@@ -210,7 +324,7 @@ class RemoteDestination:
         if peer is None:
             raise RoundDeferredError(f"{where}: its leader is not live")
         try:
-            return await self.peers.request(
+            return await self.writer.peers.request(
                 self.leader_id, (peer.host, peer.port), api_key, version, body
             )
         except PeerError as exc:
@@ -228,16 +342,6 @@ class RemoteDestination:
 
 
 Destination = LocalDestination | RemoteDestination
-
-
-def dead_letter_peers(broker: Broker) -> PeerPool:
-    """The connections a broker's dead-letter writer makes to the other brokers."""
-    return PeerPool(
-        f"weir-dead-letters-{broker.config.node_id}",
-        frame_bytes_max=broker.config.limits.frame_bytes_max,
-        timeout_s=PEER_TIMEOUT_S,
-        security=peer_security(broker.config),
-    )
 
 
 async def read_log(broker: Broker, replica: PartitionReplica, first: int, end: int) -> list[Record]:
@@ -298,8 +402,3 @@ def _only(items: list[Any], inner: str) -> Any:
     except ValueError:
         raise RoundDeferredError("the leader answered for another partition") from None
     return partition
-
-
-async def close_peers(peers: PeerPool) -> None:
-    with trio.CancelScope(shield=True):
-        await peers.aclose()

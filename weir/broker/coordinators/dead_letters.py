@@ -62,14 +62,13 @@ from collections.abc import Iterator, Sequence
 
 import trio
 
-from weir.broker.broker import Broker, wall_clock_ms
+from weir.broker.broker import Broker
 from weir.broker.coordinators.dead_letter_destinations import (
     Destination,
     LocalDestination,
     RemoteDestination,
+    RemoteWriter,
     RoundDeferredError,
-    close_peers,
-    dead_letter_peers,
     read_log,
 )
 from weir.broker.coordinators.share_configs import (
@@ -82,7 +81,7 @@ from weir.broker.coordinators.share_state_service import ShareKey, ShareStateUna
 from weir.controller.controller import ControllerError
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
-from weir.format.record_batch import Record, build_batch
+from weir.format.record_batch import Record, RecordInput
 from weir.log.config import LogConfig
 from weir.sharecoord.dead_letter_records import (
     dead_letter_headers,
@@ -116,8 +115,9 @@ class DeadLetters:
     def __init__(self, broker: Broker, partitions: SharePartitions) -> None:
         self.broker = broker
         self.partitions = partitions
-        # Connections to the other brokers, for dead-letter partitions led there.
-        self.peers = dead_letter_peers(broker)
+        # For dead-letter partitions led by other brokers: the connections, this
+        # broker's producer id and the appends not answered yet.
+        self.remote = RemoteWriter(broker)
         self._due: set[ShareKey] = set()
         self._wakeup = trio.Event()
         # Why a round was last deferred, per key (logged once per reason).
@@ -143,7 +143,7 @@ class DeadLetters:
         try:
             await self._rounds()
         finally:
-            await close_peers(self.peers)
+            await self.remote.aclose()
 
     async def _rounds(self) -> None:
         while True:
@@ -211,6 +211,7 @@ class DeadLetters:
             return
         assert topic_name is not None
         destination = self._destination(topic_name, key.partition)
+        await destination.settle()  # an earlier round's unanswered append, first
         await self._recover(leader, destination)
         pending = leader.partition.pending_dead_letters()
         if not pending:
@@ -222,7 +223,7 @@ class DeadLetters:
         pending = _first_records(leader.partition.pending_dead_letters(), ROUND_RECORDS_MAX)
         source = await self._source_records(leader, pending, config.dead_letter_copy_record)
         bytes_max = LogConfig.from_overrides(destination.topic.configs).max_message_bytes
-        await destination.append(_batches(leader, pending, source, wall_clock_ms(), bytes_max))
+        await destination.append(list(_batches(leader, pending, source, bytes_max)))
         self._crash_at("after-append")
         for archived in pending:
             leader.partition.dead_lettered(archived.first_offset, archived.last_offset)
@@ -288,12 +289,15 @@ class DeadLetters:
         index = dead_letter_partition(source_partition, topic.partition_count)
         replica = self.broker.partition(topic_name, index)
         if replica is not None and replica.is_leader:
+            # Led here now: this log has whatever an unanswered remote append left
+            # that will survive (step c reads it), so that append is not sent again.
+            self.remote.unsettled.pop((topic_name, index), None)
             return LocalDestination(self.broker, topic, replica)
         cluster = self.broker.cluster
         leader_id = -1 if cluster is None else cluster.partition_state(topic, index).leader
         if leader_id < 0 or leader_id == self.broker.config.node_id:
             raise RoundDeferredError(f"{topic_name}-{index} has no leader now")
-        return RemoteDestination(self.broker, self.peers, topic, index, leader_id)
+        return RemoteDestination(self.broker, self.remote, topic, index, leader_id)
 
     async def _archive_without_letters(self, leader: ShareLeader, refusal: str) -> None:
         """Kafka's outcome for a refused dead-letter topic: archived, no dead letter."""
@@ -365,14 +369,13 @@ def _batches(
     leader: ShareLeader,
     pending: Sequence[Archived],
     source: dict[int, Record],
-    now_ms: int,
     bytes_max: int,
-) -> Iterator[bytes]:
-    """The dead letters of `pending`, as batches of at most `bytes_max` (one record
-    per batch at least)."""
+) -> Iterator[list[RecordInput]]:
+    """The dead letters of `pending`, as the records of batches of at most `bytes_max`
+    (one record per batch at least)."""
     key = leader.key
     topic = leader.replica.topic.name
-    entries: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]] = []
+    entries: list[RecordInput] = []
     size = 0
     for archived in pending:
         for offset in range(archived.first_offset, archived.last_offset + 1):
@@ -387,12 +390,12 @@ def _batches(
             )
             entry_size = _entry_bytes(entry)
             if entries and size + entry_size > bytes_max:
-                yield build_batch(entries, timestamp_ms=now_ms)
+                yield entries
                 entries, size = [], 0
             entries.append(entry)
             size += entry_size
     if entries:
-        yield build_batch(entries, timestamp_ms=now_ms)
+        yield entries
 
 
 def _entry_bytes(entry: tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]) -> int:
