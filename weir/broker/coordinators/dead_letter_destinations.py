@@ -89,8 +89,6 @@ LATEST_TIMESTAMP = -1
 ACKS_ALL = -1
 NO_PRODUCER_ID = -1
 SEQUENCE_WRAP = 2**31  # a producer's sequence numbers wrap past INT32_MAX
-# A leader's answers saying it has no state of our producer.
-LOST_PRODUCER_ERRORS = (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID)
 
 
 class RoundDeferredError(Exception):
@@ -178,12 +176,15 @@ class RemoteWriter:
             self.producer_id = producer_id
         return self.producer_id
 
-    def forget_producer(self) -> None:
-        """The leader lost our producer's state (its batches are not in its log): start
-        again with a new producer id."""
+    def sequence_lost(self, partition: tuple[str, int]) -> None:
+        """`partition`'s leader has no state of our producer's last batch there: the
+        unanswered batches are not in its log (the records are still ARCHIVING; a
+        later round writes them). A new producer id numbers everything from 0; the
+        other partitions' unanswered batches are still sent again as they are (their
+        leaders know the old id)."""
         self.producer_id = NO_PRODUCER_ID
         self.next_sequence.clear()
-        self.unsettled.clear()
+        self.unsettled.pop(partition, None)
 
     async def aclose(self) -> None:
         with trio.CancelScope(shield=True):
@@ -279,15 +280,10 @@ class RemoteDestination:
             )
             response = await self._request(ApiKey.PRODUCE, PRODUCE_VERSION, request)
             error_code = _only(response.responses, "partition_responses").error_code
-            if error_code in (
-                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                ErrorCode.UNKNOWN_PRODUCER_ID,
-            ):
-                # The leader has no state of our producer: our batches are not in its
-                # log (a lost append); the records are still ARCHIVING, the next round
-                # writes them with a new producer id.
-                self.writer.forget_producer()
-                self._raise_for(error_code, "Produce")
+            if error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
+                self.writer.sequence_lost(self._partition)
+            # UNKNOWN_PRODUCER_ID: the leader has not seen our id's reservation yet
+            # (refused before anything was written): sent again in a later round.
             if error_code not in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
                 self._raise_for(error_code, "Produce")
             pending.pop(0)
