@@ -26,14 +26,17 @@ read back after a crash.
       count) and its leader, here or another broker; without a leader, or when it
       refuses a step, the round is retried later;
    c. reads that partition from the share partition's *dead-letter mark* (stored in
-      the share state, below) to its end, once that end is durable, and finishes
-      (ARCHIVED, no new write) every ARCHIVING offset that already has a dead letter
-      there (headers group, topic, partition, offset): the dead letters of a round
-      that was cut short by a crash;
+      the share state, below) to its end, once that end is durable (a share partition
+      just taken over with a mark first waits `TAKEOVER_SETTLE_S`: its previous
+      leader, which learns of the move a moment late, may still be appending), and
+      finishes (ARCHIVED, no new write) every ARCHIVING offset that already has a
+      dead letter there (headers group, topic, partition, offset): the dead letters
+      of a round that was cut short by a crash;
    d. sets the mark to the partition's end and stores the state: durable before any
       dead letter of the round is appended, the mark is at or below all of them;
    e. reads the archived records from the source log (key and value, when copied),
-      appends the dead letters, waits until they are durable (in a cluster: committed);
+      checks that it still leads the share partition, appends the dead letters,
+      waits until they are durable (in a cluster: committed);
    f. finishes them (ARCHIVED), clears the mark when nothing else is ARCHIVING (else
       moves it to the end), stores the state, wakes parked share fetches.
    A crash before (d) is durable: no dead letter of the round exists beyond the old
@@ -96,6 +99,9 @@ log = logging.getLogger(__name__)
 
 # A round that could not finish is tried again after this.
 RETRY_INTERVAL_S = 0.5
+# A share partition taken over with a round in flight waits this before reading the
+# dead-letter partition (`_wait_for_previous_writer`).
+TAKEOVER_SETTLE_S = 2.0
 # Dead letters one round writes at most (the rest wait for the next round).
 ROUND_RECORDS_MAX = 1_000
 # The configs of a dead-letter topic the broker creates (Kafka 4.4's).
@@ -122,6 +128,8 @@ class DeadLetters:
         self._wakeup = trio.Event()
         # Why a round was last deferred, per key (logged once per reason).
         self._deferred: dict[ShareKey, str] = {}
+        # When each share partition with a dead-letter mark was first seen here.
+        self._taken_over: dict[ShareKey, tuple[ShareLeader, float]] = {}
         # Dead letters written since this broker started, in all and per key.
         self.letters_written = 0
         self.written_by_key: dict[ShareKey, int] = {}
@@ -212,6 +220,7 @@ class DeadLetters:
         assert topic_name is not None
         destination = self._destination(topic_name, key.partition)
         await destination.settle()  # an earlier round's unanswered append, first
+        self._wait_for_previous_writer(leader)
         await self._recover(leader, destination)
         pending = leader.partition.pending_dead_letters()
         if not pending:
@@ -223,6 +232,8 @@ class DeadLetters:
         pending = _first_records(leader.partition.pending_dead_letters(), ROUND_RECORDS_MAX)
         source = await self._source_records(leader, pending, config.dead_letter_copy_record)
         bytes_max = LogConfig.from_overrides(destination.topic.configs).max_message_bytes
+        if self.partitions.leaders.get(key) is not leader:  # moved meanwhile: not ours
+            raise RoundDeferredError("the share partition is no longer served here")
         await destination.append(list(_batches(leader, pending, source, bytes_max)))
         self._crash_at("after-append")
         for archived in pending:
@@ -237,6 +248,22 @@ class DeadLetters:
         )
         await self._store(leader)
         leader.wake()
+
+    def _wait_for_previous_writer(self, leader: ShareLeader) -> None:
+        """A share partition taken over with a dead-letter mark may have a round of its
+        previous leader still in flight (that broker learns of the move a moment
+        late, and may append just after this one read the dead-letter partition): its
+        first round here waits `TAKEOVER_SETTLE_S` from the takeover, so that such an
+        append is in the partition, and committed, when step (c) reads it."""
+        key = leader.key
+        if leader.partition.dead_letter_mark == NO_DEAD_LETTER_MARK:
+            self._taken_over.pop(key, None)
+            return
+        if self._taken_over.get(key, (None, 0.0))[0] is not leader:
+            self._taken_over[key] = (leader, trio.current_time())
+        waited_s = trio.current_time() - self._taken_over[key][1]
+        if waited_s < TAKEOVER_SETTLE_S:
+            raise RoundDeferredError("the previous leader's round may still be in flight")
 
     def _crash_at(self, point: str) -> None:
         if self._failpoint == point:
