@@ -846,23 +846,18 @@ class SharePartition:
         holds at those delivery counts, their locks restarted at `now_ms` so the member
         has a whole lock from the answer on; the rest expired meanwhile (another member
         may have it) and is left out."""
-        kept: list[AcquiredRange] = []
+        kept = _AcquiredRanges()
         for acquired_range in acquired:
             count = acquired_range.delivery_count
             for offset in range(acquired_range.first_offset, acquired_range.last_offset + 1):
-                if self.record_state(offset) != (RecordState.ACQUIRED, count, member_id):
-                    continue
-                last = kept[-1] if kept else None
-                if last and last.last_offset == offset - 1 and last.delivery_count == count:
-                    kept[-1] = AcquiredRange(last.first_offset, offset, count)
-                else:
-                    kept.append(AcquiredRange(offset, offset, count))
+                if self.record_state(offset) == (RecordState.ACQUIRED, count, member_id):
+                    kept.add(offset, offset, count)
         deadline_ms = now_ms + self.settings.record_lock_duration_ms
-        for held in kept:
+        for held in kept.ranges:
             for offset in range(held.first_offset, held.last_offset + 1):
                 self._slots[offset - self.start_offset].deadline_ms = deadline_ms
             self._push_deadline(deadline_ms, held.first_offset, held.last_offset)
-        return kept
+        return kept.ranges
 
     # -- release and expiry --
 
