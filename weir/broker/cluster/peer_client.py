@@ -16,6 +16,7 @@ from typing import Any
 import trio
 
 from weir.broker.config import BrokerConfig
+from weir.broker.roles import ClusterRole, live_broker
 from weir.format.errors import ErrorCode
 from weir.format.primitives import DecodeError
 from weir.security.sasl_client import SaslClientError, client_exchange
@@ -216,6 +217,21 @@ class PeerPool:
                 self._connections.pop(node_id, None)
                 await connection.aclose()
                 raise
+
+    async def request_live(
+        self,
+        cluster: ClusterRole | None,
+        node_id: int,
+        api_key: int,
+        api_version: int,
+        body: object,
+    ) -> Any:
+        """`request` to broker `node_id` at its address while it is live; PeerError
+        when it is not (or there is no cluster)."""
+        peer = None if cluster is None else live_broker(cluster, node_id)
+        if peer is None:
+            raise PeerError(f"broker {node_id} is not live")
+        return await self.request(node_id, (peer.host, peer.port), api_key, api_version, body)
 
     async def aclose(self) -> None:
         connections, self._connections = self._connections, {}

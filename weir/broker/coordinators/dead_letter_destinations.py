@@ -47,7 +47,6 @@ from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.cluster.peer_client import PeerError, PeerPool, peer_security
 from weir.broker.coordinators.state_topic import wait_state_records
 from weir.broker.partition_replica import PartitionReplica
-from weir.broker.roles import live_broker
 from weir.controller.controller import ControllerError
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
@@ -314,14 +313,10 @@ class RemoteDestination:
         return _only(response.responses, "partitions")
 
     async def _request(self, api_key: ApiKey, version: int, body: object) -> Any:
-        cluster = self.broker.cluster
-        peer = None if cluster is None else live_broker(cluster, self.leader_id)
         where = f"{self.topic.name}-{self.index} (leader {self.leader_id})"
-        if peer is None:
-            raise RoundDeferredError(f"{where}: its leader is not live")
         try:
-            return await self.writer.peers.request(
-                self.leader_id, (peer.host, peer.port), api_key, version, body
+            return await self.writer.peers.request_live(
+                self.broker.cluster, self.leader_id, api_key, version, body
             )
         except PeerError as exc:
             raise RoundDeferredError(f"{where}: {api_key.name}: {exc}") from exc

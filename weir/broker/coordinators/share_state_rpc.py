@@ -21,7 +21,6 @@ from typing import Any, Protocol
 
 from weir.broker.broker import Broker
 from weir.broker.cluster.peer_client import PeerError, PeerPool, peer_security
-from weir.broker.roles import live_broker
 from weir.format.errors import ErrorCode
 from weir.sharecoord.share_state import RecordState, ShareState, ShareStateKey, StateBatch
 from weir.wire.api_keys import ApiKey
@@ -203,14 +202,10 @@ class ShareStateRpc:
         return ShareState(result.start_offset, result.state_epoch, result.leader_epoch)
 
     async def _request(self, node_id: int, api_key: int, version: int, body: object) -> Any:
-        cluster = self.broker.cluster
-        peer = None if cluster is None else live_broker(cluster, node_id)
-        if peer is None:
-            raise ShareStateUnavailableError(
-                ErrorCode.COORDINATOR_NOT_AVAILABLE, f"broker {node_id} is not live"
-            )
         try:
-            return await self.peers.request(node_id, (peer.host, peer.port), api_key, version, body)
+            return await self.peers.request_live(
+                self.broker.cluster, node_id, api_key, version, body
+            )
         except PeerError as exc:
             log.info("%s to broker %d failed: %s", ApiKey(api_key).name, node_id, exc)
             raise ShareStateUnavailableError(

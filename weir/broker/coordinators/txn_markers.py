@@ -25,7 +25,6 @@ from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.cluster.peer_client import PeerError, PeerPool
 from weir.broker.coordinators.group_service import GroupService
 from weir.broker.partition_replica import PartitionReplica
-from weir.broker.roles import live_broker
 from weir.controller.controller import OFFSETS_TOPIC_NAME
 from weir.format.errors import ErrorCode
 from weir.log.errors import LogError
@@ -240,12 +239,8 @@ class MarkerWriter:
     async def _request(
         self, node_id: int, request: WriteTxnMarkersRequest
     ) -> WriteTxnMarkersResponse:
-        cluster = self.broker.cluster
-        peer = None if cluster is None else live_broker(cluster, node_id)
-        if peer is None:
-            raise PeerError(f"broker {node_id} is not live")
-        response: WriteTxnMarkersResponse = await self.peers.request(
-            node_id, (peer.host, peer.port), ApiKey.WRITE_TXN_MARKERS,
+        response: WriteTxnMarkersResponse = await self.peers.request_live(
+            self.broker.cluster, node_id, ApiKey.WRITE_TXN_MARKERS,
             WRITE_TXN_MARKERS_VERSION, request,
         )  # fmt: skip
         return response
