@@ -85,7 +85,26 @@ Record = tuple[int, int]  # (partition, offset)
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirCluster]:
     with running_cluster(tmp_path_factory.mktemp("share-cluster"), settings=SETTINGS) as weir:
+        create_state_topic(weir)
         yield weir
+
+
+def create_state_topic(cluster: WeirCluster) -> None:
+    """A first share fetch creates __share_group_state, so that every test's
+    `fresh_topic` can pick a group whose state lives away from a data leader (the
+    placement is known only once the state topic has leaders)."""
+    topic = f"warm-up-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, 1, 3)
+    consumer = ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"{topic}-g"})
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 60
+    try:
+        while not cluster.partitions(SHARE_GROUP_STATE_TOPIC_NAME):
+            assert time.monotonic() < deadline, f"no {SHARE_GROUP_STATE_TOPIC_NAME} after 60 s"
+            consumer.poll(0.5)
+    finally:
+        consumer.close()
+    wait_state_topic(cluster)
 
 
 @pytest.fixture
