@@ -19,12 +19,12 @@ Every wait is bounded.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import AcknowledgeType, Message, Producer, ShareConsumer
 
 from compat_tests.harness import WeirProcess
 from compat_tests.share_clients import scenarios
@@ -51,12 +51,12 @@ CONSUMERS = 3
 
 
 @pytest.fixture(scope="module")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirProcess]:
     base = tmp_path_factory.mktemp("share-key-ordering")
     proc = WeirProcess.configured(base, weir_settings(scenarios.BROKER_MINIMUMS))
     proc.start()
     try:
-        yield proc.bootstrap
+        yield proc
     finally:
         proc.close()
 
@@ -130,9 +130,9 @@ def run_ordered_consumers(run: ScenarioRun) -> list[tuple[str, str]]:
 
 
 def test_each_keys_records_are_accepted_in_produce_order_by_one_consumer_at_a_time(
-    bootstrap: str, tmp_path: Path
+    broker: WeirProcess, tmp_path: Path
 ) -> None:
-    with scenario_run(bootstrap, "python", tmp_path, group_configs=KEY_ORDERING) as run:
+    with scenario_run(broker.bootstrap, "python", tmp_path, group_configs=KEY_ORDERING) as run:
         produced = run_ordered_consumers(run)
         events = run.events
     values_of = {e["offset"]: e["value"] for e in events if e["event"] == "delivered"}
@@ -157,3 +157,90 @@ def test_each_keys_records_are_accepted_in_produce_order_by_one_consumer_at_a_ti
     assert len(consumers) >= 2, consumers
     parallel = [(a, b) for a in held for b in held if a[0] < b[0] and overlap(a, b)]
     assert parallel, "no two consumers ever worked at once: keys did not proceed in parallel"
+
+
+# -- a restart: the new leader has no keys ------------------------------------------
+
+BACKOFF_MS = 10_000
+
+
+def share_consumer(bootstrap: str, group: str, topic: str, max_poll_records: int) -> ShareConsumer:
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": "explicit",
+            "max.poll.records": max_poll_records,
+        }
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
+def poll_until(
+    consumer: ShareConsumer, done: Callable[[list[Message]], bool], timeout_s: float
+) -> list[tuple[Message, float]]:
+    """Accept everything delivered until `done(all delivered)`: (message, when seen)."""
+    seen: list[tuple[Message, float]] = []
+    stop = time.monotonic() + timeout_s
+    while not done([m for m, _ in seen]) and time.monotonic() < stop:
+        for message in consumer.poll(0.5):
+            if message.error() is None:
+                seen.append((message, time.monotonic()))
+                consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+        consumer.commit_sync(10.0)
+    return seen
+
+
+def first_delivered(consumer: ShareConsumer) -> Message:
+    stop = time.monotonic() + JOIN_S
+    while time.monotonic() < stop:
+        messages = [m for m in consumer.poll(0.5) if m.error() is None]
+        if messages:
+            return messages[0]
+    raise AssertionError("nothing delivered")
+
+
+def test_after_a_restart_a_released_record_still_comes_before_the_rest_of_its_key(
+    broker: WeirProcess, tmp_path: Path
+) -> None:
+    """a0 is released with a 10 s backoff, then the broker is killed. The restarted
+    broker's share partition knows no keys; it reads a0 again (delayed as it is) to
+    learn its key, so a1 and a2 wait for a0 while the b records go at once."""
+    configs = {
+        **KEY_ORDERING,
+        "weir.share.release.backoff.initial.ms": str(BACKOFF_MS),
+        "weir.share.release.backoff.max.ms": str(BACKOFF_MS),
+    }
+    with scenario_run(broker.bootstrap, "python", tmp_path, group_configs=configs) as run:
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
+        for seq in range(3):
+            for key in ("a", "b"):
+                producer.produce(run.topic, key=key, value=f"{key}{seq}", partition=0)
+                producer.flush(ADMIN_TIMEOUT_S)  # a batch each
+        del producer  # closed before the broker is killed
+        first = share_consumer(broker.bootstrap, run.group, run.topic, max_poll_records=1)
+        try:
+            a0 = first_delivered(first)
+            assert a0.value() == b"a0", a0.value()
+            first.acknowledge(a0, AcknowledgeType.RELEASE)
+            first.commit_sync(10.0)
+            released_at = time.monotonic()
+        finally:
+            first.close()  # anything else it fetched goes back (no backoff)
+
+        broker.kill()
+        broker.restart()
+
+        second = share_consumer(broker.bootstrap, run.group, run.topic, max_poll_records=10)
+        try:
+            seen = poll_until(second, lambda ms: len(ms) >= 6, BACKOFF_MS / 1000 + JOIN_S)
+        finally:
+            second.close()
+    order = [m.value().decode() for m, _ in seen]
+    assert [v for v in order if v.startswith("a")] == ["a0", "a1", "a2"], order
+    assert sorted(order) == ["a0", "a1", "a2", "b0", "b1", "b2"], order
+    a0_again = next(t for m, t in seen if m.value() == b"a0")
+    assert a0_again - released_at >= BACKOFF_MS / 1000 - 1, "a0 came back before its backoff"
+    b_done = max(t for m, t in seen if m.key() == b"b")
+    assert b_done < a0_again, "the b records waited for a0: keys were not learnt"

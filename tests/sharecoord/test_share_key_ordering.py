@@ -38,9 +38,7 @@ from weir.sharecoord.share_partition import (
 
 A, B, C = "member-a", "member-b", "member-c"
 LOCK_MS = 30_000
-ORDERED = ShareSettings(
-    record_lock_duration_ms=LOCK_MS, delivery_count_limit=5, key_ordering=True
-)
+ORDERED = ShareSettings(record_lock_duration_ms=LOCK_MS, delivery_count_limit=5, key_ordering=True)
 ACCEPT, RELEASE, REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 T0 = 1_700_000_000_000
 K1, K2, K3 = 101, 202, 303  # key hashes
