@@ -142,6 +142,7 @@ from weir.format.errors import ErrorCode
 from weir.sharecoord.share_state import NO_DEAD_LETTER_MARK, RecordState, ShareState, StateBatch
 
 __all__ = [
+    "KEY_UNKNOWN",
     "PARTITION_MAX_RECORD_LOCKS_MAX",
     "AckBatch",
     "AckOutcome",
@@ -153,7 +154,6 @@ __all__ = [
     "LogBatch",
     "QueueDepth",
     "RecordState",
-    "KEY_UNKNOWN",
     "RecordTimes",
     "SharePartition",
     "ShareSettings",
