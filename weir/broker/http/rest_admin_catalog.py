@@ -1,0 +1,19 @@
+"""Every REST admin endpoint (`ADMIN_ENDPOINTS`), by resource family, and their
+OpenAPI paths (`ADMIN_OPENAPI_PATHS`): the routes and the document are both made
+from this list, so what is served is what is documented."""
+
+from __future__ import annotations
+
+from weir.broker.http import (
+    rest_admin_clusters,
+    rest_admin_configs,
+    rest_admin_topics,
+)
+from weir.broker.http.rest_admin_base import Endpoint, openapi_paths
+
+ADMIN_ENDPOINTS: list[Endpoint] = [
+    *rest_admin_clusters.ENDPOINTS,
+    *rest_admin_topics.ENDPOINTS,
+    *rest_admin_configs.ENDPOINTS,
+]
+ADMIN_OPENAPI_PATHS = openapi_paths(ADMIN_ENDPOINTS)
