@@ -66,7 +66,6 @@ _STATUS_OF_KAFKA_ERROR: dict[int, int] = {
             ErrorCode.GROUP_AUTHORIZATION_FAILED,
             ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            ErrorCode.SECURITY_DISABLED,
         ),
         403,
     ),
@@ -103,6 +102,7 @@ _STATUS_OF_KAFKA_ERROR: dict[int, int] = {
             ErrorCode.INVALID_PRINCIPAL_TYPE,
             ErrorCode.TOPIC_DELETION_DISABLED,
             ErrorCode.INVALID_TXN_STATE,
+            ErrorCode.SECURITY_DISABLED,
         ),
         400,
     ),
@@ -293,6 +293,7 @@ class Endpoint:
     query: tuple[Param, ...] = ()
     # The JSON schema of the body (its "required" list is enforced by the handler).
     body: Mapping[str, Any] | None = None
+    body_required: bool = True
     responses: Mapping[int, str] = field(default_factory=lambda: {200: "OK"})
     tag: str = "admin"
 
@@ -349,7 +350,7 @@ def openapi_paths(endpoints: Sequence[Endpoint]) -> dict[str, dict[str, Any]]:
         }
         if endpoint.body is not None:
             operation["requestBody"] = {
-                "required": True,
+                "required": endpoint.body_required,
                 "content": {"application/json": {"schema": dict(endpoint.body)}},
             }
         paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = operation
