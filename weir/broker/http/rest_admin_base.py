@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from weir.broker.broker import Broker
-from weir.broker.http.rest_admin_gateway import (
+from weir.broker.http.kafka_gateway import (
     GatewayError,
     HttpCaller,
     KafkaGateway,
@@ -26,7 +26,6 @@ from weir.broker.http.rest_admin_gateway import (
     http_caller,
 )
 from weir.format.errors import ErrorCode
-from weir.format.primitives import EncodeError
 
 # Longest admin request body read (an ACL, a topic with its configs, a config batch).
 ADMIN_BODY_BYTES_MAX = 64 * 1024
@@ -136,6 +135,14 @@ def kafka_failure(code: int, message: str | None, what: str) -> RestError:
         return RestError(503, text, RETRIABLE_ERROR_CODE)
     status = _STATUS_OF_KAFKA_ERROR.get(code, 500)
     return RestError(status, text, 40301 if status == 403 else None)
+
+
+def gateway_failure(exc: GatewayError) -> RestError:
+    if exc.retriable:
+        return RestError(503, str(exc), RETRIABLE_ERROR_CODE)
+    if str(exc).startswith("malformed"):  # a value that does not fit its Kafka field
+        return bad_request(str(exc))
+    return RestError(500, str(exc))
 
 
 def check_kafka(code: int, message: str | None, what: str) -> None:
@@ -311,9 +318,7 @@ def endpoint_route(broker: Broker, endpoint: Endpoint) -> Route:
         except RestError as error:
             return error_response(error)
         except GatewayError as exc:
-            return error_response(RestError(503, str(exc), RETRIABLE_ERROR_CODE))
-        except EncodeError as exc:
-            return error_response(bad_request(f"a value does not fit its Kafka field: {exc}"))
+            return error_response(gateway_failure(exc))
 
     return Route(endpoint.path, serve, methods=[endpoint.method])
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from weir.broker.http.kafka_gateway import GatewayError
 from weir.broker.http.rest_admin_base import AdminCall, check_kafka, not_found
 from weir.broker.http.rest_admin_clusters import describe_cluster
-from weir.broker.http.rest_admin_gateway import GatewayError
 from weir.broker.http.rest_admin_topics import (
     LATEST_TIMESTAMP,
     LIST_OFFSETS_VERSION,

@@ -12,6 +12,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from weir.broker.http.kafka_gateway import GatewayError
 from weir.broker.http.rest_admin_base import (
     AdminCall,
     Endpoint,
@@ -26,7 +27,6 @@ from weir.broker.http.rest_admin_base import (
     resource,
     resource_name,
 )
-from weir.broker.http.rest_admin_gateway import GatewayError
 from weir.broker.http.rest_admin_lookups import KEY_TYPE_TRANSACTION, broker_ids, coordinator
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
