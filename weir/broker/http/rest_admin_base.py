@@ -223,9 +223,6 @@ class AdminCall:
 
     async def json_body(self) -> dict[str, Any]:
         """The request's JSON object body (at most ADMIN_BODY_BYTES_MAX bytes)."""
-        content_type = self.request.headers.get("content-type", "application/json")
-        if content_type.split(";")[0].strip().lower() not in ("application/json", ""):
-            raise RestError(415, "the body must be application/json")
         declared = self.request.headers.get("content-length")
         if declared is not None and (
             not declared.isdigit() or int(declared) > ADMIN_BODY_BYTES_MAX
@@ -239,6 +236,10 @@ class AdminCall:
                     raise RestError(413, f"the body is over {ADMIN_BODY_BYTES_MAX} bytes")
         except ClientDisconnect:
             raise bad_request("the client went away before sending its body") from None
+        # Checked once the body is read: the connection stays usable.
+        content_type = self.request.headers.get("content-type", "application/json")
+        if content_type.split(";")[0].strip().lower() not in ("application/json", ""):
+            raise RestError(415, "the body must be application/json")
         try:
             document = json.loads(body)
         except (ValueError, RecursionError):
@@ -270,8 +271,12 @@ def no_content() -> Response:
 
 
 def error_response(error: RestError) -> Response:
+    # A 413 leaves the body unread: the connection cannot carry another request.
+    headers = {"connection": "close"} if error.status == 413 else None
     return JSONResponse(
-        {"error_code": error.error_code, "message": error.message}, status_code=error.status
+        {"error_code": error.error_code, "message": error.message},
+        status_code=error.status,
+        headers=headers,
     )
 
 
