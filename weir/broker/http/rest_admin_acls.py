@@ -29,9 +29,7 @@ ACLS_VERSION = 3
 
 
 def _enum_value(kind: type[enum.IntEnum], text: object, where: str, *, filter_: bool) -> int:
-    names = [
-        m.name for m in kind if m.name != "UNKNOWN" and (filter_ or m.name not in ("ANY", "MATCH"))
-    ]
+    names = [m.name for m in kind if m.name != "UNKNOWN"] if filter_ else _names(kind)
     if not isinstance(text, str) or text.upper() not in names:
         raise bad_request(f"{where} must be one of {', '.join(names)}")
     return int(kind[text.upper()])
@@ -179,6 +177,11 @@ def _filter_params(*, resource_type_required: bool) -> tuple[Param, ...]:
     )
 
 
+def _names(kind: type[enum.IntEnum]) -> list[str]:
+    """What a created ACL may name (a filter may also say ANY or MATCH)."""
+    return [m.name for m in kind if m.name not in ("UNKNOWN", "ANY", "MATCH")]
+
+
 ACL_BODY = {
     "type": "object",
     "required": [
@@ -191,12 +194,12 @@ ACL_BODY = {
         "permission",
     ],
     "properties": {
-        "resource_type": {"type": "string"},
+        "resource_type": {"enum": _names(ResourceType)},
         "resource_name": {"type": "string"},
         "pattern_type": {"enum": ["LITERAL", "PREFIXED"]},
         "principal": {"type": "string"},
         "host": {"type": "string"},
-        "operation": {"type": "string"},
+        "operation": {"enum": _names(AclOperation)},
         "permission": {"enum": ["ALLOW", "DENY"]},
     },
 }
