@@ -3,13 +3,15 @@ serve`, with httpx, and real Kafka clients (confluent-kafka) to make the state t
 views show and to check what the changes did: clusters and brokers, topics created,
 altered and deleted over HTTP, partitions with their offsets (an open transaction
 holds the last stable offset back), consumer-group lag, a share group's queue depth
-and its purge, transactions; and one test per class of hostile input (bad JSON,
+and its purge, dead letters redriven (taking over from a killed `weir queue
+redrive`), transactions; and one test per class of hostile input (bad JSON,
 a body over the bound, invalid names and numbers, unknown resources, wrong
 content type, method or query)."""
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,7 +26,9 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from compat_tests.harness import WeirProcess, unique_topic_name
+from compat_tests.harness import WeirProcess, clean_environment, run_cli, unique_topic_name
+from weir.sharecoord.dead_letter_records import dead_letter_headers
+from weir.sharecoord.share_partition import ArchiveReason
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -425,3 +429,104 @@ def test_wrong_content_type_method_or_query_is_4xx(http: httpx.Client, cluster_p
     error(http.get(f"{cluster_path}/acls?operation=READ&operation=WRITE"), 400)
     error(http.delete(f"{cluster_path}/acls"), 400)  # no resource_type: refused, not "all"
     error(http.get(f"{cluster_path}/transactions", params={"producer_id": "-1"}), 400)
+
+
+# -- redrive ---------------------------------------------------------------------------------
+
+
+def dead_letters_of(
+    broker: WeirProcess, http: httpx.Client, cluster_path: str, count: int
+) -> tuple[str, str, str]:
+    """A source topic (2 partitions), a dead-letter topic holding `count` dead letters
+    of a group (Kafka 4.4's headers, as the broker writes them), each followed by
+    another group's dead letter and a plain record: (source, dlq, group)."""
+    source = create_topic(http, cluster_path, partitions=2)
+    dlq = create_topic(http, cluster_path, partitions=1)
+    group = f"{source}-share"
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(count):
+        headers = dead_letter_headers(group, source, i % 2, 10 + i, 1, ArchiveReason.REJECTED)
+        producer.produce(dlq, key=f"k{i}", value=f"v{i}", headers=headers)
+        other = dead_letter_headers("someone-else", source, 0, i, 1, ArchiveReason.REJECTED)
+        producer.produce(dlq, key=b"o", value=b"other", headers=other)
+        producer.produce(dlq, key=b"p", value=b"plain")
+    assert producer.flush(CLIENT_WAIT_S) == 0
+    return source, dlq, group
+
+
+def read_all(broker: WeirProcess, topic: str, partitions: int) -> list[Any]:
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": uuid.uuid4().hex})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    records = []
+    misses = 0
+    while misses < 6:
+        message = consumer.poll(0.5)
+        if message is None or message.error() is not None:
+            misses += 1
+            continue
+        records.append(message)
+    consumer.close()
+    return records
+
+
+def test_redrive_writes_each_dead_letter_back_to_its_source_partition_once(
+    broker: WeirProcess, http: httpx.Client, cluster_path: str
+) -> None:
+    source, dlq, group = dead_letters_of(broker, http, cluster_path, 4)
+    path = f"{cluster_path}/share-groups/{group}/redrive"
+    first = ok(http.post(path, json={"from_topic": dlq, "max_records": 1}))
+    assert (first["redriven"], first["records_left"]) == (1, 11)
+    rest = ok(http.post(path, json={"from_topic": dlq}))
+    assert (rest["redriven"], rest["other_records_passed"], rest["records_left"]) == (3, 8, 0)
+    assert rest["progress_group"] == f"weir-redrive.{group}"
+    assert ok(http.post(path, json={"from_topic": dlq}))["redriven"] == 0
+    records = read_all(broker, source, 2)
+    assert sorted((m.partition(), m.value()) for m in records) == [
+        (0, b"v0"),
+        (0, b"v2"),
+        (1, b"v1"),
+        (1, b"v3"),
+    ]
+    headers = dict(records[0].headers())
+    assert not any(name.startswith("__dlq.errors.") for name in headers)
+    assert headers["weir.redrive.source"].startswith(f"{dlq}/0/".encode())
+
+
+def test_an_http_redrive_finishes_what_a_killed_cli_redrive_left_without_writing_twice(
+    broker: WeirProcess, http: httpx.Client, cluster_path: str
+) -> None:
+    """`weir queue redrive` SIGKILLs itself after producing its first batch, before
+    its progress commit; the HTTP redrive finds the batch by the CLI's intent."""
+    source, dlq, group = dead_letters_of(broker, http, cluster_path, 5)
+    env = clean_environment(WEIR_REDRIVE_FAILPOINT="after-produce")
+    killed = run_cli(
+        "queue",
+        "redrive",
+        "--group",
+        group,
+        "--from",
+        dlq,
+        "--bootstrap",
+        broker.bootstrap,
+        env=env,
+    )
+    assert killed.returncode == -9, killed.stderr
+    assert len(read_all(broker, source, 2)) == 5
+    document = ok(
+        http.post(f"{cluster_path}/share-groups/{group}/redrive", json={"from_topic": dlq})
+    )
+    assert (document["redriven"], document["recovered"]) == (0, 5)
+    assert sorted(m.value() for m in read_all(broker, source, 2)) == [
+        b"v0",
+        b"v1",
+        b"v2",
+        b"v3",
+        b"v4",
+    ]
+
+
+def test_redrive_needs_a_dead_letter_topic(http: httpx.Client, cluster_path: str) -> None:
+    path = f"{cluster_path}/share-groups/group-without-dlq/redrive"
+    assert "no dead-letter topic" in error(http.post(path), 409)["message"]
+    error(http.post(path, json={"max_records": 0}), 400)
+    error(http.post(path, json={"from_topic": "bad/name"}), 400)

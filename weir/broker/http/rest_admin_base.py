@@ -217,9 +217,17 @@ class AdminCall:
         return f"{base}/v3/clusters/{self.cluster_id}{tail}"
 
     async def send(
-        self, api_key: int, version: int, body: dict[str, Any], *, node_id: int | None = None
+        self,
+        api_key: int,
+        version: int,
+        body: dict[str, Any],
+        *,
+        node_id: int | None = None,
+        wait_ms: int = 0,
     ) -> Any:
-        return await self.gateway.send(self.caller, api_key, version, body, node_id=node_id)
+        return await self.gateway.send(
+            self.caller, api_key, version, body, node_id=node_id, wait_ms=wait_ms
+        )
 
     async def json_body(self) -> dict[str, Any]:
         """The request's JSON object body (at most ADMIN_BODY_BYTES_MAX bytes)."""

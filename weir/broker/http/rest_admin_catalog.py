@@ -10,6 +10,7 @@ from weir.broker.http import (
     rest_admin_configs,
     rest_admin_groups,
     rest_admin_queues,
+    rest_admin_redrive,
     rest_admin_topics,
     rest_admin_transactions,
 )
@@ -21,6 +22,7 @@ ADMIN_ENDPOINTS: list[Endpoint] = [
     *rest_admin_configs.ENDPOINTS,
     *rest_admin_groups.ENDPOINTS,
     *rest_admin_queues.ENDPOINTS,
+    rest_admin_redrive.ENDPOINT,
     *rest_admin_acls.ENDPOINTS,
     *rest_admin_transactions.ENDPOINTS,
 ]
