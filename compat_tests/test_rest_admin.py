@@ -240,6 +240,35 @@ def test_partitions_show_leader_replicas_isr_and_offsets_and_the_open_transactio
     error(http.get(f"{cluster_path}/transactions/no-such-transactional-id"), 404)
 
 
+def test_an_open_transaction_aborted_over_http_frees_the_last_stable_offset(
+    broker: WeirProcess, http: httpx.Client, cluster_path: str
+) -> None:
+    topic = create_topic(http, cluster_path, partitions=1)
+    producer = transactional_producer(broker, f"{topic}-txn")
+    producer.begin_transaction()
+    for _ in range(3):
+        producer.produce(topic, b"t", partition=0)
+    assert producer.flush(CLIENT_WAIT_S) == 0
+    partition_path = f"{cluster_path}/topics/{topic}/partitions/0"
+    (active,) = ok(http.get(f"{partition_path}/producers"))["data"]
+    assert active["current_transaction_start_offset"] == 0
+    # Its coordinator counts the partition in the transaction: not hanging.
+    hanging = f"{cluster_path}/hanging-transactions"
+    query = {"topic_name": topic, "max_transaction_timeout_ms": "0"}
+    assert ok(http.get(hanging, params=query))["data"] == []
+
+    aborted = ok(http.post(f"{partition_path}/abort-transaction", json={"start_offset": 0}))
+    assert aborted["producer_id"] == active["producer_id"]
+    offsets = ok(http.get(partition_path))
+    # The abort marker is a record too: the stable offset passes it.
+    assert offsets["last_stable_offset"] == offsets["high_watermark"] == 4
+    (after,) = ok(http.get(f"{partition_path}/producers"))["data"]
+    assert after["current_transaction_start_offset"] is None
+    missing = {"start_offset": 0}
+    error(http.post(f"{partition_path}/abort-transaction", json=missing), 404)
+    error(http.post(f"{partition_path}/abort-transaction", json={"producer_id": -1}), 400)
+
+
 # -- consumer groups -------------------------------------------------------------------------------
 
 
@@ -291,7 +320,7 @@ def test_consumer_group_lag_per_partition_and_summary(
     error(http.get(f"{cluster_path}/consumer-groups/{group}-missing"), 404)
 
 
-# -- share groups ------------------------------------------------------------------------------------
+# -- share groups ------------------------------------------------------------------------------
 
 
 def share_group_with_records(

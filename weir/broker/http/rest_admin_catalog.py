@@ -9,6 +9,7 @@ from weir.broker.http import (
     rest_admin_clusters,
     rest_admin_configs,
     rest_admin_groups,
+    rest_admin_producers,
     rest_admin_queues,
     rest_admin_redrive,
     rest_admin_topics,
@@ -25,5 +26,6 @@ ADMIN_ENDPOINTS: list[Endpoint] = [
     rest_admin_redrive.ENDPOINT,
     *rest_admin_acls.ENDPOINTS,
     *rest_admin_transactions.ENDPOINTS,
+    *rest_admin_producers.ENDPOINTS,
 ]
 ADMIN_OPENAPI_PATHS = openapi_paths(ADMIN_ENDPOINTS)
