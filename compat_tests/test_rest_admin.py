@@ -308,6 +308,8 @@ def test_consumer_group_lag_per_partition_and_summary(
         assert (by_partition[0]["current_offset"], by_partition[0]["log_end_offset"]) == (3, 10)
         assert (by_partition[0]["lag"], by_partition[1]["lag"]) == (7, 0)
         assert by_partition[0]["consumer_id"] == member["consumer_id"]
+        one = ok(http.get(by_partition[0]["metadata"]["self"]))
+        assert one == by_partition[0]
         summary = ok(http.get(f"{cluster_path}/consumer-groups/{group}/lag-summary"))
         assert summary["kind"] == "KafkaConsumerGroupLagSummary"
         assert (summary["max_lag"], summary["total_lag"], summary["max_lag_partition_id"]) == (

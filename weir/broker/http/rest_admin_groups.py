@@ -18,11 +18,13 @@ from weir.broker.http.rest_admin_base import (
     Endpoint,
     check_kafka,
     collection,
+    int_text,
     json_response,
     not_found,
     related,
     resource,
     resource_name,
+    topic_name,
 )
 from weir.broker.http.rest_admin_lookups import (
     KEY_TYPE_GROUP,
@@ -269,6 +271,16 @@ async def list_lags(call: AdminCall) -> Response:
     )
 
 
+async def get_lag(call: AdminCall) -> Response:
+    topic = topic_name(call.path("topic_name"))
+    partition = int_text(call.path("partition_id"), "partition_id")
+    group, lags = await group_lags(call)
+    for lag in lags:
+        if (lag["topic_name"], lag["partition_id"]) == (topic, partition):
+            return json_response(lag)
+    raise not_found(f"group {group.group_id!r} has no offset committed on {topic}-{partition}")
+
+
 async def lag_summary(call: AdminCall) -> Response:
     group, lags = await group_lags(call)
     known = [lag for lag in lags if lag["lag"] is not None]
@@ -318,6 +330,13 @@ ENDPOINTS = [
     ),
     Endpoint(
         "GET", f"{GROUP}/lags", list_lags, "A group's lag per partition", tag="consumer groups"
+    ),
+    Endpoint(
+        "GET",
+        f"{GROUP}/lags/{{topic_name}}/partitions/{{partition_id}}",
+        get_lag,
+        "A group's lag on one partition",
+        tag="consumer groups",
     ),
     Endpoint(
         "GET",

@@ -119,7 +119,7 @@ def producer_resource(call: AdminCall, producer: Producer) -> dict[str, Any]:
     base = ("topics", producer.topic, "partitions", producer.partition)
     return resource(
         "WeirProducer",
-        call.url(*base, "producers", producer.producer_id),
+        call.url(*base, "producers"),
         cluster_id=call.cluster_id,
         topic_name=producer.topic,
         partition_id=producer.partition,
