@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from weir.broker.broker import Broker
+from weir.broker.http.exchange import BodyTooLarge, extend_deadline, read_body
 from weir.broker.http.kafka_gateway import (
     GatewayError,
     HttpCaller,
@@ -216,6 +217,11 @@ class AdminCall:
         tail = "".join(f"/{part}" for part in parts)
         return f"{base}/v3/clusters/{self.cluster_id}{tail}"
 
+    def extend_deadline(self, seconds: float) -> None:
+        """The call may run `seconds` more than the listener's timeout (a topic
+        created through the controller, a redrive batch produced with acks=all)."""
+        extend_deadline(self.request, seconds)
+
     async def send(
         self,
         api_key: int,
@@ -231,17 +237,10 @@ class AdminCall:
 
     async def json_body(self) -> dict[str, Any]:
         """The request's JSON object body (at most ADMIN_BODY_BYTES_MAX bytes)."""
-        declared = self.request.headers.get("content-length")
-        if declared is not None and (
-            not declared.isdigit() or int(declared) > ADMIN_BODY_BYTES_MAX
-        ):
-            raise RestError(413, f"the body is over {ADMIN_BODY_BYTES_MAX} bytes")
-        body = bytearray()
         try:
-            async for chunk in self.request.stream():
-                body += chunk
-                if len(body) > ADMIN_BODY_BYTES_MAX:
-                    raise RestError(413, f"the body is over {ADMIN_BODY_BYTES_MAX} bytes")
+            body = await read_body(self.request, ADMIN_BODY_BYTES_MAX)
+        except BodyTooLarge as exc:
+            raise RestError(413, str(exc)) from None
         except ClientDisconnect:
             raise bad_request("the client went away before sending its body") from None
         # Checked once the body is read: the connection stays usable.

@@ -394,6 +394,8 @@ class Redrive:
                 dlq.name, progress.partition, progress.intent
             )
         while self.total < self.records_max:
+            # Each batch may take a produce's timeout: the call outlives the listener's.
+            self.call.extend_deadline(PRODUCE_TIMEOUT_MS / 1000)
             batch = await self.next_batch(dlq, progress, end)
             if not batch:
                 return

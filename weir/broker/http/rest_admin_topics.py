@@ -129,6 +129,7 @@ async def create_topic(call: AdminCall) -> Response:
     validate_only = document.get("validate_only", False)
     if not isinstance(validate_only, bool):
         raise bad_request("validate_only must be true or false")
+    call.extend_deadline(TOPIC_CHANGE_TIMEOUT_MS / 1000)
     response = await call.send(
         ApiKey.CREATE_TOPICS,
         CREATE_TOPICS_VERSION,
@@ -171,6 +172,7 @@ async def create_topic(call: AdminCall) -> Response:
 
 async def delete_topic(call: AdminCall) -> Response:
     name = topic_name(call.path("topic_name"))
+    call.extend_deadline(TOPIC_CHANGE_TIMEOUT_MS / 1000)
     response = await call.send(
         ApiKey.DELETE_TOPICS,
         DELETE_TOPICS_VERSION,
