@@ -2,7 +2,8 @@
 asking the broker that can answer (ListOffsets on each partition's leader, a
 group's offsets on its coordinator, ListGroups on every broker), and a topic
 created over HTTP on a broker that is not the controller is a replicated topic of
-the cluster."""
+the cluster. A share group's depth is the same from every broker; each partition's
+records by state only from its leader."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, ShareConsumer, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from compat_tests.cluster_harness import WeirCluster, running_cluster
 from compat_tests.harness import WeirProcess, unique_topic_name
@@ -148,3 +150,51 @@ def test_every_broker_lists_every_group_and_its_lag_wherever_it_is_coordinated(
             wanted = sum(count - COMMITTED_OFFSET for count in RECORDS_PER_PARTITION)
             assert summary["total_lag"] == wanted, (broker.http_url, group, summary)
     assert len(coordinators) > 1, "every group has the same coordinator: nothing was shown"
+
+
+def test_every_broker_shows_a_share_groups_depth_and_its_leader_the_records_by_state(
+    cluster: WeirCluster, cluster_path: str, created_topic: str
+) -> None:
+    group = f"{created_topic}-share"
+    earliest = ConfigEntry(
+        "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
+    )
+    admin = cluster.admin()
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[earliest])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=CLIENT_WAIT_S)
+    consumer = ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    consumer.subscribe([created_topic])
+    accepted = 0
+    deadline = time.monotonic() + 60
+    try:
+        while accepted < sum(RECORDS_PER_PARTITION):
+            assert time.monotonic() < deadline, f"accepted {accepted}"
+            try:
+                accepted += sum(m.error() is None for m in consumer.poll(1.0))
+            except KafkaException:
+                continue
+            consumer.commit_sync(10.0)
+    finally:
+        consumer.close()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for partition in range(PARTITIONS):
+        producer.produce(created_topic, b"late", partition=partition)
+    assert producer.flush(CLIENT_WAIT_S) == 0
+    leaders = {p: cluster.leader_of(created_topic, p) for p in range(PARTITIONS)}
+    path = f"{cluster_path}/share-groups/{group}"
+    # The share state is written as the acknowledgements arrive: wait until every
+    # partition's is, as every broker sees it.
+    cluster.wait_until(
+        lambda: all(get(b, path)["queue_depth"] == PARTITIONS for b in cluster.brokers.values()),
+        30,
+        "every broker shows the share group's depth",
+    )
+    for node_id, broker in cluster.brokers.items():
+        described = get(broker, path)
+        assert [r["queue_depth"] for r in described["partitions"]] == [1] * PARTITIONS
+        for row in described["partitions"]:
+            led_here = leaders[row["partition_id"]] == node_id
+            assert (row["records"] is not None) == led_here, (node_id, row)
+            if led_here:
+                assert row["records"]["available"] == 1

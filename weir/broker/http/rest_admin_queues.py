@@ -27,6 +27,7 @@ from weir.broker.http.queue_views import queue_rows
 from weir.broker.http.rest_admin_base import (
     AdminCall,
     Endpoint,
+    Param,
     RestError,
     bad_request,
     check_kafka,
@@ -44,12 +45,16 @@ from weir.broker.http.rest_admin_lookups import (
     end_offsets,
     listed_groups,
 )
+from weir.broker.http.rest_admin_topics import metadata
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
 SHARE_GROUP_DESCRIBE_VERSION = 1
 DESCRIBE_SHARE_GROUP_OFFSETS_VERSION = 1
 ALTER_SHARE_GROUP_OFFSETS_VERSION = 0
+# Above this many partitions in the cluster, a share group's offsets are asked of
+# only the topics it is known to use (see _topics_to_ask).
+SHARE_SCAN_PARTITIONS_MAX = 1_000
 RECORD_FIELDS = (
     "available",
     "acquired",
@@ -77,25 +82,60 @@ async def _described(call: AdminCall, group_id: str) -> tuple[int, Any]:
     return node_id, described
 
 
-async def _offsets(call: AdminCall, group_id: str, node_id: int) -> list[dict[str, Any]]:
+async def _describe_offsets(
+    call: AdminCall, group_id: str, node_id: int, topics: list[dict[str, Any]] | None
+) -> Any:
     response = await call.send(
         ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
         DESCRIBE_SHARE_GROUP_OFFSETS_VERSION,
-        {"groups": [{"group_id": group_id, "topics": None}]},
+        {"groups": [{"group_id": group_id, "topics": topics}]},
         node_id=node_id,
     )
     group = response.groups[0]
     check_kafka(group.error_code, group.error_message, f"read the offsets of {group_id!r}")
+    return group
+
+
+async def _topics_to_ask(
+    call: AdminCall, group_id: str, node_id: int, described: Any
+) -> list[dict[str, Any]]:
+    """The partitions to ask the group's offsets of. Asked with no topics, the
+    coordinator lists only the states its own `__share_group_state` partitions hold
+    (in a cluster, not all of them): so every non-internal topic's partitions are
+    asked when there are at most SHARE_SCAN_PARTITIONS_MAX of them, else those the
+    coordinator lists, the members' topics and the query's `topic_name`s."""
+    response = await metadata(call, None)
+    partitions = {
+        t.name: sorted(p.partition_index for p in t.partitions)
+        for t in response.topics
+        if t.error_code == ErrorCode.NONE and not t.is_internal
+    }
+    if sum(len(p) for p in partitions.values()) > SHARE_SCAN_PARTITIONS_MAX:
+        listed = await _describe_offsets(call, group_id, node_id, None)
+        names = {t.topic_name for t in listed.topics}
+        names |= {n for m in described.members for n in m.subscribed_topic_names}
+        names |= {topic_name(t) for t in call.request.query_params.getlist("topic_name")}
+        partitions = {n: p for n, p in partitions.items() if n in names}
+    return [{"topic_name": n, "partitions": p} for n, p in sorted(partitions.items())]
+
+
+async def _offsets(
+    call: AdminCall, group_id: str, node_id: int, described: Any
+) -> list[dict[str, Any]]:
+    """Per partition the group has state for: its start offset and queue depth (None
+    when the coordinator holds no replica of the partition to know its end)."""
+    topics = await _topics_to_ask(call, group_id, node_id, described)
+    group = await _describe_offsets(call, group_id, node_id, topics)
     rows = [
         {
             "topic_name": topic.topic_name,
             "partition_id": part.partition_index,
             "start_offset": part.start_offset,
-            "queue_depth": max(0, part.lag),
+            "queue_depth": part.lag if part.lag >= 0 else None,
         }
         for topic in group.topics
         for part in topic.partitions
-        if part.error_code == ErrorCode.NONE
+        if part.error_code == ErrorCode.NONE and part.start_offset >= 0
     ]
     return sorted(rows, key=lambda r: (r["topic_name"], r["partition_id"]))
 
@@ -135,7 +175,7 @@ async def list_share_groups(call: AdminCall) -> Response:
 async def get_share_group(call: AdminCall) -> Response:
     group_id = _group_id(call)
     node_id, described = await _described(call, group_id)
-    partitions = await _offsets(call, group_id, node_id)
+    partitions = await _offsets(call, group_id, node_id, described)
     ends = await end_offsets(call, [(r["topic_name"], r["partition_id"]) for r in partitions])
     local = _local_records(call, group_id)
     for row in partitions:
@@ -166,7 +206,9 @@ async def get_share_group(call: AdminCall) -> Response:
             coordinator=related(call.url("brokers", node_id)),
             members=members,
             partitions=partitions,
-            queue_depth=sum(r["queue_depth"] for r in partitions),
+            queue_depth=None
+            if any(r["queue_depth"] is None for r in partitions)
+            else sum(r["queue_depth"] for r in partitions),
         )
     )
 
@@ -189,7 +231,8 @@ async def purge_share_group(call: AdminCall) -> Response:
         raise RestError(
             409, f"share group {group_id!r} has {len(described.members)} members: stop them first"
         )
-    rows = [r for r in await _offsets(call, group_id, node_id) if topic in (None, r["topic_name"])]
+    rows = await _offsets(call, group_id, node_id, described)
+    rows = [r for r in rows if topic in (None, r["topic_name"])]
     if topic is not None and not rows:
         raise not_found(f"share group {group_id!r} has no state for topic {topic!r}")
     keys = [(r["topic_name"], r["partition_id"]) for r in rows]
@@ -259,7 +302,19 @@ ENDPOINTS = [
         tag="queues",
     ),
     Endpoint(
-        "GET", SHARE_GROUP, get_share_group, "One share group, with its queue depth", tag="queues"
+        "GET",
+        SHARE_GROUP,
+        get_share_group,
+        "One share group, with its queue depth",
+        query=(
+            Param(
+                "topic_name",
+                "A topic the group consumes (repeatable; needed only in a cluster of more "
+                f"than {SHARE_SCAN_PARTITIONS_MAX} partitions, for a topic the group has no "
+                "members for now)",
+            ),
+        ),
+        tag="queues",
     ),
     Endpoint(
         "POST",
