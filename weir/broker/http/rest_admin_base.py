@@ -58,6 +58,11 @@ def bad_request(message: str) -> RestError:
     return RestError(400, message)
 
 
+def retry_later(message: str) -> RestError:
+    """Not possible now (no leader yet, a broker not answering): 503, 50003."""
+    return RestError(503, message, RETRIABLE_ERROR_CODE)
+
+
 # Kafka error codes and the HTTP status that says the same.
 _STATUS_OF_KAFKA_ERROR: dict[int, int] = {
     **dict.fromkeys(

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from weir.broker.http.kafka_gateway import GatewayError
-from weir.broker.http.rest_admin_base import AdminCall, check_kafka, not_found
+from weir.broker.http.rest_admin_base import AdminCall, check_kafka
 from weir.broker.http.rest_admin_clusters import describe_cluster
 from weir.broker.http.rest_admin_topics import (
     LATEST_TIMESTAMP,
@@ -127,7 +127,3 @@ async def end_offsets(
                 if part.error_code == ErrorCode.NONE:
                     found[(topic.name, part.partition_index)] = part.offset
     return found
-
-
-def group_not_found(group_id: str) -> Exception:
-    return not_found(f"no group {group_id!r}")

@@ -41,6 +41,7 @@ from weir.broker.http.rest_admin_base import (
     json_response,
     not_found,
     resource,
+    retry_later,
     topic_name,
 )
 from weir.broker.http.rest_admin_lookups import KEY_TYPE_TRANSACTION, broker_ids, coordinator
@@ -76,7 +77,7 @@ async def producers_at_leaders(
     by_leader: dict[int, list[int]] = {}
     for index, leader in leaders.items():
         if leader == NO_LEADER:
-            raise RestError(503, f"{topic}-{index} has no leader; retry", 50003)
+            raise retry_later(f"{topic}-{index} has no leader; retry")
         by_leader.setdefault(leader, []).append(index)
     found = []
     for leader, indexes in sorted(by_leader.items()):
@@ -174,7 +175,7 @@ async def abort_transaction(call: AdminCall) -> Response:
     topic, index, leader = await _partition_leader(call)
     producer = await _named_producer(call, await call.json_body(), topic, index, leader)
     if leader == NO_LEADER:
-        raise RestError(503, f"{topic}-{index} has no leader; retry", 50003)
+        raise retry_later(f"{topic}-{index} has no leader; retry")
     response = await call.send(
         ApiKey.WRITE_TXN_MARKERS,
         WRITE_TXN_MARKERS_VERSION,
@@ -252,9 +253,7 @@ async def _transactional_ids(call: AdminCall, producer_ids: set[int]) -> dict[in
                 ApiKey.LIST_TRANSACTIONS, LIST_TRANSACTIONS_VERSION, body, node_id=node_id
             )
         except GatewayError as exc:  # its transactions unknown: none can be called hanging
-            raise RestError(
-                503, f"broker {node_id} did not list its transactions: {exc}", 50003
-            ) from exc
+            raise retry_later(f"broker {node_id} did not list its transactions: {exc}") from exc
         check_kafka(response.error_code, None, f"list the transactions of broker {node_id}")
         for t in response.transaction_states:
             if t.producer_id in producer_ids:

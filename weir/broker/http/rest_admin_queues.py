@@ -37,6 +37,7 @@ from weir.broker.http.rest_admin_base import (
     related,
     resource,
     resource_name,
+    retry_later,
     topic_name,
 )
 from weir.broker.http.rest_admin_lookups import (
@@ -239,7 +240,7 @@ async def purge_share_group(call: AdminCall) -> Response:
     ends = await end_offsets(call, keys)
     missing = sorted(set(keys) - set(ends))
     if missing:
-        raise RestError(503, f"the end offsets of {missing} are unknown (no leader?); retry", 50003)
+        raise retry_later(f"the end offsets of {missing} are unknown (no leader?); retry")
     plan = [{**r, "new_start_offset": ends[(r["topic_name"], r["partition_id"])]} for r in rows]
     if not dry_run and plan:
         await _alter(call, group_id, node_id, plan)

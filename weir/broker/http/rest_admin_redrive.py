@@ -39,6 +39,7 @@ from weir.broker.http.rest_admin_base import (
     not_found,
     resource,
     resource_name,
+    retry_later,
     topic_name,
 )
 from weir.broker.http.rest_admin_lookups import KEY_TYPE_GROUP, coordinator
@@ -145,7 +146,7 @@ class Redrive:
     def leader(self, topic: Partitions, partition: int) -> int:
         leader = topic.leaders.get(partition, NO_LEADER)
         if leader == NO_LEADER:
-            raise RestError(503, f"{topic.name}-{partition} has no leader; retry", 50003)
+            raise retry_later(f"{topic.name}-{partition} has no leader; retry")
         return leader
 
     async def offsets(self, topic: Partitions, timestamp: int) -> dict[int, int]:
