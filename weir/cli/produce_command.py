@@ -45,7 +45,7 @@ from weir.cli.errors import (
 )
 from weir.cli.formatting import counted, headers_for, render_table
 from weir.cli.kafka_client import KafkaClient
-from weir.cli.partitioner import partition_for_key
+from weir.format.partitioner import partition_for_key
 from weir.cli.produce_input import (
     InputLine,
     InputLineError,

@@ -13,8 +13,11 @@ Hypercorn parses, keeps connections alive and bounds a request's head
   read its answer; a slow, idle or not-reading peer is closed when it runs
   out (Hypercorn's own `keep_alive_timeout` only covers the wait for a head,
   and its writes are shielded from cancellation: the socket is closed);
-- requests with a body (every endpoint is GET) larger than
-  `http_request_bytes_max` are answered 413 without being read.
+- requests with a body larger than `http_request_bytes_max` (or chunked) are
+  answered 413 without being read, but for the endpoints that bound their body
+  themselves (`weir.broker.http.exchange.body_bounded_by_endpoint`: a produce
+  of records, whose stream may be long); an endpoint that streams moves its
+  connection's deadline while it makes progress (`exchange.keep_open`).
 
 Each accepted stream is handed to Hypercorn's per-connection server,
 `hypercorn.trio.tcp_server.TCPServer`, which is what `hypercorn.trio.serve`
@@ -25,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +43,7 @@ from weir.broker.broker import Broker
 from weir.broker.config import Limits
 from weir.broker.http.app import build_app
 from weir.broker.http.authentication import HttpAuthentication
+from weir.broker.http.exchange import KEEP_OPEN_SCOPE_KEY, body_bounded_by_endpoint
 from weir.broker.listen import open_listeners
 from weir.broker.metrics import Metrics
 from weir.broker.tls import ServerTlsContext
@@ -71,6 +74,10 @@ class HttpConnection:
         write to a peer that reads nothing is woken by closing the socket."""
         self.scope.cancel()
         self.stream.socket.close()
+
+    def keep_open(self, seconds: float) -> None:
+        """Move the deadline to `seconds` from now (a streaming exchange's progress)."""
+        self.deadline_s = max(self.deadline_s, trio.current_time() + seconds)
 
     async def expire(self) -> None:
         """Close the connection at its deadline (which moves after each answer)."""
@@ -138,10 +145,13 @@ class ExchangeLimits:
         connection = self.connections.find(tuple(client) if client else None)  # type: ignore[arg-type]
         if connection is not None:
             connection.requests_in_app += 1
+            scope[KEEP_OPEN_SCOPE_KEY] = connection.keep_open
         try:
             if _head_bytes(scope) > self.head_bytes_max:
                 await _answer(send, 431, b"request head too large\n")
-            elif _body_too_large(scope, self.body_bytes_max):
+            elif not body_bounded_by_endpoint(scope["method"], scope["path"]) and _body_too_large(
+                scope, self.body_bytes_max
+            ):
                 await _answer(send, 413, b"request body too large\n")
             else:
                 await self.app(scope, receive, send)
@@ -179,7 +189,9 @@ def hypercorn_config(limits: Limits) -> Config:
     config.h11_max_incomplete_size = limits.http_request_bytes_max
     config.h2_max_header_list_size = limits.http_request_bytes_max
     config.keep_alive_timeout = timeout_s
-    config.read_timeout = math.ceil(timeout_s)
+    # No read timeout of Hypercorn's own: the deadline above closes idle and slow
+    # peers, and a server-sent-events client sends nothing while it reads.
+    config.read_timeout = None
     config.max_app_queue_size = APP_QUEUE_MESSAGES_MAX
     config.include_server_header = False
     config.errorlog = logging.getLogger("weir.broker.http.hypercorn")
