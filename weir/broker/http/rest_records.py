@@ -32,6 +32,12 @@ from starlette.routing import BaseRoute, Route
 
 from weir.broker.broker import Broker
 from weir.broker.http.exchange import keep_open
+from weir.broker.http.kafka_gateway import (
+    HttpCaller,
+    KafkaGateway,
+    gateway_of,
+    http_caller,
+)
 from weir.broker.http.rest_records_format import (
     PARTITION_ID_MAX,
     RECORD_JSON_BYTES_MAX,
@@ -43,12 +49,6 @@ from weir.broker.http.rest_records_format import (
     error_body,
     parse_produce_record,
     render_record,
-)
-from weir.broker.http.rest_records_gateway import (
-    HttpCaller,
-    KafkaGateway,
-    gateway_of,
-    http_caller,
 )
 from weir.broker.http.rest_records_openapi import RECORDS_OPENAPI_PATHS
 from weir.broker.http.rest_records_produce import Outcome, ProduceRound, TopicTarget, find_topic
@@ -400,9 +400,14 @@ async def _read(
     read: PartitionRead | None = None
     for _ in range(READ_FETCHES_MAX):
         read = await fetch_one(
-            lookup.gateway, lookup.caller, topic, partition, offset,
-            bytes_max=bytes_left, isolation_level=options.isolation_level,
-        )  # fmt: skip
+            lookup.gateway,
+            lookup.caller,
+            topic,
+            partition,
+            offset,
+            bytes_max=bytes_left,
+            isolation_level=options.isolation_level,
+        )
         for record in read.fetched.records:
             if len(rendered) >= options.records_max:
                 break
@@ -415,7 +420,7 @@ async def _read(
                     record.value,
                     record.headers,
                     options.value_format,
-                )  # fmt: skip
+                )
             )
             offset = record.offset + 1
             bytes_left -= len(record.key or b"") + len(record.value or b"")
@@ -486,10 +491,14 @@ async def _events(
     while True:
         keep_open(scope, timeout_s)
         reads = await fetch_by_leader(
-            lookup.gateway, lookup.caller, topic, positions,
+            lookup.gateway,
+            lookup.caller,
+            topic,
+            positions,
             bytes_max=min(options.bytes_max, STREAM_FETCH_BYTES_MAX),
-            isolation_level=options.isolation_level, wait_ms=int(keepalive_s * 1000),
-        )  # fmt: skip
+            isolation_level=options.isolation_level,
+            wait_ms=int(keepalive_s * 1000),
+        )
         retry = False
         for partition, read in sorted(reads.items()):
             if isinstance(read, RestError):
@@ -500,9 +509,14 @@ async def _events(
                 continue
             for record in read.fetched.records:
                 body = render_record(
-                    partition, record.offset, record.timestamp_ms, record.key, record.value,
-                    record.headers, options.value_format,
-                )  # fmt: skip
+                    partition,
+                    record.offset,
+                    record.timestamp_ms,
+                    record.key,
+                    record.value,
+                    record.headers,
+                    options.value_format,
+                )
                 yield _sse("record", f"{partition}:{record.offset}", body)
                 keep_open(scope, timeout_s)
                 quiet_since_s = trio.current_time()

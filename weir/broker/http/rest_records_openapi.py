@@ -234,7 +234,7 @@ RECORDS_OPENAPI_PATHS: dict[str, Any] = {
                 _MAX_BYTES,
                 _FORMAT,
                 _ISOLATION,
-            ],  # fmt: skip
+            ],
             "responses": {
                 "200": {
                     "description": "the records",

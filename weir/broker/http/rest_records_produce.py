@@ -23,12 +23,12 @@ from typing import Any
 import trio
 
 from weir.broker.broker import wall_clock_ms
+from weir.broker.http.kafka_gateway import GatewayError, HttpCaller, KafkaGateway
 from weir.broker.http.rest_records_format import (
     ProduceRecord,
     RestError,
     delivery_report,
 )
-from weir.broker.http.rest_records_gateway import HttpCaller, KafkaGateway
 from weir.format.errors import ErrorCode
 from weir.format.partitioner import partition_for_key
 from weir.format.record_batch import build_batch
@@ -85,7 +85,10 @@ async def find_topic(
         "allow_auto_topic_creation": False,
         "include_topic_authorized_operations": False,
     }
-    response = await gateway.send(caller, ApiKey.METADATA, METADATA_VERSION, body)
+    try:
+        response = await gateway.send(caller, ApiKey.METADATA, METADATA_VERSION, body)
+    except GatewayError as exc:
+        raise gateway_error(exc) from exc
     error = cluster_error(cluster_id, response.cluster_id or "")
     if error is None:
         [found] = response.topics
@@ -93,6 +96,13 @@ async def find_topic(
     if error is not None:
         raise error
     return TopicTarget(response.cluster_id, topic, len(found.partitions))
+
+
+def gateway_error(exc: GatewayError) -> RestError:
+    """A request the gateway could not run (a broker not live, or not answering)."""
+    if exc.retriable:
+        return RestError(503, 50302, f"{exc}; try again")
+    return RestError(500, 50002, str(exc))
 
 
 def partition_refusal(target: TopicTarget, partition: int) -> RestError | None:
@@ -191,9 +201,13 @@ class ProduceRound:
             async with trio.open_nursery() as nursery:
                 for leader, leader_groups in by_leader.items():
                     nursery.start_soon(
-                        self._send_to_leader, leader, leader_groups, outcomes, retry,
+                        self._send_to_leader,
+                        leader,
+                        leader_groups,
+                        outcomes,
+                        retry,
                         attempt == RETRIES_MAX,
-                    )  # fmt: skip
+                    )
             if not retry:
                 return
             pending = retry
@@ -224,11 +238,13 @@ class ProduceRound:
             response = await self.gateway.send(
                 self.caller, ApiKey.PRODUCE, PRODUCE_VERSION, body, node_id=leader
             )
-        except (OSError, trio.BrokenResourceError, trio.TooSlowError) as exc:
+        except GatewayError as exc:
             # The records may or may not have been written: not retried (a
             # duplicate is worse than an error the client can act on).
             log.info("REST produce to broker %s failed: %s", leader, exc)
-            self._settle(groups, outcomes, retry, True, ErrorCode.REQUEST_TIMED_OUT)
+            for group in groups:
+                for position in group.positions:
+                    outcomes[position] = gateway_error(exc)
             return
         answers = {p.index: p for t in response.responses for p in t.partition_responses}
         for group in groups:
@@ -275,9 +291,13 @@ class ProduceRound:
             else:
                 timestamp_ms = now_ms if record.timestamp_ms is None else record.timestamp_ms
             outcomes[position] = delivery_report(
-                self.target.cluster_id, self.target.topic, group.partition,
-                answer.base_offset + delta, timestamp_ms, record,
-            )  # fmt: skip
+                self.target.cluster_id,
+                self.target.topic,
+                group.partition,
+                answer.base_offset + delta,
+                timestamp_ms,
+                record,
+            )
 
 
 def _batch(records: Sequence[ProduceRecord], now_ms: int) -> bytes:

@@ -12,9 +12,10 @@ from typing import Any
 
 import trio
 
+from weir.broker.http.kafka_gateway import GatewayError, HttpCaller, KafkaGateway
 from weir.broker.http.rest_records_fetched import FetchedRecords, fetched_records
 from weir.broker.http.rest_records_format import RestError
-from weir.broker.http.rest_records_gateway import HttpCaller, KafkaGateway
+from weir.broker.http.rest_records_produce import gateway_error
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import InvalidBatch
 from weir.wire.api_keys import ApiKey
@@ -81,16 +82,22 @@ async def list_offset(
             {
                 "name": topic,
                 "partitions": [
-                    {"partition_index": partition, "current_leader_epoch": -1,
-                     "timestamp": timestamp_ms}
+                    {
+                        "partition_index": partition,
+                        "current_leader_epoch": -1,
+                        "timestamp": timestamp_ms,
+                    }
                 ],
             }
         ],
-    }  # fmt: skip
+    }
     leader = _leader(gateway, topic, partition)
-    response = await gateway.send(
-        caller, ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body, node_id=leader
-    )
+    try:
+        response = await gateway.send(
+            caller, ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body, node_id=leader
+        )
+    except GatewayError as exc:
+        raise gateway_error(exc) from exc
     [answer] = response.topics[0].partitions
     if answer.error_code != ErrorCode.NONE:
         raise read_error(answer.error_code, topic, partition)
@@ -122,16 +129,21 @@ def fetch_body(
                 "topic": topic,
                 "topic_id": uuid.UUID(int=0),
                 "partitions": [
-                    {"partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
-                     "last_fetched_epoch": -1, "log_start_offset": -1,
-                     "partition_max_bytes": bytes_max}
+                    {
+                        "partition": partition,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": offset,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": bytes_max,
+                    }
                     for partition, offset in partitions.items()
                 ],
             }
         ],
         "forgotten_topics_data": [],
         "rack_id": "",
-    }  # fmt: skip
+    }
 
 
 async def fetch_partitions(
@@ -147,7 +159,13 @@ async def fetch_partitions(
 ) -> dict[int, PartitionRead | RestError]:
     """One Fetch to `leader` of `partitions` {partition: offset}."""
     body = fetch_body(topic, partitions, bytes_max, isolation_level, wait_ms)
-    response = await gateway.send(caller, ApiKey.FETCH, FETCH_VERSION, body, node_id=leader)
+    try:
+        response = await gateway.send(
+            caller, ApiKey.FETCH, FETCH_VERSION, body, node_id=leader, wait_ms=wait_ms
+        )
+    except GatewayError as exc:
+        log.info("REST fetch from broker %d failed: %s", leader, exc)
+        return dict.fromkeys(partitions, gateway_error(exc))
     if response.error_code != ErrorCode.NONE:
         error = read_error(response.error_code, topic, -1)
         return dict.fromkeys(partitions, error)
@@ -191,9 +209,15 @@ async def fetch_one(
 ) -> PartitionRead:
     leader = _leader(gateway, topic, partition)
     reads = await fetch_partitions(
-        gateway, caller, leader, topic, {partition: offset},
-        bytes_max=bytes_max, isolation_level=isolation_level, wait_ms=wait_ms,
-    )  # fmt: skip
+        gateway,
+        caller,
+        leader,
+        topic,
+        {partition: offset},
+        bytes_max=bytes_max,
+        isolation_level=isolation_level,
+        wait_ms=wait_ms,
+    )
     read = reads[partition]
     if isinstance(read, RestError):
         raise read
@@ -222,23 +246,18 @@ async def fetch_by_leader(
             by_leader.setdefault(leader, {})[partition] = offset
 
     async def one(leader: int, partitions: dict[int, int]) -> None:
-        try:
-            reads.update(
-                await fetch_partitions(
-                    gateway,
-                    caller,
-                    leader,
-                    topic,
-                    partitions,
-                    bytes_max=bytes_max,
-                    isolation_level=isolation_level,
-                    wait_ms=wait_ms,
-                )  # fmt: skip
+        reads.update(
+            await fetch_partitions(
+                gateway,
+                caller,
+                leader,
+                topic,
+                partitions,
+                bytes_max=bytes_max,
+                isolation_level=isolation_level,
+                wait_ms=wait_ms,
             )
-        except (OSError, trio.BrokenResourceError, trio.TooSlowError) as exc:
-            log.info("REST fetch from broker %d failed: %s", leader, exc)
-            for partition in partitions:
-                reads[partition] = RestError(503, 50302, f"broker {leader} unreachable")
+        )
 
     async with trio.open_nursery() as nursery:
         for leader, partitions in by_leader.items():
