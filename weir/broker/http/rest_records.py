@@ -132,6 +132,8 @@ class ProduceEndpoint:
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         request = Request(scope, receive)
+        streaming = "chunked" in request.headers.get("transfer-encoding", "").lower()
+        objects: list[Any] | None = None
         try:
             _check_content_type(request)
             length = request.headers.get("content-length")
@@ -139,41 +141,30 @@ class ProduceEndpoint:
                 raise RestError(
                     413, 413, f"a request body is at most {RECORD_JSON_BYTES_MAX} bytes"
                 )
+            if not streaming:
+                # Read before anything can be refused, so the connection stays usable.
+                objects = await _whole_body(receive)
             gateway = gateway_of(self.broker)
             caller = http_caller(self.broker, request)
             params = scope["path_params"]
             target = await find_topic(gateway, caller, params["cluster_id"], params["topic_name"])
         except RestError as error:
-            await _error_response(error)(scope, receive, send)
+            # A body left unread leaves the connection unusable: say it closes.
+            headers = {"connection": "close"} if objects is None else None
+            await JSONResponse(error.body(), error.status, headers)(scope, receive, send)
             return
         producer = ProduceRound(gateway, caller, target, int(self.timeout_s * 1000))
-        if "chunked" in request.headers.get("transfer-encoding", "").lower():
+        if objects is None:
             await self._stream(scope, receive, send, producer)
         else:
-            await self._single(scope, receive, send, producer)
+            keep_open(scope, self.timeout_s)
+            await self._single(scope, receive, send, producer, objects)
 
-    async def _single(self, scope: Scope, receive: Any, send: Any, producer: ProduceRound) -> None:
+    async def _single(
+        self, scope: Scope, receive: Any, send: Any, producer: ProduceRound, objects: list[Any]
+    ) -> None:
         """A body of known length: one record answered with its status, or several
         answered 200 with a report each."""
-        parser = ConcatenatedObjects()
-        objects: list[Any] = []
-        try:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-                objects += parser.feed(message.get("body", b""))
-                if objects and isinstance(objects[-1], RestError):
-                    raise objects[-1]
-                if not message.get("more_body", False):
-                    break
-            parser.finish()
-            if not objects:
-                raise bad_request("the request body holds no record")
-        except RestError as error:
-            await _error_response(error)(scope, receive, send)
-            return
-        keep_open(scope, self.timeout_s)
         outcomes = await producer.send([_parsed(o) for o in objects])
         if len(outcomes) == 1:
             [outcome] = outcomes
@@ -264,6 +255,30 @@ class ProduceEndpoint:
                         "more_body": True,
                     }
                 )
+
+
+async def _whole_body(receive: Any) -> list[Any]:
+    """The JSON objects of a body of known length (at most RECORD_JSON_BYTES_MAX,
+    checked against its Content-Length); RestError(400) if it holds none or bad JSON."""
+    parser = ConcatenatedObjects()
+    objects: list[Any] = []
+    error: RestError | None = None
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise RestError(400, 400, "the client went away")
+        if error is None:
+            objects += parser.feed(message.get("body", b""))
+            if objects and isinstance(objects[-1], RestError):
+                error = objects[-1]  # read on to the end: the connection stays usable
+        if not message.get("more_body", False):
+            break
+    if error is not None:
+        raise error
+    parser.finish()
+    if not objects:
+        raise bad_request("the request body holds no record")
+    return objects
 
 
 def _parsed(document: object) -> ProduceRecord | RestError:
@@ -466,39 +481,55 @@ def _stream_endpoint(broker: Broker, *, one_partition: bool) -> Any:
                 )
                 for p in partitions
             }
+            # The first round before answering: a caller that may not read the
+            # topic (or an offset out of range) gets its 4xx, not an error event.
+            first = await _fetch_round(lookup, positions, options, wait_ms=0)
+            refused = [r for r in first.values() if isinstance(r, RestError) and r.status != 503]
+            if refused:
+                raise refused[0]
         except RestError as error:
             return _error_response(error)
-        events = _events(request.scope, lookup, positions, options, keepalive_s, timeout_s)
+        events = _events(request.scope, lookup, positions, first, options, keepalive_s, timeout_s)
         headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
         return StreamingResponse(events, media_type="text/event-stream", headers=headers)
 
     return stream
 
 
+async def _fetch_round(
+    lookup: _Lookup, positions: dict[int, int], options: ReadOptions, wait_ms: int
+) -> dict[int, PartitionRead | RestError]:
+    return await fetch_by_leader(
+        lookup.gateway,
+        lookup.caller,
+        lookup.target.topic,
+        positions,
+        bytes_max=min(options.bytes_max, STREAM_FETCH_BYTES_MAX),
+        isolation_level=options.isolation_level,
+        wait_ms=wait_ms,
+    )
+
+
 async def _events(
     scope: Scope,
     lookup: _Lookup,
     positions: dict[int, int],
+    first: dict[int, PartitionRead | RestError],
     options: ReadOptions,
     keepalive_s: float,
     timeout_s: float,
 ) -> AsyncIterator[bytes]:
     """The stream's events: `record` per record, a comment when quiet, and `error`
-    (the last event) when the topic cannot be read any more."""
+    (the last event) when the topic cannot be read any more. `first`: the first
+    round's reads, made before the answer began."""
     topic = lookup.target.topic
     yield b": following " + topic.encode() + b"\n\n"
     quiet_since_s = trio.current_time()
+    reads: dict[int, PartitionRead | RestError] | None = first
     while True:
         keep_open(scope, timeout_s)
-        reads = await fetch_by_leader(
-            lookup.gateway,
-            lookup.caller,
-            topic,
-            positions,
-            bytes_max=min(options.bytes_max, STREAM_FETCH_BYTES_MAX),
-            isolation_level=options.isolation_level,
-            wait_ms=int(keepalive_s * 1000),
-        )
+        if reads is None:
+            reads = await _fetch_round(lookup, positions, options, int(keepalive_s * 1000))
         retry = False
         for partition, read in sorted(reads.items()):
             if isinstance(read, RestError):
@@ -521,6 +552,7 @@ async def _events(
                 keep_open(scope, timeout_s)
                 quiet_since_s = trio.current_time()
             positions[partition] = max(positions[partition], read.fetched.next_offset)
+        reads = None
         if trio.current_time() - quiet_since_s >= keepalive_s:
             yield b": keep-alive\n\n"
             quiet_since_s = trio.current_time()
