@@ -243,6 +243,8 @@ def main() -> None:
         broker.stop()
     print(f"\nmedians ({args.records} records of {args.value_bytes} B, {args.rounds} rounds):")
     for name, rows in results.items():
+        if not rows:
+            continue
         rate = statistics.median(r for r, _ in rows)
         cpu_us = statistics.median(c for _, c in rows)
         print(f"  {name:12} {rate:9.0f} records/s  broker CPU {cpu_us:7.1f} µs/record")
