@@ -379,7 +379,7 @@ def test_a_stream_follows_every_partition_live_from_the_end(
     assert sorted(e["data"]["value"]["data"] for e in got) == ["live-0", "live-1", "live-2"]
 
 
-def test_a_stream_of_one_partition_starts_at_an_offset_and_by_accept_header(
+def test_a_stream_of_one_partition_starts_at_an_offset_or_after_its_last_event_id(
     broker: WeirProcess, cluster_id: str, http: httpx.Client
 ) -> None:
     topic = new_topic(broker, partitions=2)
@@ -392,6 +392,10 @@ def test_a_stream_of_one_partition_starts_at_an_offset_and_by_accept_header(
     headers = {"Accept": "text/event-stream"}
     with http.stream("GET", url, params={"from": "beginning"}, headers=headers) as response:
         assert [e["id"] for e in events(response, 4)] == ["1:0", "1:1", "1:2", "1:3"]
+    # An EventSource reconnecting sends the last id it saw: the stream resumes after it.
+    headers["Last-Event-ID"] = "1:1"
+    with http.stream("GET", url, params={"from": "beginning"}, headers=headers) as response:
+        assert [e["id"] for e in events(response, 2)] == ["1:2", "1:3"]
 
 
 def test_a_quiet_stream_gets_keep_alive_comments_and_outlives_the_request_timeout(

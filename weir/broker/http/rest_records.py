@@ -19,6 +19,7 @@ look the topic up), and reaches the partition's leader wherever it is.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator, MutableMapping
@@ -471,6 +472,9 @@ def _stream_endpoint(broker: Broker, *, one_partition: bool) -> Any:
             lookup = await _lookup(broker, request)
             if one_partition:
                 partitions = [_partition_param(request, lookup.target)]
+                resumed = _resumed_offset(request, partitions[0])
+                if resumed is not None:
+                    options = dataclasses.replace(options, offset=resumed, timestamp_ms=None)
             else:
                 if options.offset is not None:
                     raise bad_request("offset= needs one partition (from= or timestamp= for all)")
@@ -494,6 +498,15 @@ def _stream_endpoint(broker: Broker, *, one_partition: bool) -> Any:
         return StreamingResponse(events, media_type="text/event-stream", headers=headers)
 
     return stream
+
+
+def _resumed_offset(request: Request, partition: int) -> int | None:
+    """The offset after the `Last-Event-ID` ("partition:offset") an EventSource sends
+    when it reconnects, if it names this partition."""
+    named, _, offset = request.headers.get("last-event-id", "").partition(":")
+    if named != str(partition) or not offset.isdigit() or len(offset) > 19:
+        return None
+    return int(offset) + 1
 
 
 async def _fetch_round(

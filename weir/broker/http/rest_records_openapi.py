@@ -154,6 +154,14 @@ _MAX_BYTES = _query(
     "about the most key and value bytes",
 )
 
+_LAST_EVENT_ID = {
+    "name": "Last-Event-ID",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "example": "1:5"},
+    "description": "an EventSource's last event id (partition:offset): resume after it",
+}
+
 _CLUSTER = _path_param("cluster_id")
 _TOPIC = _path_param("topic_name")
 _PARTITION = _path_param("partition_id", {"type": "integer", "minimum": 0})
@@ -246,7 +254,17 @@ RECORDS_OPENAPI_PATHS: dict[str, Any] = {
     },
     _PARTITION_RECORDS + "/stream": _stream_get(
         "Follow a partition live (Weir)",
-        [_CLUSTER, _TOPIC, _PARTITION, _OFFSET, _TIMESTAMP, _START, _FORMAT, _ISOLATION],
+        [
+            _CLUSTER,
+            _TOPIC,
+            _PARTITION,
+            _OFFSET,
+            _TIMESTAMP,
+            _START,
+            _FORMAT,
+            _ISOLATION,
+            _LAST_EVENT_ID,
+        ],
     ),
     "/v3/clusters/{cluster_id}/topics/{topic_name}/records/stream": _stream_get(
         "Follow every partition of a topic live (Weir)",
