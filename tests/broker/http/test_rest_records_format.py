@@ -122,24 +122,24 @@ def test_concatenated_objects_come_out_whole_whatever_the_chunking() -> None:
     ]
     body = ("\n".join(json.dumps(d) for d in documents) + "  \r\n").encode()
     for size in (1, 2, 3, 7, 64, len(body)):
-        splitter = ConcatenatedObjects()
+        splitter = ConcatenatedObjects(1024 * 1024)
         out = [o for chunk in split_every(body, size) for o in splitter.feed(chunk)]
         splitter.finish()
         assert out == documents, size
 
 
 def test_bad_json_ends_the_stream_after_the_good_objects_before_it() -> None:
-    splitter = ConcatenatedObjects()
+    splitter = ConcatenatedObjects(1024 * 1024)
     out = splitter.feed(b'{"value": {"data": 1}} [1, 2]')
     assert out[0] == {"value": {"data": 1}}
     assert isinstance(out[1], RestError) and out[1].status == 400
-    splitter = ConcatenatedObjects()
+    splitter = ConcatenatedObjects(1024 * 1024)
     [error] = splitter.feed(b'{"value": nope}')
     assert isinstance(error, RestError) and error.status == 400
 
 
 def test_a_truncated_last_object_is_refused_at_the_end_of_the_body() -> None:
-    splitter = ConcatenatedObjects()
+    splitter = ConcatenatedObjects(1024 * 1024)
     assert splitter.feed(b'{"value": {"data": 1}') == []
     with pytest.raises(RestError):
         splitter.finish()
@@ -153,7 +153,7 @@ def test_an_object_longer_than_the_bound_is_refused_before_it_ends() -> None:
 
 
 def test_nesting_deeper_than_the_bound_is_refused_without_recursing() -> None:
-    splitter = ConcatenatedObjects()
+    splitter = ConcatenatedObjects(1024 * 1024)
     [error] = splitter.feed(b"{" + b'"a":[' * (JSON_DEPTH_MAX + 1))
     assert isinstance(error, RestError) and "nested" in error.message
 

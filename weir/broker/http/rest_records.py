@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from weir.broker.broker import Broker
-from weir.broker.http.exchange import keep_open
+from weir.broker.http.exchange import extend_deadline, stream_body
 from weir.broker.http.kafka_gateway import (
     HttpCaller,
     KafkaGateway,
@@ -41,7 +41,6 @@ from weir.broker.http.kafka_gateway import (
 )
 from weir.broker.http.rest_records_format import (
     PARTITION_ID_MAX,
-    RECORD_JSON_BYTES_MAX,
     ConcatenatedObjects,
     ProduceRecord,
     RestError,
@@ -130,6 +129,9 @@ class ProduceEndpoint:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.timeout_s = broker.config.limits.http_request_timeout_ms / 1000
+        # One record's JSON, as a plain body or within a stream: what one HTTP body
+        # may hold (a 1 MiB record is 1.4 MiB in base64: raise the setting for it).
+        self.record_bytes_max = broker.config.limits.http_body_bytes_max
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         request = Request(scope, receive)
@@ -137,14 +139,11 @@ class ProduceEndpoint:
         objects: list[Any] | None = None
         try:
             _check_content_type(request)
-            length = request.headers.get("content-length")
-            if length is not None and (not length.isdigit() or int(length) > RECORD_JSON_BYTES_MAX):
-                raise RestError(
-                    413, 413, f"a request body is at most {RECORD_JSON_BYTES_MAX} bytes"
-                )
             if not streaming:
-                # Read before anything can be refused, so the connection stays usable.
-                objects = await _whole_body(receive)
+                # Read before anything can be refused, so the connection stays usable
+                # (its announced length is within http_body_bytes_max: the listener
+                # refuses a longer one).
+                objects = await _whole_body(receive, self.record_bytes_max)
             gateway = gateway_of(self.broker)
             caller = http_caller(self.broker, request)
             params = scope["path_params"]
@@ -156,9 +155,10 @@ class ProduceEndpoint:
             return
         producer = ProduceRound(gateway, caller, target, int(self.timeout_s * 1000))
         if objects is None:
-            await self._stream(scope, receive, send, producer)
+            stream_body(request)  # bounded per record by the splitter instead
+            await self._stream(request, send, producer)
         else:
-            keep_open(scope, self.timeout_s)
+            extend_deadline(request, self.timeout_s)  # the produce's own timeout
             await self._single(scope, receive, send, producer, objects)
 
     async def _single(
@@ -176,7 +176,7 @@ class ProduceEndpoint:
         content = b"".join(_outcome_json(o) for o in outcomes)
         await Response(content, media_type=JSON_TYPE)(scope, receive, send)
 
-    async def _stream(self, scope: Scope, receive: Any, send: Any, producer: ProduceRound) -> None:
+    async def _stream(self, request: Request, send: Any, producer: ProduceRound) -> None:
         """Streaming mode: 200 now, then a delivery report per record as rounds complete."""
         headers = [(b"content-type", JSON_TYPE.encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -184,19 +184,17 @@ class ProduceEndpoint:
             list[ProduceRecord | RestError] | _EndOfStream
         ](STREAM_CHUNKS_AHEAD)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._read_stream, scope, receive, records_in)
-            await self._write_reports(scope, send, producer, records_out)
+            nursery.start_soon(self._read_stream, request, records_in)
+            await self._write_reports(request, send, producer, records_out)
             nursery.cancel_scope.cancel()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _read_stream(
-        self, scope: Scope, receive: Any, records_in: trio.MemorySendChannel[Any]
-    ) -> None:
-        parser = ConcatenatedObjects()
+    async def _read_stream(self, request: Request, records_in: trio.MemorySendChannel[Any]) -> None:
+        parser = ConcatenatedObjects(self.record_bytes_max)
         async with records_in:
             while True:
                 with trio.move_on_after(self.timeout_s) as idle:
-                    message = await receive()
+                    message = await request.receive()
                 if idle.cancelled_caught:
                     idle_error = RestError(408, 408, f"no record for {self.timeout_s:g} s")
                     await records_in.send(_EndOfStream(idle_error))
@@ -204,7 +202,7 @@ class ProduceEndpoint:
                 if message["type"] == "http.disconnect":
                     await records_in.send(_EndOfStream())
                     return
-                keep_open(scope, 2 * self.timeout_s)
+                extend_deadline(request, self.timeout_s)
                 objects = parser.feed(message.get("body", b""))
                 error: RestError | None = (
                     objects.pop() if objects and isinstance(objects[-1], RestError) else None
@@ -222,7 +220,7 @@ class ProduceEndpoint:
 
     async def _write_reports(
         self,
-        scope: Scope,
+        request: Request,
         send: Any,
         producer: ProduceRound,
         records_out: trio.MemoryReceiveChannel[Any],
@@ -247,7 +245,7 @@ class ProduceEndpoint:
                     outcomes = await producer.send(records)
                     body = b"".join(_outcome_json(o) for o in outcomes)
                     await send({"type": "http.response.body", "body": body, "more_body": True})
-                    keep_open(scope, 2 * self.timeout_s)
+                    extend_deadline(request, self.timeout_s)
             if end.error is not None:
                 await send(
                     {
@@ -258,10 +256,10 @@ class ProduceEndpoint:
                 )
 
 
-async def _whole_body(receive: Any) -> list[Any]:
-    """The JSON objects of a body of known length (at most RECORD_JSON_BYTES_MAX,
-    checked against its Content-Length); RestError(400) if it holds none or bad JSON."""
-    parser = ConcatenatedObjects()
+async def _whole_body(receive: Any, bytes_max: int) -> list[Any]:
+    """The JSON objects of a body of known length; RestError(400) if it holds none
+    or bad JSON."""
+    parser = ConcatenatedObjects(bytes_max)
     objects: list[Any] = []
     error: RestError | None = None
     while True:
@@ -493,7 +491,7 @@ def _stream_endpoint(broker: Broker, *, one_partition: bool) -> Any:
                 raise refused[0]
         except RestError as error:
             return _error_response(error)
-        events = _events(request.scope, lookup, positions, first, options, keepalive_s, timeout_s)
+        events = _events(request, lookup, positions, first, options, keepalive_s)
         headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
         return StreamingResponse(events, media_type="text/event-stream", headers=headers)
 
@@ -524,13 +522,12 @@ async def _fetch_round(
 
 
 async def _events(
-    scope: Scope,
+    request: Request,
     lookup: _Lookup,
     positions: dict[int, int],
     first: dict[int, PartitionRead | RestError],
     options: ReadOptions,
     keepalive_s: float,
-    timeout_s: float,
 ) -> AsyncIterator[bytes]:
     """The stream's events: `record` per record, a comment when quiet, and `error`
     (the last event) when the topic cannot be read any more. `first`: the first
@@ -540,7 +537,7 @@ async def _events(
     quiet_since_s = trio.current_time()
     reads: dict[int, PartitionRead | RestError] | None = first
     while True:
-        keep_open(scope, timeout_s)
+        extend_deadline(request, keepalive_s)  # the fetch may wait that long
         if reads is None:
             reads = await _fetch_round(lookup, positions, options, int(keepalive_s * 1000))
         retry = False
@@ -562,7 +559,7 @@ async def _events(
                     options.value_format,
                 )
                 yield _sse("record", f"{partition}:{record.offset}", body)
-                keep_open(scope, timeout_s)
+                extend_deadline(request, 0)
                 quiet_since_s = trio.current_time()
             positions[partition] = max(positions[partition], read.fetched.next_offset)
         reads = None

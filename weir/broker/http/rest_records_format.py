@@ -31,13 +31,6 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-# The JSON text of one record: a record of Kafka's default max.message.bytes
-# (1,048,588) is 1.4 MiB in base64; twice that leaves room for its key, headers
-# and JSON's escapes. A non-streaming request body is one record, so this also
-# bounds it; in streaming mode it bounds what is held while a record arrives.
-# (A topic whose max.message.bytes is raised above 1 MiB takes its larger records
-# over the Kafka API.)
-RECORD_JSON_BYTES_MAX = 3 * 1024 * 1024
 # Headers of one record (Kafka has no limit of its own but the batch size).
 RECORD_HEADERS_MAX = 1024
 # Partition ids are Kafka INT32s; anything else is refused before any lookup.
@@ -240,7 +233,7 @@ class ConcatenatedObjects:
     plus the last chunk: an object longer than `object_bytes_max` is refused
     (413) before it is all read."""
 
-    def __init__(self, object_bytes_max: int = RECORD_JSON_BYTES_MAX) -> None:
+    def __init__(self, object_bytes_max: int) -> None:
         self.object_bytes_max = object_bytes_max
         self._buffer = bytearray()
         self._scan = 0  # bytes of the buffer already scanned
