@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 from compat_tests.harness import WeirProcess, clean_environment, free_ports, run_cli
-from weir.cli.partitioner import partition_for_key
+from weir.format.partitioner import partition_for_key
 
 CONSUME_TIMEOUT_MS = "5000"
 

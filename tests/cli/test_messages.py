@@ -1,7 +1,7 @@
 from weir.cli.errors import describe_kafka_error, error_name
-from weir.cli.partitioner import partition_for_key
 from weir.cli.produce_command import PartitionChooser
 from weir.format.errors import ErrorCode
+from weir.format.partitioner import partition_for_key
 
 
 def test_unknown_topic_message() -> None:

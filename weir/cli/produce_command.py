@@ -45,7 +45,6 @@ from weir.cli.errors import (
 )
 from weir.cli.formatting import counted, headers_for, render_table
 from weir.cli.kafka_client import KafkaClient
-from weir.cli.partitioner import partition_for_key
 from weir.cli.produce_input import (
     InputLine,
     InputLineError,
@@ -55,6 +54,7 @@ from weir.cli.produce_input import (
 )
 from weir.cli.record_format import InputRecord, Token
 from weir.format.errors import ErrorCode
+from weir.format.partitioner import partition_for_key
 from weir.format.record_batch import build_batch
 from weir.wire.protocol import ApiKey
 

@@ -44,8 +44,8 @@ from weir.cli.errors import CliError, kafka_error
 from weir.cli.formatting import bytes_fields, counted, render_table
 from weir.cli.kafka_client import KafkaClient
 from weir.cli.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, list_offsets
-from weir.cli.partitioner import partition_for_key
 from weir.format.errors import ErrorCode
+from weir.format.partitioner import partition_for_key
 from weir.format.record_batch import InvalidBatch, Record, build_batch
 from weir.sharecoord.dead_letter_records import (
     REDRIVE_SOURCE,

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -215,7 +214,10 @@ def hypercorn_config(limits: Limits) -> Config:
     config.h11_max_incomplete_size = limits.http_request_bytes_max
     config.h2_max_header_list_size = limits.http_request_bytes_max
     config.keep_alive_timeout = timeout_s
-    config.read_timeout = math.ceil(timeout_s)
+    # No read timeout of Hypercorn's own: the deadline above closes idle and slow
+    # peers, and a server-sent-events client sends nothing while it reads (with
+    # one, Hypercorn ends every stream after that long).
+    config.read_timeout = None
     config.max_app_queue_size = APP_QUEUE_MESSAGES_MAX
     config.include_server_header = False
     config.errorlog = logging.getLogger("weir.broker.http.hypercorn")

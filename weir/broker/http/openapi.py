@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from weir.broker.http.rest_admin_catalog import ADMIN_OPENAPI_PATHS
+from weir.broker.http.rest_records_openapi import RECORDS_OPENAPI_PATHS
 
 OPENAPI_PATH = "/v3/openapi.json"
 OPENAPI_VERSION = "3.1.0"
@@ -28,8 +29,12 @@ SELF_PATHS: dict[str, Any] = {
     }
 }
 
-# The parts' path fragments: the lead adds the records and push parts' at merge.
-OPENAPI_PATH_FRAGMENTS: list[Mapping[str, Any]] = [SELF_PATHS, ADMIN_OPENAPI_PATHS]
+# The parts' path fragments (SQS's API is AWS's JSON protocol, not described here).
+OPENAPI_PATH_FRAGMENTS: list[Mapping[str, Any]] = [
+    SELF_PATHS,
+    ADMIN_OPENAPI_PATHS,
+    RECORDS_OPENAPI_PATHS,
+]
 
 
 def merged_paths(fragments: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

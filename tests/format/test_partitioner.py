@@ -1,6 +1,6 @@
 import pytest
 
-from weir.cli.partitioner import murmur2, partition_for_key
+from weir.format.partitioner import murmur2, partition_for_key
 
 # Kafka's own vectors: UtilsTest.testMurmur2 (clients/src/test/java/.../utils/UtilsTest.java),
 # plus short keys cross-checked by Akka's Murmur2Spec against Kafka's implementation.
