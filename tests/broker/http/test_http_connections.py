@@ -1,6 +1,7 @@
 """The HTTP pool: when full, a new connection takes the slot of the oldest one
-outside the app (idle, or still sending its request); connections the app is
-answering are never evicted."""
+outside the app (idle, or still sending its request), or else of the oldest in a long
+exchange (a stream, a long poll); connections the app is answering at once are never
+evicted."""
 
 from __future__ import annotations
 
@@ -51,3 +52,18 @@ async def test_a_pool_full_of_connections_being_answered_refuses_newcomers() -> 
         assert not pool.admit(refused)
         pool.leave(first)
         assert pool.admit(later)
+
+
+async def test_a_pool_full_of_answers_evicts_the_oldest_long_exchange_before_refusing() -> None:
+    pool = HttpConnections(3, Metrics())
+    with connections(5) as (answering, first_stream, second_stream, newcomer, refused):
+        for connection in (answering, first_stream, second_stream):
+            assert pool.admit(connection)
+            connection.requests_in_app = 1
+        first_stream.in_long_exchange = second_stream.in_long_exchange = True
+        assert pool.admit(newcomer)
+        assert first_stream.scope.cancel_called
+        assert not second_stream.scope.cancel_called and not answering.scope.cancel_called
+        newcomer.requests_in_app = 1
+        second_stream.in_long_exchange = False  # its stream ended; another request now
+        assert not pool.admit(refused)

@@ -16,6 +16,11 @@ through the `Exchange` the middleware puts in the ASGI scope:
   `stream_body(request)`, after which the endpoint bounds each piece it parses
   itself.
 
+Either marks the exchange long: when the listener's pool is full and no connection
+is idle, the oldest long exchange is closed to let a new connection in (its client
+reconnects, an EventSource resuming from its Last-Event-ID; a long poll is retried),
+so streams never keep health checks out.
+
 Endpoints read a body with `read_body(request, bytes_max)`, which stops at
 `bytes_max` (`BodyTooLarge`: answer 413). The middleware counts every body byte the
 app reads and, past `http_body_bytes_max` in an exchange that did not call
@@ -45,15 +50,23 @@ class Exchange:
         self.body_bytes_max: int | None = body_bytes_max
         self.body_bytes = 0
         self._set_deadline = set_deadline
+        # Told that this is a long exchange (the listener may then evict it to let a
+        # short request in when its pool is full).
+        self.on_long: Callable[[], None] = _nothing
 
     def extend_deadline(self, seconds: float) -> None:
         """The exchange may run `seconds` more, plus the usual timeout."""
+        self.on_long()
         self._set_deadline(trio.current_time() + max(seconds, 0.0) + self.timeout_s)
 
     def body_over_bound(self, chunk_bytes: int) -> bool:
         """Count a piece of body the app reads; True once past the bound."""
         self.body_bytes += chunk_bytes
         return self.body_bytes_max is not None and self.body_bytes > self.body_bytes_max
+
+
+def _nothing() -> None:
+    pass
 
 
 def exchange_of(request: Request) -> Exchange | None:
@@ -72,6 +85,7 @@ def stream_body(request: Request) -> None:
     """Lift the body bound of this exchange: the endpoint bounds what it parses."""
     exchange = exchange_of(request)
     if exchange is not None:
+        exchange.on_long()
         exchange.body_bytes_max = None
 
 

@@ -68,6 +68,9 @@ class HttpConnection:
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     # Requests the app is answering (more than one only for HTTP/2's streams).
     requests_in_app: int = 0
+    # Inside a long exchange (a long poll, a stream: `exchange.Exchange`): evictable
+    # when the pool is full and no connection is idle.
+    in_long_exchange: bool = False
 
     def close(self) -> None:
         """End it now. Cancelling is not enough: Hypercorn shields its writes, so a
@@ -100,13 +103,18 @@ class HttpConnections:
         return True
 
     def _evict_oldest_idle(self) -> bool:
-        for connection in self._open:
-            if connection.requests_in_app == 0:
-                connection.close()
-                self.leave(connection)
-                self.metrics.http_connections_evicted_total += 1
-                return True
-        return False
+        """Close the oldest connection outside a request, or else the oldest in a long
+        exchange (a stream or long poll: its client reconnects or retries), so that
+        streams never keep health checks out."""
+        idle = (c for c in self._open if c.requests_in_app == 0)
+        long = (c for c in self._open if c.in_long_exchange)
+        victim = next(idle, None) or next(long, None)
+        if victim is None:
+            return False
+        victim.close()
+        self.leave(victim)
+        self.metrics.http_connections_evicted_total += 1
+        return True
 
     def leave(self, connection: HttpConnection) -> None:
         self._open.pop(connection, None)
@@ -156,12 +164,19 @@ class ExchangeLimits:
                 exchange = Exchange(
                     self.timeout_s, self.body_bytes_max, _deadline_setter(connection)
                 )
+                if connection is not None:
+                    exchange.on_long = functools.partial(_mark_long, connection)
                 scope[EXCHANGE_SCOPE_KEY] = exchange
                 await self.app(scope, _bounded(receive, exchange), send)
         finally:
             if connection is not None:
                 connection.requests_in_app -= 1
+                connection.in_long_exchange = False
                 connection.deadline_s = trio.current_time() + self.timeout_s
+
+
+def _mark_long(connection: HttpConnection) -> None:
+    connection.in_long_exchange = True
 
 
 def _deadline_setter(connection: HttpConnection | None) -> Callable[[float], None]:
