@@ -30,6 +30,7 @@ import dataclasses
 import logging
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -39,7 +40,7 @@ import trio
 from weir.broker.broker import wall_clock_ms
 from weir.broker.push.delivery_plan import Held, batch_keys, next_batch, next_due_ms
 from weir.broker.push.payload import PushRecord, delivery_body, delivery_headers
-from weir.broker.push.share_access import AcknowledgeType, DirectRecord, LocalShareAccess
+from weir.broker.push.share_access import AcknowledgeType, RecordLike, ShareAccess
 from weir.broker.push.subscription import Subscription
 from weir.format.errors import ErrorCode
 
@@ -138,7 +139,7 @@ class PartitionPusher:
         self,
         subscription: Subscription,
         partition: int,
-        access: LocalShareAccess,
+        access: ShareAccess,
         poster: Poster,
         status: PartitionStatus,
         member_id: str,
@@ -191,7 +192,7 @@ class PartitionPusher:
             if due_ms is not None:
                 wait_ms = max(0, min(wait_ms, due_ms - now_ms))
             acquired = await self.access.acquire(
-                None, self.group_id, self.topic, self.partition, self.member_id,
+                self.group_id, self.topic, self.partition, self.member_id,
                 records_max=room, lock_ms=sub.lock_ms, wait_ms=wait_ms,
             )  # fmt: skip
             if acquired.error != ErrorCode.NONE:
@@ -207,7 +208,7 @@ class PartitionPusher:
             await self._changed.wait()
         self._changed = trio.Event()
 
-    async def _take(self, records: list[DirectRecord]) -> None:
+    async def _take(self, records: Sequence[RecordLike]) -> None:
         skipped = []
         for record in records:
             if self.subscription.matches(record.headers):
@@ -294,7 +295,7 @@ class PartitionPusher:
 
     async def _acknowledge(self, offsets: list[int], kind: AcknowledgeType) -> dict[int, ErrorCode]:
         return await self.access.acknowledge(
-            None, self.group_id, self.topic, self.partition, self.member_id, offsets, kind
+            self.group_id, self.topic, self.partition, self.member_id, offsets, kind
         )
 
     async def _renew_if_due(self, now_ms: int) -> None:
@@ -306,7 +307,7 @@ class PartitionPusher:
         offsets += [h.record.offset for batch in self.in_flight.values() for h in batch]
         if offsets:
             await self.access.change_lock(
-                None, self.group_id, self.topic, self.partition, self.member_id,
+                self.group_id, self.topic, self.partition, self.member_id,
                 sorted(offsets), self.subscription.lock_ms,
             )  # fmt: skip
 
@@ -315,7 +316,7 @@ class PartitionPusher:
         offsets += [h.record.offset for batch in self.in_flight.values() for h in batch]
         if offsets:
             await self.access.change_lock(
-                None, self.group_id, self.topic, self.partition, self.member_id, offsets, 0
+                self.group_id, self.topic, self.partition, self.member_id, offsets, 0
             )
 
     def _note_error(self, offset: int | None, error: str) -> None:
@@ -326,7 +327,7 @@ class PartitionPusher:
         )
 
 
-def _push_record(record: DirectRecord) -> PushRecord:
+def _push_record(record: RecordLike) -> PushRecord:
     return PushRecord(
         offset=record.offset,
         timestamp_ms=record.timestamp_ms,

@@ -18,6 +18,7 @@ listing and reading need DESCRIBE on the subscription's group.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -26,8 +27,9 @@ from starlette.routing import BaseRoute, Route
 
 from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.coordinators.share_configs import dead_letter_refusal
-from weir.broker.http.authentication import http_authorization
+from weir.broker.handlers.request_authorization import RequestAuthorization
 from weir.broker.push.service import PushService, push_service_of
+from weir.broker.push.share_access import ShareAccess
 from weir.broker.push.subscription import (
     Subscription,
     SubscriptionError,
@@ -58,13 +60,21 @@ def _error(status: int, message: str) -> Response:
     return _json({"error": message}, status)
 
 
-def push_routes(broker: Broker) -> list[BaseRoute]:
+# weir.broker.http.authentication's http_authorization (injected: see share_access.py).
+Authorize = Callable[[Broker, Request, str], RequestAuthorization | None]
+
+
+def push_routes(broker: Broker, authorize: Authorize, access: ShareAccess) -> list[BaseRoute]:
+    """The routes; `authorize` gives a request's authorization, `access` is the share
+    groups' access the deliveries use (weir.broker.http.push_access)."""
     service = push_service_of(broker)
+    service.access = access
+    service.authorize = authorize
 
     async def collection(request: Request) -> Response:
         if request.method == "POST":
             return await _guarded(_create(broker, service, request))
-        authorization = http_authorization(broker, request, "HTTP /v1/subscriptions")
+        authorization = service.authorize(broker, request, "HTTP /v1/subscriptions")
         listed = [
             s.to_public()
             for s in sorted(service.subscriptions().values(), key=lambda s: s.name)
@@ -80,7 +90,7 @@ def push_routes(broker: Broker) -> list[BaseRoute]:
         subscription = _found(service, name)
         if subscription is None:
             return _error(404, f"no subscription {name!r}")
-        authorization = http_authorization(broker, request, "HTTP /v1/subscriptions/{name}")
+        authorization = service.authorize(broker, request, "HTTP /v1/subscriptions/{name}")
         if authorization is not None and not authorization.allows_group(
             AclOperation.DESCRIBE, subscription.group_id
         ):
@@ -125,8 +135,8 @@ def _found(service: PushService, name: str) -> Subscription | None:
     return service.subscriptions().get(name)
 
 
-def _authorize_alter(broker: Broker, request: Request, api: str) -> None:
-    authorization = http_authorization(broker, request, api)
+def _authorize_alter(broker: Broker, service: PushService, request: Request, api: str) -> None:
+    authorization = service.authorize(broker, request, api)
     if authorization is not None and not authorization.allows_cluster(AclOperation.ALTER):
         raise _Refused(403, "not authorized: ALTER on the cluster is needed")
 
@@ -149,7 +159,7 @@ async def _body(request: Request) -> object:
 
 
 async def _create(broker: Broker, service: PushService, request: Request) -> Response:
-    _authorize_alter(broker, request, "HTTP POST /v1/subscriptions")
+    _authorize_alter(broker, service, request, "HTTP POST /v1/subscriptions")
     document = await _body(request)
     try:
         subscription = subscription_from_request(
@@ -157,7 +167,7 @@ async def _create(broker: Broker, service: PushService, request: Request) -> Res
         )
     except SubscriptionError as exc:
         raise _Refused(400, str(exc)) from None
-    authorization = http_authorization(broker, request, "HTTP POST /v1/subscriptions")
+    authorization = service.authorize(broker, request, "HTTP POST /v1/subscriptions")
     if authorization is not None:
         if not authorization.allows_topic(AclOperation.READ, subscription.topic):
             raise _Refused(403, f"not authorized: READ on topic {subscription.topic!r} is needed")
@@ -204,7 +214,10 @@ async def _set_paused(
 ) -> Response:
     name = request.path_params["name"]
     _authorize_alter(
-        broker, request, f"HTTP POST /v1/subscriptions/{{name}}/{'pause' if paused else 'resume'}"
+        broker,
+        service,
+        request,
+        f"HTTP POST /v1/subscriptions/{{name}}/{'pause' if paused else 'resume'}",
     )
     changed: list[Subscription] = []
 
@@ -226,7 +239,7 @@ async def _set_paused(
 
 
 async def _delete(broker: Broker, service: PushService, request: Request, name: str) -> Response:
-    _authorize_alter(broker, request, "HTTP DELETE /v1/subscriptions/{name}")
+    _authorize_alter(broker, service, request, "HTTP DELETE /v1/subscriptions/{name}")
 
     def stage() -> Any:
         subscription = _found(service, name)

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import trio
+from starlette.requests import Request
 
 from weir.broker.broker import Broker
 from weir.broker.coordinators.share_service import ShareService
+from weir.broker.handlers.request_authorization import RequestAuthorization
 from weir.broker.push.delivery import HttpPoster, PartitionPusher, PartitionStatus
-from weir.broker.push.share_access import LocalShareAccess, new_member_id
+from weir.broker.push.share_access import ShareAccess, new_member_id
 from weir.broker.push.subscription import (
     Subscription,
     SubscriptionError,
@@ -46,7 +49,13 @@ class _Running:
 class PushService:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.access = LocalShareAccess(broker)
+        # The foundation's ShareDirect as the broker (set by `push_routes`).
+        self.access: ShareAccess | None = None
+        # A request's authorization (weir.broker.http.authentication's, set by
+        # `push_routes`): None when no authorizer is on.
+        self.authorize: Callable[[Broker, Request, str], RequestAuthorization | None] = (
+            lambda broker, request, api: None
+        )
         self.loops: dict[LoopKey, _Running] = {}
         # (subscription name, topic, partition) -> what this broker did.
         self.status: dict[tuple[str, str, int], PartitionStatus] = {}
@@ -94,7 +103,9 @@ class PushService:
         return rows
 
     def _desired(self) -> dict[LoopKey, Subscription]:
-        if not isinstance(self.broker.shares, ShareService) or not self.broker.ready:
+        if self.access is None or not isinstance(self.broker.shares, ShareService):
+            return {}
+        if not self.broker.ready:
             return {}
         desired = {}
         for subscription in self.subscriptions().values():
@@ -140,6 +151,7 @@ class PushService:
         subscription = running.subscription
         partition = key[1]
         poster = HttpPoster(subscription.concurrency)
+        assert self.access is not None
         try:
             with running.scope:
                 pusher = PartitionPusher(
