@@ -3,13 +3,16 @@
 `PartitionPusher.run` loops:
 
 1. acquire records of the subscription's share group (`weir-push-<name>`) as one
-   member (`share_access`), at most the loop's room: concurrency x batch size
-   records (ordered subscriptions: four times that, so other keys can pass a key that
-   waits); records the header filters do not match are ACCEPTed at once;
+   member (`share_access`), in chunks of up to 500 (or four rounds of deliveries,
+   concurrency x batch size each, when more), when fewer than a round's records wait
+   (ordered subscriptions: four rounds, so other keys can pass a key that waits);
+   records the header filters do not match are ACCEPTed at once;
 2. start deliveries, up to `concurrency` in flight (per partition), each a batch
    chosen by `delivery_plan.next_batch` (ordered_by_key: a key in one delivery at a
    time);
-3. a delivery POSTs the batch (`payload`), signed; 2xx: ACCEPT; anything else, a
+3. a delivery POSTs the batch (`payload`), signed; 2xx: ACCEPT (queued: one task
+   stores the acceptances of many deliveries at once; at most a round of records
+   waits for it, else deliveries wait); anything else, a
    connection error or the timeout: a failure:
    - unordered: RELEASE, and the share group's release backoff (the subscription's
      min/max backoff) keeps it from being delivered again until then; at the share
@@ -53,6 +56,7 @@ ACQUIRE_WAIT_MS = 1_000
 ORDERED_WAIT_MS = 100
 ORDERED_LOOKAHEAD = 4
 HELD_RECORDS_MAX = 1_000
+ACQUIRE_CHUNK = 500
 ERROR_PAUSE_S = 0.5
 LAST_ERRORS_MAX = 5
 RELEASE_ON_STOP_S = 2.0
@@ -153,13 +157,26 @@ class PartitionPusher:
         self.held: list[Held] = []
         self.in_flight: dict[int, list[Held]] = {}
         self.busy_keys: set[bytes | None] = set()
+        # Offsets to ACCEPT (answered 2xx, or filtered: True), stored together by
+        # `_accept_loop`: one share-state write for many deliveries.
+        self._to_accept: list[tuple[int, bool]] = []
+        self._accepting = 0
+        self._accept_wakeup = trio.Event()
         self._next_delivery = 0
         self._changed = trio.Event()
         self._renewed_ms = wall_clock_ms()
+        # Records are acquired in chunks (an acquisition decodes whole batches: one
+        # record at a time would decode a batch per record), held until a delivery
+        # takes them, their locks renewed meanwhile; acquired again when fewer than a
+        # round of deliveries wait (ordered: while keys wait, at least four rounds).
+        one_round = subscription.concurrency * subscription.batch_size
+        self.capacity = min(max(one_round * ORDERED_LOOKAHEAD, ACQUIRE_CHUNK), HELD_RECORDS_MAX)
         lookahead = ORDERED_LOOKAHEAD if subscription.ordered_by_key else 1
-        self.capacity = min(
-            subscription.concurrency * subscription.batch_size * lookahead, HELD_RECORDS_MAX
-        )
+        self.refill_below = min(one_round * lookahead, self.capacity)
+        # Records answered but not yet stored as accepted, at most (then deliveries
+        # wait): what a broker killed now can have delivered twice is at most this
+        # plus the deliveries in flight.
+        self.unstored_max = one_round
 
     @property
     def group_id(self) -> str:
@@ -172,9 +189,11 @@ class PartitionPusher:
     async def run(self) -> None:
         try:
             async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._accept_loop)
                 await self._loop(nursery)
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_ON_STOP_S):
+                await self._accept_queued()
                 await self._release_all()
 
     async def _loop(self, nursery: trio.Nursery) -> None:
@@ -184,7 +203,7 @@ class PartitionPusher:
             self._dispatch(nursery, now_ms)
             await self._renew_if_due(now_ms)
             room = self.capacity - len(self.held) - self._in_flight_records()
-            if room <= 0 or len(self.in_flight) >= sub.concurrency and not sub.ordered_by_key:
+            if room <= 0 or len(self.held) >= self.refill_below:
                 await self._wait_changed(now_ms)
                 continue
             wait_ms = ORDERED_WAIT_MS if self.held else ACQUIRE_WAIT_MS
@@ -217,15 +236,18 @@ class PartitionPusher:
                 skipped.append(record.offset)
         self.held.sort(key=lambda h: h.record.offset)
         if skipped:
-            await self._acknowledge(skipped, AcknowledgeType.ACCEPT)
-            self.status.filtered += len(skipped)
+            self._queue_accept([(offset, True) for offset in skipped])
 
     def _in_flight_records(self) -> int:
         return sum(len(batch) for batch in self.in_flight.values())
 
     def _dispatch(self, nursery: trio.Nursery, now_ms: int) -> None:
         sub = self.subscription
-        while len(self.in_flight) < sub.concurrency and self.held:
+        while (
+            len(self.in_flight) < sub.concurrency
+            and self.held
+            and len(self._to_accept) + self._accepting < self.unstored_max
+        ):
             batch = next_batch(
                 self.held, self.busy_keys, batch_size=sub.batch_size,
                 ordered=sub.ordered_by_key, now_ms=now_ms,
@@ -265,13 +287,40 @@ class PartitionPusher:
             self._changed.set()
 
     async def _delivered(self, batch: list[Held]) -> None:
-        results = await self._acknowledge([h.record.offset for h in batch], AcknowledgeType.ACCEPT)
-        accepted = sum(1 for e in results.values() if e == ErrorCode.NONE)
-        self.status.delivered += accepted
         self.status.last_delivered_ms = wall_clock_ms()
-        if accepted < len(batch):
-            refused = next(e for e in results.values() if e != ErrorCode.NONE)
-            self._note_error(batch[0].record.offset, f"accept refused: {refused.name}")
+        self._queue_accept([(h.record.offset, False) for h in batch])
+
+    def _queue_accept(self, offsets: list[tuple[int, bool]]) -> None:
+        self._to_accept.extend(offsets)
+        self._accept_wakeup.set()
+
+    async def _accept_loop(self) -> None:
+        while True:
+            await self._accept_wakeup.wait()
+            self._accept_wakeup = trio.Event()
+            await self._accept_queued()
+            self._changed.set()
+
+    async def _accept_queued(self) -> None:
+        """ACCEPT what is queued, in one request (its state stored once)."""
+        queued, self._to_accept = self._to_accept, []
+        if not queued:
+            return
+        self._accepting = len(queued)
+        try:
+            results = await self._acknowledge(
+                sorted(offset for offset, _ in queued), AcknowledgeType.ACCEPT
+            )
+        finally:
+            self._accepting = 0
+        for offset, filtered in queued:
+            error = results.get(offset, ErrorCode.UNKNOWN_SERVER_ERROR)
+            if error != ErrorCode.NONE:
+                self._note_error(offset, f"accept refused: {error.name}")
+            elif filtered:
+                self.status.filtered += 1
+            else:
+                self.status.delivered += 1
 
     async def _failed(self, batch: list[Held], error: str) -> None:
         sub = self.subscription
