@@ -52,6 +52,11 @@ def test_retry_policy_becomes_the_share_groups_configs() -> None:
     }
 
 
+def test_ordered_subscriptions_give_records_back_without_a_release_backoff() -> None:
+    configs = parse(ordered_by_key=True, retry={"min_backoff_ms": 200}).group_configs()
+    assert configs["weir.share.release.backoff.initial.ms"] == "0"
+
+
 def test_a_long_timeout_gets_a_lock_longer_than_it() -> None:
     assert "share.record.lock.duration.ms" not in parse(timeout_ms=20_000).group_configs()
     assert parse(timeout_ms=40_000).group_configs()["share.record.lock.duration.ms"] == "50000"

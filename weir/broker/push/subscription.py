@@ -123,10 +123,14 @@ class Subscription:
 
     def group_configs(self) -> dict[str, str]:
         """The share group's config overrides this subscription needs."""
+        # Ordered by key, the delivery loop waits out the backoff itself, holding the
+        # record; records it gives back (paused, leadership moving) must come back
+        # at once and in offset order, not each after its own release backoff.
+        initial_ms = 0 if self.ordered_by_key else self.retry.min_backoff_ms
         configs = {
             AUTO_OFFSET_RESET: self.start,
             DELIVERY_COUNT_LIMIT: str(self.retry.max_attempts),
-            RELEASE_BACKOFF_INITIAL_MS: str(self.retry.min_backoff_ms),
+            RELEASE_BACKOFF_INITIAL_MS: str(initial_ms),
             RELEASE_BACKOFF_MAX_MS: str(self.retry.max_backoff_ms),
         }
         if self.lock_ms != LOCK_MS_DEFAULT:
