@@ -199,6 +199,8 @@ class PartitionPusher:
     async def _loop(self, nursery: trio.Nursery) -> None:
         sub = self.subscription
         while True:
+            # A new event before looking: a delivery ending from here on wakes the wait.
+            self._changed = trio.Event()
             now_ms = wall_clock_ms()
             self._dispatch(nursery, now_ms)
             await self._renew_if_due(now_ms)
@@ -225,7 +227,6 @@ class PartitionPusher:
         wait_s = 1.0 if due_ms is None else max(0.0, (due_ms - now_ms) / 1000)
         with trio.move_on_after(min(wait_s, 1.0)):
             await self._changed.wait()
-        self._changed = trio.Event()
 
     async def _take(self, records: Sequence[RecordLike]) -> None:
         skipped = []

@@ -131,6 +131,9 @@ class PushService:
 
     def _reconcile(self, nursery: trio.Nursery) -> None:
         desired = self._desired()
+        names = set(self.subscriptions())
+        for gone in [k for k in self.status if k[0] not in names]:
+            del self.status[gone]  # deleted: a new subscription of that name starts at 0
         for key, running in list(self.loops.items()):
             if desired.get(key) != running.subscription:
                 running.scope.cancel()
