@@ -40,6 +40,7 @@ from weir.broker.http.listener import serve_http
 from weir.broker.http.queue_views import register_queue_metrics
 from weir.broker.listen import ListenError
 from weir.broker.oauth_keys import OAuthBearerKeys
+from weir.broker.push.service import push_service_of
 from weir.broker.server.kafka_listener import KafkaServer
 from weir.controller.controller import MetadataChange
 from weir.controller.metadata import MetadataCorruptError, MetadataMissingError
@@ -296,6 +297,7 @@ async def serve(
                 await nursery.start(groups.run, wall_clock_ms)
                 await nursery.start(transactions.run, wall_clock_ms)
                 await nursery.start(shares.run)
+                await nursery.start(push_service_of(broker).run)
                 kafka = KafkaServer(broker)
                 async with trio.open_nursery() as kafka_nursery:
                     kafka_port = await kafka_nursery.start(kafka.run)

@@ -15,6 +15,7 @@ from weir.cli.offset_specs import (
     PartitionOffsetSpec,
     parse_partition_offset_spec,
 )
+from weir.cli.push_commands import add_push_commands
 from weir.cli.record_format import (
     FormatError,
     check_input_format,
@@ -204,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_group_commands(commands, common)
     _add_txn_commands(commands, common)
     _add_queue_commands(commands, common)
+    add_push_commands(commands, common)
     _add_acl_commands(commands, common)
     _add_user_commands(commands, common)
     _add_cluster_commands(commands, common)

@@ -12,6 +12,7 @@ from weir.cli import (
     acl_commands,
     cluster_commands,
     group_commands,
+    push_commands,
     queue_commands,
     queue_group_commands,
     topic_commands,
@@ -48,6 +49,8 @@ def run_command(args: argparse.Namespace, cluster: Cluster, stdin: BinaryIO, std
         return _run_txn_command(args, cluster, stdout)
     if args.command == "queue":
         return _run_queue_command(args, cluster, stdout)
+    if args.command == "push":
+        return push_commands.run_push_command(args, stdout)
     if args.command == "acl":
         return _run_acl_command(args, cluster, stdout)
     if args.command == "user":

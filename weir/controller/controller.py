@@ -10,6 +10,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from weir.controller.client_quotas import (
     QuotaAlteration,
@@ -120,17 +121,27 @@ class Controller:
         # Called with every binding after the ACLs changed, whether this broker saved
         # the change or took another broker's document (the authorizer follows them).
         self.acl_listeners: list[Callable[[Sequence[AclBinding]], None]] = []
+        # Called after the push subscriptions changed (saved here or taken from
+        # another broker's document): the push deliveries follow them.
+        self.push_listeners: list[Callable[[], None]] = []
 
     def replace_metadata(self, metadata: ClusterMetadata) -> None:
         """Take a newer document another broker of the cluster saved."""
         names_before = set(self.metadata.topics)
         acls_before = self.metadata.acls
+        push_before = self.metadata.push_subscriptions
         self.metadata = metadata
         self._topics_by_id = {t.topic_id: t for t in metadata.topics.values()}
         if set(metadata.topics) != names_before:
             self.topic_names_version += 1
         if metadata.acls != acls_before:
             self._acls_changed()
+        if metadata.push_subscriptions != push_before:
+            self._push_changed()
+
+    def _push_changed(self) -> None:
+        for listener in self.push_listeners:
+            listener()
 
     def _acls_changed(self) -> None:
         bindings = tuple(self.metadata.acls)
@@ -247,6 +258,7 @@ class Controller:
         acls: list[AclBinding] | None = None,
         scram_credentials: ScramCredentials | None = None,
         client_quotas: dict[QuotaEntity, dict[str, float]] | None = None,
+        push_subscriptions: dict[str, dict[str, Any]] | None = None,
     ) -> MetadataChange:
         current = self.metadata
         document = ClusterMetadata(
@@ -264,6 +276,9 @@ class Controller:
                 current.scram_credentials if scram_credentials is None else scram_credentials
             ),
             client_quotas=current.client_quotas if client_quotas is None else client_quotas,
+            push_subscriptions=(
+                current.push_subscriptions if push_subscriptions is None else push_subscriptions
+            ),
         )
         return MetadataChange(document, apply)
 
@@ -469,6 +484,39 @@ class Controller:
             self.metadata.group_configs = updated
 
         return self._staged(apply, group_configs=updated)
+
+    # -- push subscriptions (weir.broker.push) ---------------------------------------
+
+    def push_subscriptions(self) -> dict[str, dict[str, Any]]:
+        return dict(self.metadata.push_subscriptions)
+
+    def stage_set_push_subscription(
+        self,
+        name: str,
+        document: Mapping[str, Any] | None,
+        group_id: str,
+        group_configs: Mapping[str, str] | None,
+    ) -> MetadataChange:
+        """Store (None: remove) the subscription `name`, and set (None: leave; an empty
+        mapping removes) its share group's config overrides in the same change."""
+        subscriptions = dict(self.metadata.push_subscriptions)
+        if document is None:
+            subscriptions.pop(name, None)
+        else:
+            subscriptions[name] = dict(document)
+        configs = dict(self.metadata.group_configs)
+        if group_configs is not None:
+            if group_configs:
+                configs[group_id] = dict(group_configs)
+            else:
+                configs.pop(group_id, None)
+
+        def apply() -> None:
+            self.metadata.push_subscriptions = subscriptions
+            self.metadata.group_configs = configs
+            self._push_changed()
+
+        return self._staged(apply, group_configs=configs, push_subscriptions=subscriptions)
 
     # -- security state: ACLs, SCRAM credentials, client quotas ----------------------
 

@@ -1,7 +1,8 @@
 """Cluster metadata: topics, their ids, partition counts and config overrides;
 group config overrides (KIP-848 GROUP resources, by group id); the security state
 (ACL bindings, SCRAM credentials, client quotas: `security_state.py`,
-`client_quotas.py`).
+`client_quotas.py`); push subscriptions (name -> their stored JSON document, which
+`weir.broker.push.subscription` reads: opaque here).
 
 The controller owns every decision about topics; a `MetadataStore` only persists
 the result. The embedded store keeps one JSON document in the data directory,
@@ -16,7 +17,7 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from weir.controller.client_quotas import QuotaEntity, quotas_from_json, quotas_to_json
 from weir.controller.security_state import (
@@ -124,6 +125,8 @@ class ClusterMetadata:
     scram_credentials: ScramCredentials = field(default_factory=dict)
     # Client quota entity -> quota key -> value (AlterClientQuotas).
     client_quotas: dict[QuotaEntity, dict[str, float]] = field(default_factory=dict)
+    # Push subscription name -> its document (weir.broker.push.subscription's).
+    push_subscriptions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class MetadataStore(Protocol):
@@ -188,6 +191,7 @@ def metadata_to_json(metadata: ClusterMetadata, *, indent: int | None = None) ->
         "acls": acls_to_json(metadata.acls),
         "scram_credentials": scram_to_json(metadata.scram_credentials),
         "client_quotas": quotas_to_json(metadata.client_quotas),
+        "push_subscriptions": {n: dict(d) for n, d in metadata.push_subscriptions.items()},
     }
     return json.dumps(doc, indent=indent, sort_keys=True).encode()
 
@@ -206,6 +210,7 @@ def metadata_from_json(value: bytes) -> ClusterMetadata:
             acls=acls_from_json(doc.get("acls", [])),
             scram_credentials=scram_from_json(doc.get("scram_credentials", {})),
             client_quotas=quotas_from_json(doc.get("client_quotas", [])),
+            push_subscriptions=_push_subscriptions_from_json(doc.get("push_subscriptions", {})),
         )
     except (ValueError, KeyError, TypeError, AssertionError) as exc:
         raise MetadataCorruptError(str(exc)) from exc
@@ -218,6 +223,15 @@ def _group_configs_from_json(doc: object) -> dict[str, dict[str, str]]:
         assert isinstance(overrides, dict)
         configs[str(group_id)] = {str(k): str(v) for k, v in overrides.items()}
     return configs
+
+
+def _push_subscriptions_from_json(doc: object) -> dict[str, dict[str, Any]]:
+    assert isinstance(doc, dict)
+    subscriptions: dict[str, dict[str, Any]] = {}
+    for name, subscription in doc.items():
+        assert isinstance(subscription, dict)
+        subscriptions[str(name)] = dict(subscription)
+    return subscriptions
 
 
 def _fsync_directory(directory: Path) -> None:

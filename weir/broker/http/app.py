@@ -23,9 +23,11 @@ from weir.broker.coordinators.group_service import GroupService
 from weir.broker.coordinators.share_service import ShareService
 from weir.broker.http.authentication import http_authorization
 from weir.broker.http.group_views import cluster_group_summaries, group_detail
+from weir.broker.http.push_access import push_share_access
 from weir.broker.http.queue_views import queue_rows
 from weir.broker.http.rest_admin import rest_admin_routes
 from weir.broker.http.rest_records import records_routes
+from weir.broker.push.routes import push_routes
 from weir.security.acl import AclOperation
 
 JSON_CONTENT_TYPE = "application/json"
@@ -104,6 +106,7 @@ def build_app(broker: Broker) -> Starlette:
             Route("/v1/queues/{group_id:path}", queues),
             *rest_admin_routes(broker),
             *records_routes(broker),
+            *push_routes(broker, http_authorization, push_share_access(broker)),
         ]
     )
 

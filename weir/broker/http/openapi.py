@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 
 from weir.broker.http.rest_admin_catalog import ADMIN_OPENAPI_PATHS
 from weir.broker.http.rest_records_openapi import RECORDS_OPENAPI_PATHS
+from weir.broker.push.routes import PUSH_OPENAPI_PATHS
 
 OPENAPI_PATH = "/v3/openapi.json"
 OPENAPI_VERSION = "3.1.0"
@@ -34,6 +35,7 @@ OPENAPI_PATH_FRAGMENTS: list[Mapping[str, Any]] = [
     SELF_PATHS,
     ADMIN_OPENAPI_PATHS,
     RECORDS_OPENAPI_PATHS,
+    PUSH_OPENAPI_PATHS,
 ]
 
 
