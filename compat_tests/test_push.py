@@ -303,9 +303,9 @@ def test_hostile_and_invalid_requests_get_a_4xx(weir: WeirProcess, receiver: Pus
             client.post("/v1/subscriptions", json={**base, "topic": "missing-x"}).status_code == 404
         )
         bad_dlq = client.post("/v1/subscriptions", json={**base, "dead_letter_topic": "orders-dlq"})
-        assert bad_dlq.status_code == 400 and "dlq." in bad_dlq.json()["error"]
+        assert bad_dlq.status_code == 400 and "dlq." in bad_dlq.json()["message"]
         limit = client.post("/v1/subscriptions", json={**base, "retry": {"max_attempts": 50}})
-        assert limit.status_code == 400 and "share.delivery.count.limit" in limit.json()["error"]
+        assert limit.status_code == 400 and "share.delivery.count.limit" in limit.json()["message"]
         assert (
             client.post("/v1/subscriptions", json={**base, "url": "file:///etc/passwd"}).status_code
             == 400

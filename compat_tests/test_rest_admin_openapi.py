@@ -79,8 +79,9 @@ def example(schema: dict[str, Any]) -> Any:
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = kind[0]
-    if kind == "object":
-        return {name: example(sub) for name, sub in schema.get("properties", {}).items()}
+    if kind == "object":  # a request carries no readOnly property
+        properties = schema.get("properties", {}).items()
+        return {name: example(sub) for name, sub in properties if not sub.get("readOnly")}
     if kind == "array":
         return [example(schema["items"])]
     if kind == "integer":

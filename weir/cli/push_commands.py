@@ -205,7 +205,7 @@ class _Http:
 
 def _error_text(exc: urllib.error.HTTPError) -> str:
     try:
-        return str(json.loads(exc.read(65536)).get("error", exc.reason))
+        return str(json.loads(exc.read(65536)).get("message", exc.reason))
     except (ValueError, AttributeError, OSError):
         return str(exc.reason)
 

@@ -167,10 +167,10 @@ _TOPIC = _path_param("topic_name")
 _PARTITION = _path_param("partition_id", {"type": "integer", "minimum": 0})
 
 
-def _stream_get(summary: str, params: list[dict[str, Any]]) -> dict[str, Any]:
+def _stream_get(operation_id: str, summary: str, params: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "get": {
-            "operationId": summary.replace(" ", "_"),
+            "operationId": operation_id,
             "summary": summary,
             "description": (
                 "Server-sent events: `event: record` (id `partition:offset`, data one record "
@@ -253,6 +253,7 @@ RECORDS_OPENAPI_PATHS: dict[str, Any] = {
         }
     },
     _PARTITION_RECORDS + "/stream": _stream_get(
+        "followPartitionRecords",
         "Follow a partition live (Weir)",
         [
             _CLUSTER,
@@ -267,6 +268,7 @@ RECORDS_OPENAPI_PATHS: dict[str, Any] = {
         ],
     ),
     "/v3/clusters/{cluster_id}/topics/{topic_name}/records/stream": _stream_get(
+        "followTopicRecords",
         "Follow every partition of a topic live (Weir)",
         [_CLUSTER, _TOPIC, _TIMESTAMP, _START, _FORMAT, _ISOLATION],
     ),

@@ -57,7 +57,8 @@ def _json(content: object, status: int = 200) -> Response:
 
 
 def _error(status: int, message: str) -> Response:
-    return _json({"error": message}, status)
+    """The REST API's error shape (Confluent's `error_code` and `message`)."""
+    return _json({"error_code": status, "message": message}, status)
 
 
 # weir.broker.http.authentication's http_authorization (injected: see share_access.py).
@@ -303,11 +304,15 @@ _SUBSCRIPTION_SCHEMA: dict[str, Any] = {
 PUSH_OPENAPI_PATHS: dict[str, Any] = {
     "/v1/subscriptions": {
         "get": {
+            "operationId": "listSubscriptions",
             "summary": "List push subscriptions",
+            "parameters": [],
             "responses": {"200": {"description": "the subscriptions (no secrets)"}},
         },
         "post": {
+            "operationId": "createSubscription",
             "summary": "Create a push subscription",
+            "parameters": [],
             "requestBody": {
                 "required": True,
                 "content": {"application/json": {"schema": _SUBSCRIPTION_SCHEMA}},
@@ -320,27 +325,32 @@ PUSH_OPENAPI_PATHS: dict[str, Any] = {
         },
     },
     "/v1/subscriptions/{name}": {
-        "parameters": [_NAME_PARAMETER],
         "get": {
+            "operationId": "getSubscription",
             "summary": "A subscription, with this broker's delivery status per partition it leads",
+            "parameters": [_NAME_PARAMETER],
             "responses": {"200": {"description": "the subscription"}, **_ERRORS},
         },
         "delete": {
+            "operationId": "deleteSubscription",
             "summary": "Delete a subscription",
+            "parameters": [_NAME_PARAMETER],
             "responses": {"200": {"description": "deleted"}, **_ERRORS},
         },
     },
     "/v1/subscriptions/{name}/pause": {
-        "parameters": [_NAME_PARAMETER],
         "post": {
+            "operationId": "pauseSubscription",
             "summary": "Pause deliveries",
+            "parameters": [_NAME_PARAMETER],
             "responses": {"200": {"description": "paused"}, **_ERRORS},
         },
     },
     "/v1/subscriptions/{name}/resume": {
-        "parameters": [_NAME_PARAMETER],
         "post": {
+            "operationId": "resumeSubscription",
             "summary": "Resume deliveries",
+            "parameters": [_NAME_PARAMETER],
             "responses": {"200": {"description": "resumed"}, **_ERRORS},
         },
     },
