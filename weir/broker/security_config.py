@@ -101,6 +101,9 @@ class SecurityConfig:
     etcd_cafile: str = ""
     etcd_certfile: str = ""
     etcd_keyfile: str = ""
+    # The SQS API's receipt handles are MACed with a key from the cluster id and this
+    # (set it, the same on every broker, so a client cannot forge a handle).
+    sqs_receipt_secret: str = ""
     listener_list: tuple[Listener, ...] = field(default=(), compare=False)
 
     @property
