@@ -157,15 +157,6 @@ def test_a_request_body_over_the_byte_limit_is_answered_413_unread_and_closed(
     assert http_broker.rss_bytes() - rss_before < 32 * 1024 * 1024
 
 
-def test_chunked_request_bodies_are_refused_413(http_broker: WeirProcess) -> None:
-    with connect(http_broker) as sock:
-        sock.sendall(
-            b"GET /health/live HTTP/1.1\r\nHost: weir\r\nTransfer-Encoding: chunked\r\n\r\n"
-            b"4\r\nbody\r\n"
-        )
-        assert status_of(sock.recv(4096)) == 413
-
-
 def test_health_answers_while_keep_alive_peers_hold_every_slot(http_broker: WeirProcess) -> None:
     evicted_before = http_broker.metric_samples("weir_http_connections_evicted_total")[""]
     held: list[socket.socket] = []

@@ -80,6 +80,10 @@ class Limits:
     http_request_timeout_ms: int = 5_000
     # An HTTP request's line and headers.
     http_request_bytes_max: int = 8192
+    # An HTTP request's body, held whole by the endpoint that reads it (SQS's largest
+    # batch, 256 KiB of messages, fits with its JSON; REST produce's streaming mode
+    # bounds each record instead).
+    http_body_bytes_max: int = 1024 * 1024
     # A classic JoinGroup's protocol metadata (all protocols of the member), and a
     # SyncGroup's assignments (all members): held with the group until it moves on.
     group_member_metadata_bytes_max: int = 1024 * 1024

@@ -770,20 +770,31 @@ class SharePartition:
         )
 
     def acknowledge_batches(
-        self, member_id: str, batches: Sequence[AckBatch], now_ms: int
+        self,
+        member_id: str,
+        batches: Sequence[AckBatch],
+        now_ms: int,
+        *,
+        renew_lock_ms: int | None = None,
     ) -> AckOutcome:
-        """A request's acknowledgement batches for this partition, all or nothing."""
-        refusal = _request_problem(batches) or self._state_problem(member_id, batches)
+        """A request's acknowledgement batches for this partition, all or nothing.
+        `renew_lock_ms`: a RENEW's lock runs this long (and RENEW is allowed whatever
+        the group's setting: a Weir HTTP queue's visibility change) instead of the
+        group's record lock duration."""
+        refusal = _request_problem(batches) or self._state_problem(
+            member_id, batches, renew_allowed=renew_lock_ms is not None
+        )
         if refusal is not None:
             return AckOutcome(refusal[0], (), refusal[1])
         archived = _ArchivedRanges()
+        lock_ms = self.settings.record_lock_duration_ms if renew_lock_ms is None else renew_lock_ms
         for batch in batches:
-            self._apply(member_id, batch, now_ms, archived)
+            self._apply(member_id, batch, now_ms, archived, lock_ms)
         self._advance_past_final()
         return AckOutcome(ErrorCode.NONE, tuple(archived.ranges))
 
     def _state_problem(
-        self, member_id: str, batches: Sequence[AckBatch]
+        self, member_id: str, batches: Sequence[AckBatch], *, renew_allowed: bool = False
     ) -> tuple[ErrorCode, str] | None:
         for batch in batches:
             if batch.last_offset < self.start_offset:
@@ -793,7 +804,8 @@ class SharePartition:
             first = max(batch.first_offset, self.start_offset)
             if first >= self.in_flight_end or batch.last_offset >= self.in_flight_end:
                 return ErrorCode.INVALID_REQUEST, "the batch reaches past the acquired records"
-            if AcknowledgeType.RENEW in batch.types and not self.settings.renew_acknowledge_enabled:
+            renewable = renew_allowed or self.settings.renew_acknowledge_enabled
+            if AcknowledgeType.RENEW in batch.types and not renewable:
                 return ErrorCode.INVALID_RECORD_STATE, "renewing locks is not enabled for the group"
             for offset in range(first, batch.last_offset + 1):
                 slot = self._slots[offset - self.start_offset]
@@ -809,10 +821,15 @@ class SharePartition:
         return None
 
     def _apply(
-        self, member_id: str, batch: AckBatch, now_ms: int, archived: _ArchivedRanges
+        self,
+        member_id: str,
+        batch: AckBatch,
+        now_ms: int,
+        archived: _ArchivedRanges,
+        lock_ms: int,
     ) -> None:
         first = max(batch.first_offset, self.start_offset)
-        renewed_ms = now_ms + self.settings.record_lock_duration_ms
+        renewed_ms = now_ms + lock_ms
         renewed = False
         for offset in range(first, batch.last_offset + 1):
             slot = self._slots[offset - self.start_offset]
@@ -839,20 +856,27 @@ class SharePartition:
             self._push_deadline(renewed_ms, first, batch.last_offset)
 
     def hold_from(
-        self, member_id: str, acquired: Sequence[AcquiredRange], now_ms: int
+        self,
+        member_id: str,
+        acquired: Sequence[AcquiredRange],
+        now_ms: int,
+        lock_ms: int | None = None,
     ) -> list[AcquiredRange]:
         """What of `acquired` a share fetch answers at `now_ms`, its state stored (which
         a moving share coordinator can hold for seconds): the parts `member_id` still
         holds at those delivery counts, their locks restarted at `now_ms` so the member
-        has a whole lock from the answer on; the rest expired meanwhile (another member
-        may have it) and is left out."""
+        has a whole lock (of `lock_ms`, or the group's record lock duration) from the
+        answer on; the rest expired meanwhile (another member may have it) and is left
+        out."""
         kept = _AcquiredRanges()
         for acquired_range in acquired:
             count = acquired_range.delivery_count
             for offset in range(acquired_range.first_offset, acquired_range.last_offset + 1):
                 if self.record_state(offset) == (RecordState.ACQUIRED, count, member_id):
                     kept.add(offset, offset, count)
-        deadline_ms = now_ms + self.settings.record_lock_duration_ms
+        deadline_ms = now_ms + (
+            self.settings.record_lock_duration_ms if lock_ms is None else lock_ms
+        )
         for held in kept.ranges:
             for offset in range(held.first_offset, held.last_offset + 1):
                 self._slots[offset - self.start_offset].deadline_ms = deadline_ms

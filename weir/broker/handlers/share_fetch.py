@@ -26,13 +26,20 @@ A ShareFetch, on the leader of its partitions:
 
 ShareAcknowledge does 1 and 2 (and 5). The final epoch (-1) closes the session
 after its acknowledgements, releasing the member's other acquired records.
+
+A direct request (Weir's tagged field `weir_direct_lock_ms`, sent only by a Weir
+broker's HTTP queue APIs through `weir.broker.http.share_direct`) skips step 1: it
+opens no session and joins no group, its partitions are the ones it names, and the
+locks it takes (step 3) or renews (a RENEW in a direct ShareAcknowledge, allowed
+whatever the group's setting) run for its own lock duration, restarted at the answer.
+The records stay acquired by its member id until acknowledged or their locks end.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
@@ -66,6 +73,7 @@ from weir.sharecoord.share_partition import (
     LogBatch,
     RecordTimes,
 )
+from weir.wire.apis.share_groups import NOT_DIRECT
 from weir.wire.messages.share_groups import (
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
@@ -94,6 +102,8 @@ COLD_READ_ATTEMPTS_MAX = 3
 # A share fetch whose acquisition took a tenth of the lock or more to answer (its state
 # stored: a moving share coordinator can take seconds) restarts the locks it answers.
 LOCK_RESTART_FRACTION = 10
+# A direct (session-less) request's longest lock: SQS's longest visibility timeout, 12 h.
+DIRECT_LOCK_MS_MAX = 12 * 3600 * 1000
 
 
 def share_service(ctx: RequestContext) -> ShareService:
@@ -126,6 +136,8 @@ class _Request:
     acks: dict[TopicPartitionId, list[AckBatch]]
     # IsRenewAck (v2): only a request that says so may carry RENEW.
     renew: bool = False
+    # A direct request's lock duration (Weir's HTTP queues); None: the group's.
+    lock_ms: int | None = None
     results: dict[TopicPartitionId, _PartitionResult] = field(default_factory=dict)
     changed: list[ShareLeader] = field(default_factory=list)
 
@@ -164,6 +176,8 @@ def handle_share_fetch(
         for p in t.partitions
         if p.acknowledgement_batches
     }
+    if request.weir_direct_lock_ms != NOT_DIRECT:
+        return _direct_fetch(ctx, service, request, named, unknown, acks)
     forgotten = [(f.topic_id, p) for f in request.forgotten_topics_data for p in f.partitions]
     try:
         session = service.sessions.for_fetch(
@@ -191,7 +205,7 @@ def handle_share_fetch(
             if closing is not None:
                 await service.close_session(closing)
         elif not request.is_renew_ack:  # KIP-1222: a renewal acquires nothing
-            await _acquire_with_wait(ctx, service, session, request, state)
+            await _acquire_with_wait(ctx, service, session.partitions, request, state)
         error = await service.partitions.persist(state.changed)
         if error != ErrorCode.NONE:
             _fail_unstored(state, error)
@@ -218,6 +232,43 @@ def _fetch_failure(error: ErrorCode, message: str) -> ShareFetchResponse:
     return ShareFetchResponse(throttle_time_ms=0, error_code=error, error_message=message)
 
 
+def _direct_lock_problem(lock_ms: int) -> str | None:
+    if 0 < lock_ms <= DIRECT_LOCK_MS_MAX:
+        return None
+    return f"a direct request's lock is 1 to {DIRECT_LOCK_MS_MAX} ms, not {lock_ms}"
+
+
+def _direct_fetch(
+    ctx: RequestContext,
+    service: ShareService,
+    request: ShareFetchRequest,
+    named: list[TopicPartitionId],
+    unknown: dict[TopicPartitionId, ErrorCode],
+    acks: dict[TopicPartitionId, list[AckBatch]],
+) -> ShareFetchResponse | Deferred[ShareFetchResponse]:
+    """A session-less ShareFetch (Weir's HTTP queue APIs, `weir_direct_lock_ms`): its
+    acknowledgements, then records acquired from the partitions it names, locked for
+    its lock duration; no share session is opened or changed."""
+    lock_ms = request.weir_direct_lock_ms
+    problem = _direct_lock_problem(lock_ms)
+    if problem is not None:
+        return _fetch_failure(ErrorCode.INVALID_REQUEST, problem)
+    state = _Request(request.group_id or "", request.member_id or "", acks, lock_ms=lock_ms)
+    for partition, error in unknown.items():
+        state.result(partition).error = error
+
+    async def finish() -> ShareFetchResponse:
+        await _acknowledge_all(ctx.broker, service, state, ctx.now_ms())
+        await _acquire_with_wait(ctx, service, named, request, state)
+        error = await service.partitions.persist(state.changed)
+        if error != ErrorCode.NONE:
+            _fail_unstored(state, error)
+        _hold_from_answer(state, wall_clock_ms())  # always: the lock is not the group's
+        return _fetch_response(state, lock_ms)
+
+    return Deferred(finish)
+
+
 def _watch_connection(ctx: RequestContext, service: ShareService, session: ShareSession) -> None:
     """A session ends with the connection it was opened on (its records released)."""
     connection = ctx.connection
@@ -236,10 +287,12 @@ def _watch_connection(ctx: RequestContext, service: ShareService, session: Share
 async def _acquire_with_wait(
     ctx: RequestContext,
     service: ShareService,
-    session: ShareSession,
+    partitions: Collection[TopicPartitionId],
     request: ShareFetchRequest,
     state: _Request,
 ) -> None:
+    """Acquire from `partitions` (a session's, which may change while this waits; or a
+    direct request's), waiting up to MaxWaitMs while there is nothing."""
     broker = ctx.broker
     limits = broker.config.limits
     wait_s = min(max(request.max_wait_ms, 0), limits.fetch_wait_ms_max) / 1000
@@ -249,7 +302,7 @@ async def _acquire_with_wait(
     bytes_max = min(max(request.max_bytes, 0), limits.fetch_response_bytes_max)
     while True:
         waits = await _acquire_once(
-            broker, service, session, state, records_max, record_limit, bytes_max
+            broker, service, partitions, state, records_max, record_limit, bytes_max
         )
         if any(r.acquired for r in state.results.values()):
             return
@@ -261,14 +314,14 @@ async def _acquire_with_wait(
 async def _acquire_once(
     broker: Broker,
     service: ShareService,
-    session: ShareSession,
+    partitions: Collection[TopicPartitionId],
     state: _Request,
     records_max: int,
     record_limit: bool,
     bytes_max: int,
 ) -> list[tuple[PartitionReplica, ShareLeader]]:
-    """Acquire from each partition of the session; return what to wait on when
-    nothing was acquired."""
+    """Acquire from each of `partitions`; return what to wait on when nothing was
+    acquired."""
     waits = []
     config = service.partitions.config(state.group_id)
     read_committed = config.read_committed
@@ -277,7 +330,7 @@ async def _acquire_once(
         record_ttl_ms=config.record_ttl_ms,
         delay_max_ms=config.delivery_delay_max_ms,
     )
-    for topic_id, index in list(session.partitions):
+    for topic_id, index in list(partitions):
         if records_max <= 0 or bytes_max <= 0:
             break
         result = state.result((topic_id, index))
@@ -560,7 +613,7 @@ def _hold_from_answer(state: _Request, now_ms: int) -> None:
         if not result.acquired or result.share_leader is None:
             continue
         partition = result.share_leader.partition
-        kept = partition.hold_from(state.member_id, result.acquired, now_ms)
+        kept = partition.hold_from(state.member_id, result.acquired, now_ms, state.lock_ms)
         if kept != result.acquired:
             log.info("share fetch: %s: locks expired before the answer: %s, kept %s",
                      state.member_id, result.acquired, kept)  # fmt: skip
@@ -625,7 +678,7 @@ async def _acknowledge_all(
             result.ack_error = ErrorCode.INVALID_REQUEST
             result.ack_error_message = "RENEW in a request that is not a renewal (IsRenewAck)"
             continue
-        outcome = _acknowledge(leader, state.member_id, batches, now_ms, service)
+        outcome = _acknowledge(leader, state, batches, now_ms, service)
         if outcome.error != ErrorCode.NONE:
             result.ack_error, result.ack_error_message = outcome.error, outcome.message or None
         state.changed.append(leader)
@@ -636,13 +689,15 @@ async def _acknowledge_all(
 
 def _acknowledge(
     leader: ShareLeader,
-    member_id: str,
+    state: _Request,
     batches: Sequence[AckBatch],
     now_ms: int,
     service: ShareService,
 ) -> AckOutcome:
     """The request's batches for one partition, applied all or nothing."""
-    outcome = leader.partition.acknowledge_batches(member_id, batches, now_ms)
+    outcome = leader.partition.acknowledge_batches(
+        state.member_id, batches, now_ms, renew_lock_ms=state.lock_ms
+    )
     service.partitions.archived(leader, outcome.archived)
     return outcome
 
@@ -659,8 +714,17 @@ def handle_share_acknowledge(
         return _acknowledge_failure(
             ErrorCode.INVALID_REQUEST, "a group id and a member id are required"
         )
+    direct = request.weir_direct_lock_ms != NOT_DIRECT
+    if direct and _direct_lock_problem(request.weir_direct_lock_ms) is not None:
+        return _acknowledge_failure(
+            ErrorCode.INVALID_REQUEST, _direct_lock_problem(request.weir_direct_lock_ms) or ""
+        )
     try:
-        session = service.sessions.for_acknowledge(group_id, member_id, request.share_session_epoch)
+        session = (
+            None
+            if direct
+            else service.sessions.for_acknowledge(group_id, member_id, request.share_session_epoch)
+        )
     except ShareSessionError as exc:
         return _acknowledge_failure(exc.error_code, str(exc))
     acks = {
@@ -671,12 +735,14 @@ def handle_share_acknowledge(
         for t in request.topics
         for p in t.partitions
     }
-    state = _Request(group_id, member_id, acks, renew=request.is_renew_ack)
+    state = _Request(group_id, member_id, acks, renew=request.is_renew_ack or direct)
     lock_duration_ms = service.partitions.config(group_id).record_lock_duration_ms
+    if direct:
+        state.lock_ms = lock_duration_ms = request.weir_direct_lock_ms
 
     async def finish() -> ShareAcknowledgeResponse:
         await _acknowledge_all(ctx.broker, service, state, ctx.now_ms())
-        if session is None:
+        if session is None and not direct:
             closing = service.sessions.get(group_id, member_id)
             if closing is not None:
                 await service.close_session(closing)

@@ -13,8 +13,11 @@ Hypercorn parses, keeps connections alive and bounds a request's head
   read its answer; a slow, idle or not-reading peer is closed when it runs
   out (Hypercorn's own `keep_alive_timeout` only covers the wait for a head,
   and its writes are shielded from cancellation: the socket is closed);
-- requests with a body (every endpoint is GET) larger than
-  `http_request_bytes_max` are answered 413 without being read.
+- a request whose head is larger than `http_request_bytes_max`, or whose announced
+  body is larger than `http_body_bytes_max`, is answered 431 or 413 without being
+  read; a chunked body is counted as the app reads it and cut off past the bound
+  (`weir.broker.http.exchange`: long polls, streamed answers and streamed bodies
+  move these limits for their own exchange).
 
 Each accepted stream is handed to Hypercorn's per-connection server,
 `hypercorn.trio.tcp_server.TCPServer`, which is what `hypercorn.trio.serve`
@@ -41,6 +44,7 @@ from weir.broker.broker import Broker
 from weir.broker.config import Limits
 from weir.broker.http.app import build_app
 from weir.broker.http.authentication import HttpAuthentication
+from weir.broker.http.exchange import EXCHANGE_SCOPE_KEY, Exchange
 from weir.broker.listen import open_listeners
 from weir.broker.metrics import Metrics
 from weir.broker.tls import ServerTlsContext
@@ -117,19 +121,25 @@ class HttpConnections:
 class ExchangeLimits:
     """ASGI middleware: marks a connection as inside a request (not evictable) while
     the app answers it, restarts its deadline after each answer, and answers 431
-    to a request whose head is over `bytes_max` (h11 bounds only a head that
+    to a request whose head is over `head_bytes_max` (h11 bounds only a head that
     arrives in pieces: one that comes in a single read of up to 64 KiB passes
-    it) and 413 to one whose body is (Hypercorn then closes the connection: the
-    unread body leaves it unusable)."""
+    it) and 413 to one whose announced body is over `body_bytes_max` (Hypercorn
+    then closes the connection: the unread body leaves it unusable). A chunked
+    body is counted as the app reads it (`exchange.Exchange`)."""
 
     def __init__(
-        self, app: AsgiApp, connections: HttpConnections, timeout_s: float, bytes_max: int
+        self,
+        app: AsgiApp,
+        connections: HttpConnections,
+        timeout_s: float,
+        head_bytes_max: int,
+        body_bytes_max: int,
     ) -> None:
         self.app = app
         self.connections = connections
         self.timeout_s = timeout_s
-        self.head_bytes_max = bytes_max
-        self.body_bytes_max = bytes_max
+        self.head_bytes_max = head_bytes_max
+        self.body_bytes_max = body_bytes_max
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -144,11 +154,38 @@ class ExchangeLimits:
             elif _body_too_large(scope, self.body_bytes_max):
                 await _answer(send, 413, b"request body too large\n")
             else:
-                await self.app(scope, receive, send)
+                exchange = Exchange(
+                    self.timeout_s, self.body_bytes_max, _deadline_setter(connection)
+                )
+                scope[EXCHANGE_SCOPE_KEY] = exchange
+                await self.app(scope, _bounded(receive, exchange), send)
         finally:
             if connection is not None:
                 connection.requests_in_app -= 1
                 connection.deadline_s = trio.current_time() + self.timeout_s
+
+
+def _deadline_setter(connection: HttpConnection | None) -> Callable[[float], None]:
+    def extend(deadline_s: float) -> None:
+        if connection is not None:
+            connection.deadline_s = max(connection.deadline_s, deadline_s)
+
+    return extend
+
+
+def _bounded(receive: Receive, exchange: Exchange) -> Receive:
+    """`receive` that counts body bytes and, past the exchange's bound, answers that
+    the client left (the app reads no more of it)."""
+
+    async def bounded_receive() -> Message:
+        message = await receive()
+        if message["type"] == "http.request" and exchange.body_over_bound(
+            len(message.get("body", b""))
+        ):
+            return {"type": "http.disconnect"}
+        return message
+
+    return bounded_receive
 
 
 def _head_bytes(scope: Scope) -> int:
@@ -158,9 +195,8 @@ def _head_bytes(scope: Scope) -> int:
 
 
 def _body_too_large(scope: Scope, bytes_max: int) -> bool:
+    """Its announced length is over the bound (a chunked body is counted as read)."""
     for name, value in scope["headers"]:
-        if name == b"transfer-encoding":
-            return True  # a chunked body has no announced size: none is read
         if name == b"content-length" and (not value.isdigit() or int(value) > bytes_max):
             return True
     return False
@@ -198,7 +234,13 @@ async def serve_http(
     connections = HttpConnections(limits.http_connections_max, broker.metrics)
     timeout_s = limits.http_request_timeout_ms / 1000
     authenticated = HttpAuthentication(build_app(broker), broker)  # type: ignore[arg-type]
-    app = ExchangeLimits(authenticated, connections, timeout_s, limits.http_request_bytes_max)
+    app = ExchangeLimits(
+        authenticated,
+        connections,
+        timeout_s,
+        limits.http_request_bytes_max,
+        limits.http_body_bytes_max,
+    )
     config = hypercorn_config(limits)
     tls = (
         ServerTlsContext(broker.config.security, http=True)

@@ -205,6 +205,19 @@ def _node_endpoints() -> Field:
     )
 
 
+# Weir's own tagged field ("WG", far from Kafka's tags), sent only by a Weir broker's
+# HTTP queue APIs (weir/broker/http/share_direct.py): a request carrying it is
+# session-less ("direct"): its partitions are the ones it names, it opens no share
+# session and joins no group, and the locks it takes or renews run for this many
+# milliseconds instead of the group's record lock duration. -1: an ordinary request.
+WEIR_DIRECT_LOCK_MS_TAG = 0x5747
+NOT_DIRECT = -1
+
+
+def _weir_direct_lock_ms() -> Field:
+    return Field("weir_direct_lock_ms", INT32, tag=WEIR_DIRECT_LOCK_MS_TAG, default=NOT_DIRECT)
+
+
 SHARE_FETCH_REQUEST = Message(
     "ShareFetchRequest",
     valid="1-2",
@@ -241,6 +254,7 @@ SHARE_FETCH_REQUEST = Message(
             "forgotten_topics_data",
             Array(Struct(Field("topic_id", UUID), Field("partitions", Array(INT32)))),
         ),
+        _weir_direct_lock_ms(),
     ],
 )
 
@@ -320,6 +334,7 @@ SHARE_ACKNOWLEDGE_REQUEST = Message(
                 )
             ),
         ),
+        _weir_direct_lock_ms(),
     ],
 )
 

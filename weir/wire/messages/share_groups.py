@@ -147,6 +147,7 @@ class ShareFetchRequest:
     is_renew_ack: bool = False
     topics: list[ShareFetchRequestTopic] = field(default_factory=list)
     forgotten_topics_data: list[ShareFetchRequestForgottenTopicsData] = field(default_factory=list)
+    weir_direct_lock_ms: int = -1
 
 
 @dataclass(slots=True)
@@ -228,6 +229,7 @@ class ShareAcknowledgeRequest:
     share_session_epoch: int = 0
     is_renew_ack: bool = False
     topics: list[ShareAcknowledgeRequestTopic] = field(default_factory=list)
+    weir_direct_lock_ms: int = -1
 
 
 @dataclass(slots=True)
