@@ -44,7 +44,7 @@ errors_deadletterqueue_topic_name_prefix = ""
 [limits]
 # SQS requests carry bodies (a batch up to 256 KiB, JSON-escaped): the listener's
 # default bound (8 KiB, for GET endpoints) is raised; the SQS API bounds its own at 2 MiB.
-http_request_bytes_max = 4194304
+http_body_bytes_max = 4194304
 """
 
 

@@ -10,6 +10,9 @@ from typing import Any
 
 from weir.broker.broker import Broker
 from weir.broker.handlers.admin_configs import ConfigOperation, ResourceType
+from weir.broker.handlers.request_authorization import RequestAuthorization
+from weir.broker.http.kafka_gateway import GatewayError, HttpCaller, KafkaGateway, gateway_of
+from weir.broker.http.share_direct import ShareDirect, share_direct_of
 from weir.broker.http.sqs.errors import (
     SqsError,
     access_denied,
@@ -18,7 +21,6 @@ from weir.broker.http.sqs.errors import (
     queue_does_not_exist,
     service_unavailable,
 )
-from weir.broker.http.sqs.local_backend import HttpCaller, LocalKafka, LocalShareDirect
 from weir.broker.http.sqs.receipts import receipt_key
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
@@ -58,11 +60,17 @@ def sqs_error_of(code: int, what: str, message: str | None = None) -> SqsError:
     return internal_error(detail)
 
 
+def gateway_failure(exc: GatewayError, what: str) -> SqsError:
+    if exc.retriable:
+        return service_unavailable(f"Try again: {what}: {exc}")
+    return internal_error(f"{what}: {exc}")
+
+
 @dataclass
 class Backend:
     broker: Broker
-    kafka: LocalKafka
-    share: LocalShareDirect
+    kafka: KafkaGateway
+    share: ShareDirect
     # ApproximateFirstReceiveTimestamp: (topic, partition, offset) -> ms, this broker's
     # memory (bounded; a record first received elsewhere shows its receive here).
     first_received_ms: dict[tuple[str, int, int], int] = field(default_factory=dict)
@@ -73,15 +81,44 @@ class Backend:
         secret = self.broker.config.security.sqs_receipt_secret
         return receipt_key(self.broker.controller.cluster_id, secret)
 
-    async def check(
-        self, caller: HttpCaller, api_key: int, version: int, body: Mapping[str, Any], what: str
+    async def send(
+        self,
+        caller: HttpCaller,
+        api_key: int,
+        version: int,
+        body: Mapping[str, Any],
+        what: str,
+        *,
+        node_id: int | None = None,
     ) -> Any:
-        """Run a Kafka API whose answer has a top-level error code."""
-        response = await self.kafka.send(caller, api_key, version, body)
-        code = getattr(response, "error_code", 0)
-        if code:
-            raise sqs_error_of(code, what, getattr(response, "error_message", None))
-        return response
+        """Run a Kafka API as the caller (on broker `node_id`); SqsError when it
+        could not be run."""
+        try:
+            return await self.kafka.send(caller, api_key, version, body, node_id=node_id)
+        except GatewayError as exc:
+            raise gateway_failure(exc, what) from exc
+
+    def authorization(self, caller: HttpCaller, api_name: str) -> RequestAuthorization | None:
+        """The caller's authorization for checks made here (None: all allowed)."""
+        authorizer = self.broker.authorizer
+        if authorizer is None or caller.session is None:
+            return None
+        return RequestAuthorization(authorizer, caller.session, api_name)
+
+    def leader(self, topic: str, partition: int) -> int:
+        leader = self.kafka.leader_of(topic, partition)
+        if leader is None:
+            raise service_unavailable(f"Try again: {topic}-{partition} has no leader now")
+        return leader
+
+    async def coordinator(self, caller: HttpCaller, group_id: str) -> int:
+        try:
+            found = await self.kafka.coordinator_of(caller, group_id)
+        except GatewayError as exc:
+            raise gateway_failure(exc, f"the coordinator of {group_id}") from exc
+        if found is None:
+            raise service_unavailable(f"Try again: group {group_id} has no coordinator now")
+        return found
 
     async def alter_configs(
         self,
@@ -110,7 +147,9 @@ class Backend:
             ],
             "validate_only": False,
         }
-        response = await self.kafka.send(caller, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
+        response = await self.send(
+            caller, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body, f"configs of {name}"
+        )
         for result in response.responses:
             if result.error_code:
                 raise sqs_error_of(result.error_code, f"configs of {name}", result.error_message)
@@ -125,7 +164,14 @@ class Backend:
                 {"name": topic, "partition_data": [{"index": partition, "records": records}]}
             ],
         }
-        response = await self.kafka.send(caller, ApiKey.PRODUCE, 9, body)
+        response = await self.send(
+            caller,
+            ApiKey.PRODUCE,
+            9,
+            body,
+            f"sending to {topic}",
+            node_id=self.leader(topic, partition),
+        )
         result = response.responses[0].partition_responses[0]
         if result.error_code:
             raise sqs_error_of(result.error_code, f"sending to {topic}", result.error_message)
@@ -134,25 +180,30 @@ class Backend:
     async def end_offsets(
         self, caller: HttpCaller, topic: str, partitions: Sequence[int]
     ) -> dict[int, int]:
-        body = {
-            "replica_id": -1,
-            "isolation_level": 0,
-            "topics": [
-                {
-                    "name": topic,
-                    "partitions": [
-                        {"partition_index": p, "current_leader_epoch": -1, "timestamp": -1}
-                        for p in partitions
-                    ],
-                }
-            ],
-        }
-        response = await self.kafka.send(caller, ApiKey.LIST_OFFSETS, 7, body)
+        """Each partition's end offset, asked of its leader."""
         ends = {}
-        for result in response.topics[0].partitions:
-            if result.error_code:
-                raise sqs_error_of(result.error_code, f"end offsets of {topic}")
-            ends[result.partition_index] = int(result.offset)
+        for partition in partitions:
+            body = {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {"partition_index": partition, "current_leader_epoch": -1,
+                             "timestamp": -1}
+                        ],
+                    }
+                ],
+            }  # fmt: skip
+            response = await self.send(
+                caller, ApiKey.LIST_OFFSETS, 7, body, f"end offsets of {topic}",
+                node_id=self.leader(topic, partition),
+            )  # fmt: skip
+            for result in response.topics[0].partitions:
+                if result.error_code:
+                    raise sqs_error_of(result.error_code, f"end offsets of {topic}")
+                ends[int(result.partition_index)] = int(result.offset)
         return ends
 
     def note_first_receive(self, key: tuple[str, int, int], now_ms: int) -> int:
@@ -167,3 +218,7 @@ class Backend:
 
 
 FIRST_RECEIVES_MAX = 100_000
+
+
+def backend_of(broker: Broker) -> Backend:
+    return Backend(broker, gateway_of(broker), share_direct_of(broker))

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from weir.broker.broker import wall_clock_ms
+from weir.broker.http.share_direct import DirectRecord
 from weir.broker.http.sqs.backend import Backend, sqs_error_of
 from weir.broker.http.sqs.errors import (
     SqsError,
@@ -24,7 +25,6 @@ from weir.broker.http.sqs.errors import (
     message_not_inflight,
     receipt_handle_invalid,
 )
-from weir.broker.http.sqs.local_backend import DirectRecord
 from weir.broker.http.sqs.message_attributes import (
     MessageAttribute,
     attribute_headers,
@@ -150,9 +150,9 @@ async def receive_message(backend: Backend, call: Call, params: Params) -> dict[
     }
     attribute_names = string_list(params, "MessageAttributeNames")
     member_id = "sqs-" + secrets.token_hex(8)
-    records = await _acquire(
-        backend, call, queue, member_id, count, visibility_s * 1000, wait_s * 1000
-    )
+    # A direct lock is at least 1 ms: a visibility timeout of 0 makes it visible at once.
+    lock_ms = max(visibility_s * 1000, 1)
+    records = await _acquire(backend, call, queue, member_id, count, lock_ms, wait_s * 1000)
     now_ms = wall_clock_ms()
     messages = [
         _message(
@@ -387,7 +387,11 @@ async def purge_queue(backend: Backend, call: Call, params: Params) -> dict[str,
             }
         ],
     }
-    response = await backend.kafka.send(call.caller, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, body)
+    coordinator = await backend.coordinator(call.caller, queue.group)
+    response = await backend.send(
+        call.caller, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, body, f"purging {queue.name}",
+        node_id=coordinator,
+    )  # fmt: skip
     if response.error_code:
         raise sqs_error_of(response.error_code, f"purging {queue.name}", response.error_message)
     for topic in response.responses:

@@ -14,6 +14,7 @@ from weir.broker.coordinators.share_configs import dead_letter_refusal
 from weir.broker.coordinators.share_service import ShareService
 from weir.broker.coordinators.share_state_service import ShareKey, ShareStateUnavailableError
 from weir.broker.handlers.admin_configs import ResourceType
+from weir.broker.http.kafka_gateway import HttpCaller
 from weir.broker.http.sqs.attributes import (
     ALL_NAMES,
     QUEUE_CONFIG,
@@ -32,7 +33,6 @@ from weir.broker.http.sqs.errors import (
     queue_does_not_exist,
     queue_name_exists,
 )
-from weir.broker.http.sqs.local_backend import HttpCaller
 from weir.broker.http.sqs.names import (
     FIFO_SUFFIX,
     check_queue_name,
@@ -163,7 +163,14 @@ async def create_queue(backend: Backend, call: Call, params: Params) -> dict[str
         "timeout_ms": 30_000,
         "validate_only": False,
     }
-    response = await backend.kafka.send(call.caller, ApiKey.CREATE_TOPICS, 7, body)
+    response = await backend.send(
+        call.caller,
+        ApiKey.CREATE_TOPICS,
+        7,
+        body,
+        f"creating topic {name}",
+        node_id=backend.kafka.controller_id(),
+    )
     result = response.topics[0]
     if result.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
         raise queue_name_exists(name)
@@ -176,12 +183,13 @@ async def create_queue(backend: Backend, call: Call, params: Params) -> dict[str
 async def get_queue_url(backend: Backend, call: Call, params: Params) -> dict[str, Any]:
     name = required_str(params, "QueueName")
     queue = find_queue(backend, name)
-    _require_describe(call, queue.name)
+    _require_describe(backend, call, queue.name)
     return {"QueueUrl": queue_url(call.endpoint, queue.name)}
 
 
-def _require_describe(call: Call, topic: str) -> None:
-    if call.caller is not None and not call.caller.allows_topic(AclOperation.DESCRIBE, topic):
+def _require_describe(backend: Backend, call: Call, topic: str) -> None:
+    authorization = backend.authorization(call.caller, "SQS")
+    if authorization is not None and not authorization.allows_topic(AclOperation.DESCRIBE, topic):
         raise queue_does_not_exist()
 
 
@@ -189,12 +197,13 @@ async def list_queues(backend: Backend, call: Call, params: Params) -> dict[str,
     prefix = optional_str(params, "QueueNamePrefix") or ""
     results_max = optional_int(params, "MaxResults", 1, LIST_RESULTS_MAX)
     after = _decode_token(optional_str(params, "NextToken"))
+    authorization = backend.authorization(call.caller, "SQS ListQueues")
     names = sorted(
         topic.name
         for topic in backend.broker.controller.topics()
         if topic.name.startswith(prefix)
         and queue_state_of(topic.configs.get(QUEUE_CONFIG)) is not None
-        and (call.caller is None or call.caller.allows_topic(AclOperation.DESCRIBE, topic.name))
+        and (authorization is None or authorization.allows_topic(AclOperation.DESCRIBE, topic.name))
     )
     if after is not None:
         names = [n for n in names if n > after]
@@ -220,7 +229,14 @@ def _decode_token(token: str | None) -> str | None:
 async def delete_queue(backend: Backend, call: Call, params: Params) -> dict[str, Any]:
     queue = queue_of(backend, params)
     body = {"topics": [{"name": queue.name}], "timeout_ms": 30_000}
-    response = await backend.kafka.send(call.caller, ApiKey.DELETE_TOPICS, 6, body)
+    response = await backend.send(
+        call.caller,
+        ApiKey.DELETE_TOPICS,
+        6,
+        body,
+        f"deleting topic {queue.name}",
+        node_id=backend.kafka.controller_id(),
+    )
     result = response.responses[0]
     if result.error_code:
         raise sqs_error_of(result.error_code, f"deleting topic {queue.name}", result.error_message)
@@ -229,7 +245,7 @@ async def delete_queue(backend: Backend, call: Call, params: Params) -> dict[str
 
 async def get_queue_attributes(backend: Backend, call: Call, params: Params) -> dict[str, Any]:
     queue = queue_of(backend, params)
-    _require_describe(call, queue.name)
+    _require_describe(backend, call, queue.name)
     names = requested_names(params.get("AttributeNames"))
     wanted = set(ALL_NAMES) if "All" in names else set(names)
     shown = {
@@ -312,7 +328,7 @@ async def untag_queue(backend: Backend, call: Call, params: Params) -> dict[str,
 
 async def list_queue_tags(backend: Backend, call: Call, params: Params) -> dict[str, Any]:
     queue = queue_of(backend, params)
-    _require_describe(call, queue.name)
+    _require_describe(backend, call, queue.name)
     tags = {
         k[len(TAG_PREFIX) :]: v
         for k, v in queue.state.attributes.items()

@@ -15,8 +15,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from weir.broker.broker import Broker
+from weir.broker.http.exchange import BodyTooLarge, extend_deadline, read_body
 from weir.broker.http.sqs import messaging, queues
-from weir.broker.http.sqs.backend import Backend
+from weir.broker.http.sqs.backend import Backend, backend_of
 from weir.broker.http.sqs.errors import (
     JSON_CONTENT_TYPE,
     SqsError,
@@ -26,7 +27,6 @@ from weir.broker.http.sqs.errors import (
     request_too_large,
     unsupported_operation,
 )
-from weir.broker.http.sqs.local_backend import LocalKafka, LocalShareDirect
 from weir.broker.http.sqs.params import Params
 from weir.broker.http.sqs.queues import Call
 from weir.broker.http.sqs.sigv4_auth import authenticate
@@ -61,7 +61,7 @@ ACTIONS: dict[str, Action] = {
 
 
 def sqs_routes(broker: Broker) -> list[BaseRoute]:
-    backend = Backend(broker, LocalKafka(broker), LocalShareDirect(broker))
+    backend = backend_of(broker)
 
     async def endpoint(request: Request) -> Response:
         return await handle(backend, request)
@@ -75,12 +75,17 @@ def sqs_routes(broker: Broker) -> list[BaseRoute]:
 async def handle(backend: Backend, request: Request) -> Response:
     request_id = str(uuid.uuid4())
     try:
-        body = await _read_body(request)
+        try:
+            body = await read_body(request, BODY_BYTES_MAX)
+        except BodyTooLarge:
+            raise _too_large() from None
         action, params = _parse(request, body)
         caller, principal = await authenticate(backend.broker, request, body)
         scheme = request.url.scheme
         host = request.headers.get("host") or f"{request.url.hostname}:{request.url.port}"
         call = Call(caller, f"{scheme}://{host}", principal)
+        if action == "ReceiveMessage":  # a long poll: the exchange may wait that long
+            extend_deadline(request, messaging.WAIT_TIME_MAX_S)
         answer = await ACTIONS[action](backend, call, params)
     except SqsError as exc:
         return _error_response(exc, request_id)
@@ -94,19 +99,6 @@ async def handle(backend: Backend, request: Request) -> Response:
         media_type=JSON_CONTENT_TYPE,
         headers={"x-amzn-RequestId": request_id},
     )
-
-
-async def _read_body(request: Request) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > BODY_BYTES_MAX):
-        raise _too_large()
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > BODY_BYTES_MAX:
-            raise _too_large()
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _too_large() -> SqsError:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from starlette.requests import Request
 
 from weir.broker.broker import Broker
-from weir.broker.http.sqs.local_backend import HttpCaller
+from weir.broker.http.kafka_gateway import HttpCaller, http_caller
 
 
 async def authenticate(broker: Broker, request: Request, body: bytes) -> tuple[HttpCaller, str]:
-    return None, ""
+    return http_caller(broker, request), ""
