@@ -647,3 +647,15 @@ def test_aws_cli_creates_sends_receives_and_deletes(sqs_broker: WeirProcess) -> 
     assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "0"
     assert url in _aws(sqs_broker, "list-queues", "--queue-name-prefix", name)["QueueUrls"]
     _aws(sqs_broker, "delete-queue", "--queue-url", url)
+
+
+# -- the docs' snippet -----------------------------------------------------------------
+
+
+def test_the_boto3_snippet_of_the_docs_runs(
+    sqs_broker: WeirProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = (Path(__file__).parent.parent / "docs" / "http-sqs.md").read_text()
+    snippet = docs.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(snippet.replace("http://127.0.0.1:8090", sqs_broker.http_url), {})  # noqa: S102
+    assert capsys.readouterr().out == "resize photo 42 1024\n"
