@@ -155,7 +155,7 @@ async def create_queue(backend: Backend, call: Call, params: Params) -> dict[str
             {
                 "name": name,
                 "num_partitions": 1,
-                "replication_factor": -1,
+                "replication_factor": _replicas(backend),
                 "assignments": [],
                 "configs": [{"name": k, "value": v} for k, v in configs.items()],
             }
@@ -178,6 +178,17 @@ async def create_queue(backend: Backend, call: Call, params: Params) -> dict[str
         raise sqs_error_of(result.error_code, f"creating topic {name}", result.error_message)
     await backend.alter_configs(call.caller, ResourceType.GROUP, group_of(name), group)
     return {"QueueUrl": queue_url(call.endpoint, name)}
+
+
+# A queue's replicas in a cluster (a topic's default is 1: a queue should survive a broker).
+QUEUE_REPLICAS_MAX = 3
+
+
+def _replicas(backend: Backend) -> int:
+    cluster = backend.broker.cluster
+    if cluster is None:
+        return -1
+    return max(1, min(QUEUE_REPLICAS_MAX, len(cluster.live_brokers())))
 
 
 async def get_queue_url(backend: Backend, call: Call, params: Params) -> dict[str, Any]:
@@ -256,34 +267,57 @@ async def get_queue_attributes(backend: Backend, call: Call, params: Params) -> 
         "ApproximateNumberOfMessagesNotVisible",
         "ApproximateNumberOfMessagesDelayed",
     }:
-        shown.update(await queue_depth(backend, queue))
+        shown.update(await queue_depth(backend, call, queue))
     return {"Attributes": {k: v for k, v in shown.items() if k in wanted}} if wanted else {}
 
 
-async def queue_depth(backend: Backend, queue: Queue) -> dict[str, str]:
-    """The messages by state, from the share partitions (those led here; a partition
-    led by another broker counts its records past the group's start offset as
-    visible)."""
+async def queue_depth(backend: Backend, call: Call, queue: Queue) -> dict[str, str]:
+    """The messages by state, from the share partitions led here; a partition led by
+    another broker counts the records its group has not finished with (the share
+    group's lag, DescribeShareGroupOffsets) as visible."""
     service = backend.broker.shares
     available = acquired = delayed = 0
+    elsewhere = []
     for index in range(queue.topic.partition_count):
         replica = backend.broker.lookup(queue.name, index)
         if isinstance(replica, ErrorCode) or not isinstance(service, ShareService):
+            elsewhere.append(index)
             continue
         key = ShareKey(queue.group, queue.topic.topic_id, index)
         try:
             leader = await service.partitions.leader(key, replica)
         except ShareStateUnavailableError:
+            elsewhere.append(index)
             continue
         depth = leader.partition.depth(replica.high_watermark)
         available += depth.available
         acquired += depth.acquired
         delayed += depth.delayed
+    if elsewhere:
+        available += sum((await _lags(backend, call, queue, elsewhere)).values())
     return {
         "ApproximateNumberOfMessages": str(available),
         "ApproximateNumberOfMessagesNotVisible": str(acquired),
         "ApproximateNumberOfMessagesDelayed": str(delayed),
     }
+
+
+async def _lags(
+    backend: Backend, call: Call, queue: Queue, partitions: list[int]
+) -> dict[int, int]:
+    topics = [{"topic_name": queue.name, "partitions": partitions}]
+    body = {"groups": [{"group_id": queue.group, "topics": topics}]}
+    coordinator = await backend.coordinator(call.caller, queue.group)
+    response = await backend.send(
+        call.caller, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, body, f"depth of {queue.name}",
+        node_id=coordinator,
+    )  # fmt: skip
+    lags = {}
+    for group in response.groups:
+        for topic in group.topics:
+            for partition in topic.partitions:
+                lags[int(partition.partition_index)] = max(int(partition.lag), 0)
+    return lags
 
 
 async def set_queue_attributes(backend: Backend, call: Call, params: Params) -> dict[str, Any]:
