@@ -659,3 +659,97 @@ def test_the_boto3_snippet_of_the_docs_runs(
     snippet = docs.split("```python\n", 1)[1].split("```", 1)[0]
     exec(snippet.replace("http://127.0.0.1:8090", sqs_broker.http_url), {})  # noqa: S102
     assert capsys.readouterr().out == "resize photo 42 1024\n"
+
+
+# -- moving dead letters back ----------------------------------------------------------
+
+
+def _arn(sqs: Any, url: str) -> str:
+    return str(
+        sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+    )
+
+
+def _dead_lettered(sqs: Any, bodies: list[str]) -> tuple[str, str]:
+    """A source queue (maxReceiveCount 2) whose messages `bodies` all went to its
+    dead-letter queue: (source URL, dead-letter queue URL)."""
+    dead_url = _queue(sqs)
+    policy = json.dumps({"deadLetterTargetArn": _arn(sqs, dead_url), "maxReceiveCount": 2})
+    url = _queue(sqs, RedrivePolicy=policy)
+    sqs.send_message_batch(
+        QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies)]
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        depth = sqs.get_queue_attributes(
+            QueueUrl=dead_url, AttributeNames=["ApproximateNumberOfMessages"]
+        )
+        if int(depth["Attributes"]["ApproximateNumberOfMessages"]) == len(bodies):
+            return url, dead_url
+        sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=1, WaitTimeSeconds=1
+        )
+    raise AssertionError("the messages did not reach the dead-letter queue")
+
+
+def test_a_message_move_task_returns_dead_letters_to_their_source(sqs: Any) -> None:
+    bodies = ["a", "b", "c"]
+    url, dead_url = _dead_lettered(sqs, bodies)
+    dead_arn = _arn(sqs, dead_url)
+    handle = sqs.start_message_move_task(SourceArn=dead_arn)["TaskHandle"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        (task,) = sqs.list_message_move_tasks(SourceArn=dead_arn)["Results"]
+        if task["Status"] != "RUNNING":
+            break
+        time.sleep(0.2)
+    assert task["Status"] == "COMPLETED", task
+    assert task["ApproximateNumberOfMessagesMoved"] == 3
+    assert task["ApproximateNumberOfMessagesToMove"] == 3
+    with pytest.raises(ClientError) as over:
+        sqs.cancel_message_move_task(TaskHandle=handle)
+    assert _code(over) == "ResourceNotFoundException"
+    back: list[dict[str, Any]] = []
+    while len(back) < 3 and time.monotonic() < deadline:
+        back += sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=2,
+            AttributeNames=["ApproximateReceiveCount"],
+        ).get("Messages", [])
+    assert sorted(m["Body"] for m in back) == bodies
+    assert {m["Attributes"]["ApproximateReceiveCount"] for m in back} == {"1"}
+    assert "Messages" not in sqs.receive_message(QueueUrl=dead_url, WaitTimeSeconds=1)
+
+
+def test_a_message_move_task_can_target_a_queue_and_be_cancelled(sqs: Any) -> None:
+    bodies = [f"m{i}" for i in range(5)]
+    _, dead_url = _dead_lettered(sqs, bodies)
+    dead_arn = _arn(sqs, dead_url)
+    other = _queue(sqs)
+    handle = sqs.start_message_move_task(
+        SourceArn=dead_arn, DestinationArn=_arn(sqs, other), MaxNumberOfMessagesPerSecond=1
+    )["TaskHandle"]
+    with pytest.raises(ClientError) as second:  # one running task per source
+        sqs.start_message_move_task(SourceArn=dead_arn)
+    assert _code(second) == "InvalidParameterValue"
+    time.sleep(1.5)
+    moved = sqs.cancel_message_move_task(TaskHandle=handle)["ApproximateNumberOfMessagesMoved"]
+    assert 1 <= moved < 5
+    (task,) = sqs.list_message_move_tasks(SourceArn=dead_arn, MaxResults=10)["Results"]
+    assert task["Status"] == "CANCELLED" and "TaskHandle" not in task
+    received = sqs.receive_message(QueueUrl=other, MaxNumberOfMessages=10, WaitTimeSeconds=2)
+    assert len(received["Messages"]) == moved
+    with pytest.raises(ClientError) as not_dead_letters:
+        sqs.start_message_move_task(SourceArn=_arn(sqs, other))
+    assert _code(not_dead_letters) == "InvalidParameterValue"
+
+
+def test_fifo_queues_are_refused_for_now(sqs: Any) -> None:
+    with pytest.raises(ClientError) as refused:
+        sqs.create_queue(
+            QueueName=f"f-{uuid.uuid4().hex[:8]}.fifo", Attributes={"FifoQueue": "true"}
+        )
+    assert _code(refused) == "AWS.SimpleQueueService.UnsupportedOperation"

@@ -21,6 +21,7 @@ from weir.broker.http.sqs.errors import (
     queue_does_not_exist,
     service_unavailable,
 )
+from weir.broker.http.sqs.move_task_state import MoveTasks
 from weir.broker.http.sqs.receipts import receipt_key
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
@@ -74,6 +75,7 @@ class Backend:
     # ApproximateFirstReceiveTimestamp: (topic, partition, offset) -> ms, this broker's
     # memory (bounded; a record first received elsewhere shows its receive here).
     first_received_ms: dict[tuple[str, int, int], int] = field(default_factory=dict)
+    move_tasks: MoveTasks = field(default_factory=MoveTasks)
 
     @property
     def receipt_key(self) -> bytes:

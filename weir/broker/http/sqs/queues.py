@@ -32,6 +32,7 @@ from weir.broker.http.sqs.errors import (
     invalid_parameter,
     queue_does_not_exist,
     queue_name_exists,
+    unsupported_operation,
 )
 from weir.broker.http.sqs.names import (
     FIFO_SUFFIX,
@@ -135,6 +136,10 @@ async def create_queue(backend: Backend, call: Call, params: Params) -> dict[str
     ):
         fifo = True
     check_queue_name(name, fifo=fifo)
+    if fifo:
+        # A FIFO queue needs its share partitions to hold back a message group's later
+        # records while one is in flight, which share groups cannot do yet.
+        raise unsupported_operation("FIFO queues are not supported by Weir yet.")
     attributes = check_attributes(raw_attributes, fifo=fifo, creating=True)
     tags = string_map(params, "tags", TAGS_MAX)
     existing = backend.broker.controller.topic(name)

@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Route
 
 from weir.broker.broker import Broker
 from weir.broker.http.exchange import BodyTooLarge, extend_deadline, read_body
-from weir.broker.http.sqs import messaging, queues
+from weir.broker.http.sqs import messaging, move_tasks, queues
 from weir.broker.http.sqs.backend import Backend, backend_of
 from weir.broker.http.sqs.errors import (
     JSON_CONTENT_TYPE,
@@ -57,6 +57,9 @@ ACTIONS: dict[str, Action] = {
     "ChangeMessageVisibility": messaging.change_message_visibility,
     "ChangeMessageVisibilityBatch": messaging.change_message_visibility_batch,
     "PurgeQueue": messaging.purge_queue,
+    "StartMessageMoveTask": move_tasks.start_message_move_task,
+    "ListMessageMoveTasks": move_tasks.list_message_move_tasks,
+    "CancelMessageMoveTask": move_tasks.cancel_message_move_task,
 }
 
 
@@ -127,13 +130,7 @@ def _parse(request: Request, body: bytes) -> tuple[str, Params]:
 
 def _unknown_operation(target: str) -> SqsError:
     action = target[len(TARGET_PREFIX) :] if target.startswith(TARGET_PREFIX) else target
-    if action in (
-        "AddPermission",
-        "RemovePermission",
-        "StartMessageMoveTask",
-        "ListMessageMoveTasks",
-        "CancelMessageMoveTask",
-    ):
+    if action in ("AddPermission", "RemovePermission"):
         return unsupported_operation(f"{action} is not supported by Weir.")
     return invalid_action(target)
 
