@@ -26,7 +26,6 @@ from weir.broker.broker import wall_clock_ms
 from weir.broker.coordinators.share_service import ShareService
 from weir.broker.http.kafka_gateway import HttpCaller
 from weir.broker.http.share_direct import DirectRecord
-from weir.broker.http.sqs.attributes import QUEUE_CONFIG, queue_state_of
 from weir.broker.http.sqs.backend import Backend, sqs_error_of
 from weir.broker.http.sqs.errors import (
     SqsError,
@@ -45,7 +44,7 @@ from weir.broker.http.sqs.move_task_state import (
 )
 from weir.broker.http.sqs.names import queue_arn, queue_from_arn
 from weir.broker.http.sqs.params import Params, optional_int, optional_str, required_str
-from weir.broker.http.sqs.queues import Call, Queue, find_queue, queue_depth
+from weir.broker.http.sqs.queues import Call, Queue, find_queue, queue_depth, topic_queue_state
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import build_batch
 from weir.sharecoord.share_partition import AcknowledgeType
@@ -59,7 +58,7 @@ MOVE_LOCK_MS = 60_000
 
 def _is_dead_letter_queue(backend: Backend, name: str) -> bool:
     for topic in backend.broker.controller.topics():
-        state = queue_state_of(topic.configs.get(QUEUE_CONFIG))
+        state = topic_queue_state(topic)
         redrive = None if state is None else state.redrive
         if redrive is not None and redrive.dead_letter_queue == name:
             return True

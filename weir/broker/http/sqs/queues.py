@@ -17,7 +17,6 @@ from weir.broker.handlers.admin_configs import ResourceType
 from weir.broker.http.kafka_gateway import HttpCaller
 from weir.broker.http.sqs.attributes import (
     ALL_NAMES,
-    QUEUE_CONFIG,
     Bounds,
     QueueState,
     check_attributes,
@@ -51,6 +50,7 @@ from weir.broker.http.sqs.params import (
 )
 from weir.controller.metadata import TopicRecord
 from weir.format.errors import ErrorCode
+from weir.log.config import InvalidConfig, LogConfig
 from weir.security.acl import AclOperation
 from weir.wire.protocol import ApiKey
 
@@ -80,9 +80,18 @@ class Queue:
         return group_of(self.name)
 
 
+def topic_queue_state(topic: TopicRecord) -> QueueState | None:
+    """The queue a topic is (its `weir.sqs.queue` config), or None: not a queue."""
+    try:
+        config = LogConfig.from_overrides(topic.configs)
+    except InvalidConfig:
+        return None
+    return queue_state_of(config.weir_sqs_queue)
+
+
 def find_queue(backend: Backend, name: str) -> Queue:
     topic = backend.broker.controller.topic(name)
-    state = None if topic is None else queue_state_of(topic.configs.get(QUEUE_CONFIG))
+    state = None if topic is None else topic_queue_state(topic)
     if topic is None or state is None:
         raise queue_does_not_exist()
     return Queue(name, topic, state)
@@ -144,7 +153,7 @@ async def create_queue(backend: Backend, call: Call, params: Params) -> dict[str
     tags = string_map(params, "tags", TAGS_MAX)
     existing = backend.broker.controller.topic(name)
     if existing is not None:
-        state = queue_state_of(existing.configs.get(QUEUE_CONFIG))
+        state = topic_queue_state(existing)
         if state is None or any(state.visible(name).get(k) != v for k, v in attributes.items()):
             raise queue_name_exists(name)
         return {"QueueUrl": queue_url(call.endpoint, name)}
@@ -218,7 +227,7 @@ async def list_queues(backend: Backend, call: Call, params: Params) -> dict[str,
         topic.name
         for topic in backend.broker.controller.topics()
         if topic.name.startswith(prefix)
-        and queue_state_of(topic.configs.get(QUEUE_CONFIG)) is not None
+        and topic_queue_state(topic) is not None
         and (authorization is None or authorization.allows_topic(AclOperation.DESCRIBE, topic.name))
     )
     if after is not None:
@@ -383,7 +392,7 @@ async def list_dead_letter_source_queues(
     sources = sorted(
         topic.name
         for topic in backend.broker.controller.topics()
-        if (state := queue_state_of(topic.configs.get(QUEUE_CONFIG))) is not None
+        if (state := topic_queue_state(topic)) is not None
         and state.redrive is not None
         and state.redrive.dead_letter_queue == queue.name
     )
