@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,6 +18,7 @@ from weir.broker.handlers.admin_configs import ResourceType
 from weir.broker.http.kafka_gateway import HttpCaller
 from weir.broker.http.sqs.attributes import (
     ALL_NAMES,
+    QUEUE_CONFIG,
     Bounds,
     QueueState,
     check_attributes,
@@ -82,8 +84,15 @@ class Queue:
 
 def topic_queue_state(topic: TopicRecord) -> QueueState | None:
     """The queue a topic is (its `weir.sqs.queue` config), or None: not a queue."""
+    text = topic.configs.get(QUEUE_CONFIG)
+    return None if not text else _queue_state(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _queue_state(text: str) -> QueueState | None:
+    """Parsed once per value (every request names its queue)."""
     try:
-        config = LogConfig.from_overrides(topic.configs)
+        config = LogConfig.from_overrides({QUEUE_CONFIG: text})
     except InvalidConfig:
         return None
     return queue_state_of(config.weir_sqs_queue)
