@@ -324,6 +324,37 @@ def _client_like(sqs: Any) -> Any:
     ).client("sqs", endpoint_url=sqs.meta.endpoint_url)
 
 
+def test_concurrent_receivers_share_the_messages_without_overlap(sqs: Any) -> None:
+    url = _queue(sqs, VisibilityTimeout="60")
+    bodies = [f"job {i}" for i in range(40)]
+    for start in range(0, 40, 10):
+        sqs.send_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies[start : start + 10])
+            ],
+        )
+    got: list[list[str]] = [[] for _ in range(4)]
+
+    def work(index: int) -> None:
+        client = _client_like(sqs)
+        deadline = time.monotonic() + 30
+        while sum(len(g) for g in got) < 40 and time.monotonic() < deadline:
+            answer = client.receive_message(QueueUrl=url, MaxNumberOfMessages=3, WaitTimeSeconds=1)
+            for message in answer.get("Messages", []):
+                got[index].append(message["Body"])
+                client.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    everything = [body for bodies_got in got for body in bodies_got]
+    assert sorted(everything) == sorted(bodies)  # each exactly once
+    assert sum(1 for bodies_got in got if bodies_got) >= 2  # shared, not one taking all
+
+
 def test_visibility_timeout_hides_then_redelivers_with_receive_count(sqs: Any) -> None:
     url = _queue(sqs, VisibilityTimeout="30")
     sqs.send_message(QueueUrl=url, MessageBody="job")
@@ -535,6 +566,18 @@ JSON_HEADERS = {"Content-Type": "application/x-amz-json-1.0"}
     [
         (b"{not json", {"X-Amz-Target": "AmazonSQS.ListQueues"}, 400, "MalformedQueryString"),
         (b"[1, 2]", {"X-Amz-Target": "AmazonSQS.ListQueues"}, 400, "MalformedQueryString"),
+        (
+            b"[" * 200_000 + b"]" * 200_000,
+            {"X-Amz-Target": "AmazonSQS.ListQueues"},
+            400,
+            "MalformedQueryString",
+        ),
+        (
+            b'{"MaxNumberOfMessages": 1' + b"0" * 5000 + b"}",
+            {"X-Amz-Target": "AmazonSQS.ListQueues"},
+            400,
+            "MalformedQueryString",
+        ),
         (b"\xff\xfe", {"X-Amz-Target": "AmazonSQS.ListQueues"}, 400, "MalformedQueryString"),
         (b"{}", {"X-Amz-Target": "AmazonSQS.DropEverything"}, 400, "InvalidAction"),
         (b"{}", {"X-Amz-Target": "AmazonSQS." + "A" * 2_000}, 400, "InvalidAction"),
@@ -563,6 +606,8 @@ JSON_HEADERS = {"Content-Type": "application/x-amz-json-1.0"}
     ids=[
         "bad-json",
         "json-array",
+        "deep-nesting",
+        "huge-number",
         "not-utf8",
         "unknown-action",
         "huge-action",

@@ -121,7 +121,7 @@ def _parse(request: Request, body: bytes) -> tuple[str, Params]:
         raise _unknown_operation(target)
     try:
         params = json.loads(body) if body.strip() else {}
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nesting
         raise malformed_request("The request body is not valid JSON.") from None
     if not isinstance(params, dict):
         raise malformed_request("The request body must be a JSON object.")
