@@ -535,6 +535,24 @@ def test_sqs_error_codes_for_bad_parameters(sqs: Any) -> None:
         assert _code(exc) == code, exc.value.response["Error"]
 
 
+def test_a_message_may_be_256_kib_and_not_a_byte_more(sqs: Any) -> None:
+    url = _queue(sqs)
+    emoji = "\U0001f600" * (262_144 // 4)  # 4 bytes each in UTF-8, 12 JSON-escaped
+    sqs.send_message(QueueUrl=url, MessageBody=emoji)
+    with pytest.raises(ClientError) as over:
+        sqs.send_message(QueueUrl=url, MessageBody=emoji + "x")
+    assert _code(over) == "InvalidParameterValue"
+    with pytest.raises(ClientError) as attributes_count:  # attributes count towards it
+        sqs.send_message(
+            QueueUrl=url,
+            MessageBody="x" * 262_000,
+            MessageAttributes={"a": {"DataType": "String", "StringValue": "y" * 200}},
+        )
+    assert _code(attributes_count) == "InvalidParameterValue"
+    (message,) = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5)["Messages"]
+    assert message["Body"] == emoji
+
+
 def test_receipt_handles_are_tamper_evident(sqs: Any) -> None:
     url = _queue(sqs)
     other = _queue(sqs)
