@@ -119,11 +119,12 @@ def test_describe_reports_the_brokers_defaults_for_an_unconfigured_group(
         "share.assignment.interval.ms": ("1000", DEFAULT_CONFIG, INT_TYPE),
         "errors.deadletterqueue.topic.name": ("", DEFAULT_CONFIG, STRING_TYPE),
         "errors.deadletterqueue.copy.record.enable": ("false", DEFAULT_CONFIG, BOOLEAN_TYPE),
-        # Weir's own (delays and expiry, docs/queues.md): off by default.
+        # Weir's own (delays, expiry, key ordering; docs/queues.md): off by default.
         "weir.share.record.headers.enable": ("false", DEFAULT_CONFIG, BOOLEAN_TYPE),
         "weir.share.record.ttl.ms": ("0", DEFAULT_CONFIG, INT_TYPE),
         "weir.share.release.backoff.initial.ms": ("0", DEFAULT_CONFIG, INT_TYPE),
         "weir.share.release.backoff.max.ms": ("60000", DEFAULT_CONFIG, INT_TYPE),
+        "weir.share.key.ordering.enable": ("false", DEFAULT_CONFIG, BOOLEAN_TYPE),
     }
     assert all(c.documentation for c in configs.values())
     [synonym] = configs["share.record.lock.duration.ms"].synonyms

@@ -24,6 +24,11 @@ acknowledgement mode, and prints one JSON object per line on stdout, flushed at 
 Every event also has ``"t_ms"`` (wall clock, epoch milliseconds) and ``"consumer"`` (the
 spec's `client_id`). Error names are Kafka's protocol error names (INVALID_RECORD_STATE).
 
+With `ordered_by_key` (the Python driver), once a poll's record is released, the
+poll's later records with the same key are released too, whatever their action: a
+consumer of a group with `weir.share.key.ordering.enable` that gives a record back
+gives back what follows it in its key.
+
 Actions: the n-th time this consumer sees a record (`actions["P:O"][n-1]`, the last
 entry repeating; `default_action` for a record not listed) it acknowledges it with that
 type, or HOLDs it. `value_actions` does the same by the record's value: a record not in
@@ -73,6 +78,9 @@ class DriverSpec:
     max_poll_records: int = 0
     # the client's protocol debug logging on stderr
     debug: bool = False
+    # an ordered consumer (per-key ordering): once it releases a record of a key, it
+    # releases the poll's later records of that key too (the Python driver reads it)
+    ordered_by_key: bool = False
 
     def __post_init__(self) -> None:
         listed = [*self.actions.values(), *self.value_actions.values()]

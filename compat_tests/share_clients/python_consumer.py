@@ -124,6 +124,7 @@ class Driver:
         spec = self.spec
         if spec.pause_ms:
             time.sleep(spec.pause_ms / 1000)
+        released_keys: set[bytes | str | None] = set()
         for message in records:
             topic, partition, offset = message.topic(), message.partition(), message.offset()
             assert topic is not None and partition is not None and offset is not None
@@ -131,6 +132,11 @@ class Driver:
             self.sightings[key] = self.sightings.get(key, 0) + 1
             value = text(message.value())
             action = spec.action_for(partition, offset, self.sightings[key], value)
+            if spec.ordered_by_key and message.key() is not None:
+                if message.key() in released_keys:
+                    action = "RELEASE"
+                elif action == "RELEASE":
+                    released_keys.add(message.key())
             if action == HOLD:
                 self.emit("holding")
                 remaining_s = spec.deadline_ms / 1000 - (time.monotonic() - started)

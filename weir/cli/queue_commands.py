@@ -31,7 +31,6 @@ value; `dead-letters` shows which those are.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -51,8 +50,11 @@ from weir.format.record_batch import InvalidBatch, Record, build_batch
 from weir.sharecoord.dead_letter_records import (
     REDRIVE_SOURCE,
     DeadLetter,
+    intent_metadata,
+    merged_intent,
     parse_dead_letter,
     redrive_headers,
+    redrive_intent,
     redrive_source,
 )
 from weir.wire.protocol import ApiKey
@@ -289,7 +291,7 @@ def redrive(
     for partition in sorted(starts):
         offset, metadata = committed.get(partition, (starts[partition], ""))
         progress = RedriveProgress(
-            partition, max(offset, starts[partition]), _intent(metadata), set()
+            partition, max(offset, starts[partition]), redrive_intent(metadata), set()
         )
         if progress.intent:
             progress.already = _written_sources(cluster, topic.name, partition, progress.intent)
@@ -305,7 +307,7 @@ def redrive(
             fresh = [s for s in sends if s.source not in progress.already]
             recovered += len(sends) - len(fresh)
             targets = sorted({(s.topic, s.partition) for s in fresh})
-            intent = _merged_intent(progress.intent, _target_ends(cluster, targets))
+            intent = merged_intent(progress.intent, _target_ends(cluster, targets))
             _commit(coordinator, progress_group, topic.name, partition, progress.position, intent)
             _produce(cluster, fresh)
             if os.environ.get(FAILPOINT_ENV) == "after-produce":
@@ -359,21 +361,6 @@ def _committed(coordinator: KafkaClient, group: str, topic: str) -> dict[int, tu
                     part.get("metadata") or "",
                 )
     return found
-
-
-def _intent(metadata: str) -> dict[str, int]:
-    try:
-        document = json.loads(metadata) if metadata else {}
-        return {str(k): int(v) for k, v in document.get("redrive_intent", {}).items()}
-    except (ValueError, AttributeError, TypeError):
-        return {}
-
-
-def _merged_intent(old: Mapping[str, int], new: Mapping[str, int]) -> dict[str, int]:
-    merged = dict(new)
-    for name, end in old.items():
-        merged[name] = min(end, merged.get(name, end))
-    return merged
 
 
 def _written_sources(
@@ -468,7 +455,7 @@ def _commit(
     offset: int,
     intent: Mapping[str, int],
 ) -> None:
-    metadata = json.dumps({"redrive_intent": dict(intent)}) if intent else ""
+    metadata = intent_metadata(intent)
     body = {
         "group_id": group,
         "generation_id_or_member_epoch": NO_GENERATION,

@@ -18,7 +18,9 @@ Served, in Kafka's order (`GROUP_CONFIGS`):
   with Kafka's: `weir.share.record.headers.enable` (the delay and TTL record
   headers are honoured), `weir.share.record.ttl.ms`,
   `weir.share.release.backoff.initial.ms` and `weir.share.release.backoff.max.ms`
-  (docs/queues.md, "Delays and expiry").
+  (docs/queues.md, "Delays and expiry"), and `weir.share.key.ordering.enable`
+  (records of one key delivered one acquisition at a time, in offset order:
+  docs/queues.md, "Per-key ordering").
 
 Kafka's streams-group configs (`streams.*`) and `consumer.assignment.interval.ms`
 are not: Weir serves no streams groups and assigns at every heartbeat, and an
@@ -70,6 +72,7 @@ WEIR_RECORD_HEADERS_ENABLE = "weir.share.record.headers.enable"
 WEIR_RECORD_TTL_MS = "weir.share.record.ttl.ms"
 WEIR_RELEASE_BACKOFF_INITIAL_MS = "weir.share.release.backoff.initial.ms"
 WEIR_RELEASE_BACKOFF_MAX_MS = "weir.share.release.backoff.max.ms"
+WEIR_KEY_ORDERING_ENABLE = "weir.share.key.ordering.enable"
 RELEASE_BACKOFF_MAX_MS_DEFAULT = 60_000
 INT32_MAX = 2**31 - 1
 READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
@@ -386,6 +389,13 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
             lambda s: RELEASE_BACKOFF_MAX_MS_DEFAULT,
             at_least=0,
         ),
+        GroupConfigDef(
+            WEIR_KEY_ORDERING_ENABLE, _BOOLEAN, WEIR_KEY_ORDERING_ENABLE,
+            "Weir: whether a share partition delivers the records of one key in offset "
+            "order, one acquisition at a time (records with a null key are not ordered). "
+            "Reading keys costs decoding the records read.",
+            lambda s: False,
+        ),
     )
 }  # fmt: skip
 
@@ -525,6 +535,8 @@ class ShareGroupConfig:
     release_backoff_initial_ms: int = 0
     release_backoff_max_ms: int = RELEASE_BACKOFF_MAX_MS_DEFAULT
     delivery_delay_max_ms: int = GroupSettings.share_delivery_delay_max_ms
+    # Weir's per-key ordering (weir.share.key.ordering.enable).
+    key_ordering: bool = False
 
 
 _SHARE_BOUNDED = (
@@ -578,6 +590,7 @@ def share_group_config_of(
         release_backoff_initial_ms=int(values[WEIR_RELEASE_BACKOFF_INITIAL_MS]),
         release_backoff_max_ms=int(values[WEIR_RELEASE_BACKOFF_MAX_MS]),
         delivery_delay_max_ms=settings.share_delivery_delay_max_ms,
+        key_ordering=bool(values[WEIR_KEY_ORDERING_ENABLE]),
     )
     return config, warnings
 

@@ -30,7 +30,8 @@ redrive that was killed mid-batch recognises what it already wrote.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from weir.sharecoord.share_partition import ArchiveReason
@@ -48,9 +49,12 @@ __all__ = [
     "DeadLetter",
     "dead_letter_headers",
     "dead_letter_partition",
+    "intent_metadata",
+    "merged_intent",
     "parse_dead_letter",
     "reason_of",
     "redrive_headers",
+    "redrive_intent",
     "redrive_source",
     "written_offsets",
 ]
@@ -178,3 +182,31 @@ def redrive_headers(headers: Sequence[tuple[str, bytes | None]], source: bytes) 
         if not name.startswith(DEAD_LETTER_HEADER_PREFIX) and name != REDRIVE_SOURCE
     ]
     return [*kept, (REDRIVE_SOURCE, source)]
+
+
+# A redrive's progress is a committed offset of the group `weir-redrive.G` on each
+# dead-letter partition; before writing a batch it commits the same offset with this
+# metadata naming the end offset of every partition it will write to ("topic/partition"
+# -> end offset), so a redrive killed mid-batch is found and finished by the next one
+# (`weir queue redrive`, and POST .../share-groups/{g}/redrive over HTTP).
+
+
+def redrive_intent(metadata: str) -> dict[str, int]:
+    """The intent a committed offset's metadata records ({} when none or unreadable)."""
+    try:
+        document = json.loads(metadata) if metadata else {}
+        return {str(k): int(v) for k, v in document.get("redrive_intent", {}).items()}
+    except (ValueError, AttributeError, TypeError):
+        return {}
+
+
+def intent_metadata(intent: Mapping[str, int]) -> str:
+    return json.dumps({"redrive_intent": dict(intent)}) if intent else ""
+
+
+def merged_intent(old: Mapping[str, int], new: Mapping[str, int]) -> dict[str, int]:
+    """A new intent, keeping what an interrupted run recorded (the lower ends win)."""
+    merged = dict(new)
+    for name, end in old.items():
+        merged[name] = min(end, merged.get(name, end))
+    return merged

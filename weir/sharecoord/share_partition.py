@@ -103,6 +103,25 @@ and `org.apache.kafka.server.share.fetch.InFlightState`, read to learn):
    time is part of `state()` (a restart does not shorten it); a header's is not
    (it is read from the log again).
 
+11. Per-key ordering (Weir's, beyond Kafka; docs/queues.md "Per-key ordering"), when
+   the group asks for it (`ShareSettings.key_ordering`). The driver gives each read
+   record's key (`acquire_records`' `keys`: a hash of the key bytes per offset, null
+   keys absent); each slot remembers its record's key once a read covered it
+   (`_Slot.key`; KEY_UNKNOWN before that: a record first seen with the setting off,
+   or every record after `from_state`, which stores no keys). A record with a key is
+   acquired only when no record of that key is ACQUIRED by an earlier acquisition and
+   every lower in-flight record of the key is final (ARCHIVING counts: it is never
+   delivered again) or acquired by this same acquisition: one acquisition may take
+   several records of a key, in offset order (`_KeyGate`). A held record is skipped
+   like a delayed one, and the records of other keys behind it are acquired; a new
+   record held joins the window AVAILABLE with count 0, its key remembered. A released
+   or expired record is thus the next of its key delivered (the lowest unfinished).
+   Null-key records are not ordered. A hash collision only orders two keys together.
+   An unfinished record whose key is unknown may be of any key: `fetch_offset` starts
+   the read at it so its key is learnt before anything behind it is acquired, and an
+   acquisition that meets one anyway (no `keys` given) acquires nothing of any key
+   behind it (null keys aside) and acquires it only when nothing before is held.
+
 Cost: one small slot object per in-flight offset (at most the bound), and one heap
 entry per acquisition or renewal for the lock deadlines (compacted past
 `DEADLINE_ENTRIES_PER_LOCK_MAX` times the bound).
@@ -117,11 +136,13 @@ import enum
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final, Literal
 
 from weir.format.errors import ErrorCode
 from weir.sharecoord.share_state import NO_DEAD_LETTER_MARK, RecordState, ShareState, StateBatch
 
 __all__ = [
+    "KEY_UNKNOWN",
     "PARTITION_MAX_RECORD_LOCKS_MAX",
     "AckBatch",
     "AckOutcome",
@@ -161,6 +182,16 @@ class AcknowledgeType(enum.IntEnum):
     RENEW = 4
 
 
+class _KeyUnknown(enum.Enum):
+    UNKNOWN = "unknown"
+
+
+# A slot whose record's key was not read yet (rule 11): it may be any key.
+KEY_UNKNOWN: Final = _KeyUnknown.UNKNOWN
+# A record's key as a slot remembers it: a hash of its bytes, None for a null key.
+SlotKey = int | None | Literal[_KeyUnknown.UNKNOWN]
+
+
 class ArchiveReason(enum.Enum):
     REJECTED = "rejected"
     DELIVERY_LIMIT = "delivery_limit"
@@ -182,6 +213,8 @@ class ShareSettings:
     # .max.ms (already capped by the broker's share_delivery_delay_max_ms).
     release_backoff_initial_ms: int = 0
     release_backoff_max_ms: int = 0
+    # weir.share.key.ordering.enable: one acquisition at a time per record key (rule 11).
+    key_ordering: bool = False
 
     def __post_init__(self) -> None:
         assert self.record_lock_duration_ms > 0, self
@@ -227,11 +260,13 @@ class RecordTimes:
 @dataclass(frozen=True)
 class Acquisition:
     """What `acquire_records` did: the AcquiredRecords, the records it archived as
-    expired (to dead-letter), and how many records it left for later (delayed)."""
+    expired (to dead-letter), and how many records it left for later: delayed (rule
+    10), or held behind an earlier record of their key (rule 11)."""
 
     acquired: list[AcquiredRange]
     archived: tuple[Archived, ...] = ()
     delayed: int = 0
+    held: int = 0
 
 
 @dataclass(frozen=True)
@@ -300,7 +335,7 @@ class QueueDepth:
 class _Slot:
     """One in-flight offset (internal, mutable: the hot path)."""
 
-    __slots__ = ("deadline_ms", "delivery_count", "owner", "state", "visible_ms")
+    __slots__ = ("deadline_ms", "delivery_count", "key", "owner", "state", "visible_ms")
 
     def __init__(self, state: RecordState, delivery_count: int) -> None:
         self.state = state
@@ -309,6 +344,8 @@ class _Slot:
         self.deadline_ms: int | None = None
         # AVAILABLE only: not delivered before this (epoch ms); 0 once visible (rule 10).
         self.visible_ms = 0
+        # The record's key, once a read under key ordering covered it (rule 11).
+        self.key: SlotKey = KEY_UNKNOWN
 
     def is_gap(self) -> bool:
         """An offset with no record: skipped before new records past the in-flight
@@ -354,6 +391,34 @@ class _AcquiredRanges:
             self.ranges[-1] = AcquiredRange(prev.first_offset, last, delivery_count)
         else:
             self.ranges.append(AcquiredRange(first, last, delivery_count))
+
+
+class _KeyGate:
+    """The keys one acquisition may not take (rule 11): those with a record ACQUIRED
+    before it, or a lower unfinished record it did not acquire."""
+
+    __slots__ = ("all_held", "held")
+
+    def __init__(self) -> None:
+        self.held: set[int] = set()
+        # An unfinished record of unknown key was met: it may be of any key.
+        self.all_held = False
+
+    def hold(self, key: SlotKey) -> None:
+        """A record of `key` is unfinished and not acquired by this acquisition."""
+        if key is KEY_UNKNOWN:
+            self.all_held = True
+        elif key is not None:
+            self.held.add(key)
+
+    def allows(self, key: SlotKey) -> bool:
+        if key is None:
+            return True  # null keys are not ordered
+        if self.all_held:
+            return False
+        if key is KEY_UNKNOWN:
+            return not self.held
+        return key not in self.held
 
 
 @dataclass
@@ -449,7 +514,12 @@ class SharePartition:
         """Where the driver reads the log from next: the first AVAILABLE in-flight
         offset not known to be delayed at `now_ms` (rule 10; without it, until
         `pass_time` clears its visible time), else the in-flight end; None when there
-        is none and the window is full (Kafka's `canAcquireRecords` false)."""
+        is none and the window is full (Kafka's `canAcquireRecords` false).
+
+        Under key ordering (rule 11), records held by their key are passed over too,
+        and an unfinished record whose key is unknown is returned (the read learns it)."""
+        if self.settings.key_ordering:
+            return self._keyed_fetch_offset(now_ms)
         for index, slot in enumerate(self._slots):
             if slot.state is RecordState.AVAILABLE and (
                 not slot.visible_ms or (now_ms is not None and slot.visible_ms <= now_ms)
@@ -458,6 +528,49 @@ class SharePartition:
         if len(self._slots) >= self._span_max():
             return None
         return self.in_flight_end
+
+    def _keyed_fetch_offset(self, now_ms: int | None) -> int | None:
+        gate = self._acquired_keys()
+        for index, slot in enumerate(self._slots):
+            state = slot.state
+            if state is not RecordState.AVAILABLE and state is not RecordState.ACQUIRED:
+                continue  # final, or ARCHIVING: never delivered again
+            if slot.key is KEY_UNKNOWN:
+                return self.start_offset + index
+            if (
+                state is RecordState.AVAILABLE
+                and (not slot.visible_ms or (now_ms is not None and slot.visible_ms <= now_ms))
+                and gate.allows(slot.key)
+            ):
+                return self.start_offset + index
+            gate.hold(slot.key)
+        if len(self._slots) >= self._span_max():
+            return None
+        return self.in_flight_end
+
+    def _acquired_keys(self, below: int = 0) -> _KeyGate:
+        """A gate holding the keys of the ACQUIRED records, and of the AVAILABLE records
+        below offset `below` (rule 11)."""
+        gate = _KeyGate()
+        below_index = below - self.start_offset
+        for index, slot in enumerate(self._slots):
+            if slot.state is RecordState.ACQUIRED or (
+                index < below_index and slot.state is RecordState.AVAILABLE
+            ):
+                gate.hold(slot.key)
+        return gate
+
+    def _learn_keys(self, plan: _Plan, first: int) -> None:
+        """Remember the keys of the in-flight records the read covers from `first`
+        (rule 11); an offset no batch holds has no record, so no key (None)."""
+        keys = plan.keys
+        if keys is None:
+            return
+        start = self.start_offset
+        last = min(plan.batches[-1].last_offset, self.in_flight_end - 1)
+        slots = self._slots
+        for offset in range(max(first, start), last + 1):
+            slots[offset - start].key = keys.get(offset)
 
     def next_deadline_ms(self) -> int | None:
         """The earliest lock deadline of an ACQUIRED record or visible time of a
@@ -579,11 +692,17 @@ class SharePartition:
         read_offset: int,
         now_ms: int,
         times: Mapping[int, RecordTimes] | None = None,
+        keys: Mapping[int, int] | None = None,
     ) -> Acquisition:
         """`acquire`, with when each record may be delivered (rule 10): `times` for
         the records that have a visible time or an expiry (the others have neither),
         and `LogBatch.expires_ms`. Delayed records are left AVAILABLE and the records
-        behind them acquired; expired ones are archived (reason EXPIRED)."""
+        behind them acquired; expired ones are archived (reason EXPIRED).
+
+        `keys` (read only under key ordering, rule 11): a hash of each read record's
+        key, by offset, records with a null key left out; None: the keys were not
+        read (every record of the read may be of any key). Records held by their key
+        are left AVAILABLE and counted in `held`."""
         assert member_id, "a record is acquired by a member"
         _assert_batches_in_order(batches)
         if max_records <= 0 or not batches:
@@ -595,12 +714,16 @@ class SharePartition:
         deadline_ms = now_ms + self.settings.record_lock_duration_ms
         acquired = _AcquiredRanges()
         plan = _Plan(batches, max_records, record_limit, read_offset, now_ms, times or {})
+        if self.settings.key_ordering:
+            plan.keys = keys
+            self._learn_keys(plan, first)
+            plan.gate = self._acquired_keys(below=first)
         offset = self._reacquire(
             member_id, first, min(last, self.in_flight_end - 1), deadline_ms, acquired, plan
         )
         if offset is not None and not plan.stopped:
             new_first = max(offset, self.in_flight_end, batches[0].base_offset)
-            if plan.timed:
+            if plan.timed or plan.gate is not None:
                 self._acquire_new_timed(member_id, new_first, last, deadline_ms, acquired, plan)
             else:
                 self._acquire_new(member_id, new_first, last, deadline_ms, acquired, plan)
@@ -608,7 +731,7 @@ class SharePartition:
             lowest, highest = acquired.ranges[0].first_offset, acquired.ranges[-1].last_offset
             self._push_deadline(deadline_ms, lowest, highest)
         self._advance_past_final()  # gaps finished at the head
-        return Acquisition(acquired.ranges, tuple(plan.archived.ranges), plan.delayed)
+        return Acquisition(acquired.ranges, tuple(plan.archived.ranges), plan.delayed, plan.held)
 
     def _reacquire(
         self,
@@ -638,6 +761,9 @@ class SharePartition:
                 offset += 1
                 continue
             if slot.state is RecordState.AVAILABLE:
+                if not self._key_allows(slot, plan):
+                    offset += 1
+                    continue
                 last_attempt = slot.delivery_count + 1 >= limit
                 throttled = slot.delivery_count >= throttle
                 if acquired.count > 0 and (last_attempt or (throttled and not plan.throttled)):
@@ -699,9 +825,9 @@ class SharePartition:
         acquired: _AcquiredRanges,
         plan: _Plan,
     ) -> None:
-        """`_acquire_new` record by record, for a read with times (rule 10): a
-        delayed record joins the window AVAILABLE (count 0) and an expired one
-        ARCHIVED, and acquisition goes on behind them."""
+        """`_acquire_new` record by record, for a read with times (rule 10) or under
+        key ordering (rule 11): a delayed or held record joins the window AVAILABLE
+        (count 0) and an expired one ARCHIVED, and acquisition goes on behind them."""
         end = self.in_flight_end
         if first > end and not self._slots:
             self.start_offset = first
@@ -715,7 +841,9 @@ class SharePartition:
                 return
             slot = _Slot(RecordState.AVAILABLE, 0)
             self._slots.append(slot)
-            if not self._deliverable(offset, slot, plan):
+            if plan.gate is not None:
+                slot.key = plan.key_of(offset)
+            if not self._deliverable(offset, slot, plan) or not self._key_allows(slot, plan):
                 continue
             slot.state = RecordState.ACQUIRED
             slot.delivery_count = 1
@@ -740,6 +868,20 @@ class SharePartition:
         if visible_ms != slot.visible_ms:
             self._delay(offset, slot, visible_ms)
         plan.delayed += 1
+        if plan.gate is not None:
+            plan.gate.hold(slot.key)  # the later records of its key wait for it (rule 11)
+        return False
+
+    def _key_allows(self, slot: _Slot, plan: _Plan) -> bool:
+        """Whether the AVAILABLE record's key lets it be acquired by this acquisition
+        (rule 11); if not, it is held, and so are the later records of its key."""
+        gate = plan.gate
+        if gate is None:
+            return True
+        if gate.allows(slot.key):
+            return True
+        gate.hold(slot.key)
+        plan.held += 1
         return False
 
     def _delay(self, offset: int, slot: _Slot, visible_ms: int) -> None:
@@ -1109,6 +1251,10 @@ class _Plan:
     delayed: int = 0
     # Whether any record of the read has a time (else the untimed, faster path).
     timed: bool = False
+    # Key ordering (rule 11): the read's keys (None: not read), and the keys held.
+    keys: Mapping[int, int] | None = None
+    gate: _KeyGate | None = None
+    held: int = 0
     _batch_expiry: bool = False
     _bases: list[int] = field(default_factory=list)
 
@@ -1131,6 +1277,12 @@ class _Plan:
         if found.expires_ms is not None and found.expires_ms <= batch.expires_ms:
             return found
         return RecordTimes(found.visible_ms, batch.expires_ms)
+
+    def key_of(self, offset: int) -> SlotKey:
+        """A read record's key (rule 11): its hash, None for a null key."""
+        if self.keys is None:
+            return KEY_UNKNOWN
+        return self.keys.get(offset)
 
     def batch_end(self, offset: int) -> int:
         """The last offset of the log batch holding `offset` (itself in a gap)."""

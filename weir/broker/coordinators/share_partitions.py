@@ -120,8 +120,8 @@ class SharePartitions:
 
     def _follow_config(self, leader: ShareLeader) -> None:
         """Apply the group's config as it is now (IncrementalAlterConfigs, or a cluster's
-        metadata watch, changed it): the lock duration, RENEW and the dead-letter topic
-        at once; the delivery count limit and the in-flight bound when the share
+        metadata watch, changed it): the lock duration, RENEW, the dead-letter topic and
+        key ordering at once; the delivery count limit and the in-flight bound when the share
         partition is next loaded (the records in flight were counted under the old)."""
         current = leader.partition.settings
         wanted = partition_settings(self.config(leader.key.group_id))
@@ -279,4 +279,5 @@ def partition_settings(config: ShareGroupConfig) -> ShareSettings:
             config.release_backoff_initial_ms, config.delivery_delay_max_ms
         ),
         release_backoff_max_ms=min(config.release_backoff_max_ms, config.delivery_delay_max_ms),
+        key_ordering=config.key_ordering,
     )

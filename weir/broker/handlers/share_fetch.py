@@ -15,7 +15,10 @@ A ShareFetch, on the leader of its partitions:
    group with Weir's delays or expiry (`weir.share.record.headers.enable`,
    `weir.share.record.ttl.ms` of the group or the topic) the read's records' times
    are given too (`weir.sharecoord.delivery_times`, which decodes records only where
-   they can matter): delayed records are left for later, expired ones archived;
+   they can matter): delayed records are left for later, expired ones archived; for
+   a group with `weir.share.key.ordering.enable` the read's record keys too
+   (`weir.sharecoord.record_keys`): records held behind an earlier one of their key
+   are left for later;
 4. with nothing acquired, waits (up to MaxWaitMs) for new records, records
    released or unlocked, or delayed records becoming visible, then tries again;
 5. stores the changed share partitions' state and answers once it is durable,
@@ -64,6 +67,7 @@ from weir.log.disk_executor import DiskJob
 from weir.log.errors import LogError, OffsetOutOfRange
 from weir.log.page_cache import ReadNotCached, warm
 from weir.sharecoord.delivery_times import DeliveryPolicy, delivery_times
+from weir.sharecoord.record_keys import record_keys
 from weir.sharecoord.share_partition import (
     AckBatch,
     AcknowledgeType,
@@ -449,6 +453,7 @@ async def _acquire_partition(
         return _NOTHING, b""
     now_ms = wall_clock_ms()  # the read may have waited on the disk
     batches, times = _batches_and_times(broker, records, policy, now_ms)
+    keys = _keys(broker, records) if partition.settings.key_ordering else None
     aborted: set[int] = set()
     if limits.read_committed:
         aborted = _aborted_batches(replica, records, offset, read_end)
@@ -461,6 +466,7 @@ async def _acquire_partition(
         read_offset=offset,
         now_ms=now_ms,
         times=times,
+        keys=keys,
     )
     if not acquisition.acquired:
         return acquisition, b""
@@ -486,6 +492,17 @@ def _batches_and_times(
         )
     except InvalidBatch:
         return [], None
+
+
+def _keys(broker: Broker, records: bytes | bytearray | memoryview) -> dict[int, int] | None:
+    """The read's record keys (hashed), for a group with key ordering; None when the
+    read cannot be parsed (then the share partition orders conservatively)."""
+    try:
+        return record_keys(
+            records, uncompressed_bytes_max=broker.config.limits.fetch_response_bytes_max
+        )
+    except InvalidBatch:
+        return None
 
 
 async def _read(

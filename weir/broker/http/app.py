@@ -24,6 +24,7 @@ from weir.broker.coordinators.share_service import ShareService
 from weir.broker.http.authentication import http_authorization
 from weir.broker.http.group_views import cluster_group_summaries, group_detail
 from weir.broker.http.queue_views import queue_rows
+from weir.broker.http.rest_admin import rest_admin_routes
 from weir.broker.http.sqs.routes import sqs_routes
 from weir.security.acl import AclOperation
 
@@ -102,6 +103,7 @@ def build_app(broker: Broker) -> Starlette:
             Route("/v1/queues", queues),
             Route("/v1/queues/{group_id:path}", queues),
             *sqs_routes(broker),
+            *rest_admin_routes(broker),
         ]
     )
 
