@@ -810,9 +810,130 @@ def test_a_message_move_task_can_target_a_queue_and_be_cancelled(sqs: Any) -> No
     assert _code(not_dead_letters) == "InvalidParameterValue"
 
 
-def test_fifo_queues_are_refused_for_now(sqs: Any) -> None:
-    with pytest.raises(ClientError) as refused:
-        sqs.create_queue(
-            QueueName=f"f-{uuid.uuid4().hex[:8]}.fifo", Attributes={"FifoQueue": "true"}
-        )
-    assert _code(refused) == "AWS.SimpleQueueService.UnsupportedOperation"
+def _fifo(sqs: Any, **attributes: str) -> str:
+    name = f"f-{uuid.uuid4().hex[:8]}.fifo"
+    url: str = sqs.create_queue(QueueName=name, Attributes={"FifoQueue": "true", **attributes})[
+        "QueueUrl"
+    ]
+    return url
+
+
+def test_a_fifo_queue_keeps_each_message_group_in_order_one_receive_at_a_time(sqs: Any) -> None:
+    url = _fifo(sqs, ContentBasedDeduplication="true")
+    sent = [
+        sqs.send_message(QueueUrl=url, MessageBody=f"{group}{i}", MessageGroupId=group)
+        for group in "AB"
+        for i in range(3)
+    ]
+    assert [int(s["SequenceNumber"]) for s in sent] == sorted(
+        int(s["SequenceNumber"]) for s in sent
+    )
+    first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=2, AttributeNames=["All"])
+    assert [m["Body"] for m in first["Messages"]] == ["A0", "A1"]
+    attributes = first["Messages"][0]["Attributes"]
+    assert attributes["MessageGroupId"] == "A"
+    assert attributes["SequenceNumber"] == sent[0]["SequenceNumber"]
+    assert attributes["MessageDeduplicationId"] == hashlib.sha256(b"A0").hexdigest()
+    # Group A is in flight: its A2 waits; group B is delivered, in order.
+    second = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+    assert [m["Body"] for m in second["Messages"]] == ["B0", "B1", "B2"]
+    assert "Messages" not in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+    for message in first["Messages"]:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    third = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=5)
+    assert [m["Body"] for m in third["Messages"]] == ["A2"]
+    # B0 made visible again while B1 and B2 are back too: B0 comes first, then B1, B2.
+    sqs.change_message_visibility_batch(
+        QueueUrl=url,
+        Entries=[
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+            for i, m in enumerate(second["Messages"])
+        ],
+    )
+    again = sqs.receive_message(
+        QueueUrl=url,
+        MaxNumberOfMessages=10,
+        WaitTimeSeconds=5,
+        AttributeNames=["ApproximateReceiveCount"],
+    )
+    assert [m["Body"] for m in again["Messages"]] == ["B0", "B1", "B2"]
+    assert {m["Attributes"]["ApproximateReceiveCount"] for m in again["Messages"]} == {"2"}
+
+
+def test_a_fifo_queue_drops_a_message_sent_again_within_5_minutes(sqs: Any) -> None:
+    url = _fifo(sqs)
+    first = sqs.send_message(
+        QueueUrl=url,
+        MessageBody="pay 10",
+        MessageGroupId="acct",
+        MessageDeduplicationId="payment-1",
+    )
+    again = sqs.send_message(
+        QueueUrl=url,
+        MessageBody="pay 10",
+        MessageGroupId="acct",
+        MessageDeduplicationId="payment-1",
+    )
+    assert (again["MessageId"], again["SequenceNumber"]) == (
+        first["MessageId"],
+        first["SequenceNumber"],
+    )
+    batch = sqs.send_message_batch(
+        QueueUrl=url,
+        Entries=[
+            {
+                "Id": "a",
+                "MessageBody": "pay 20",
+                "MessageGroupId": "acct",
+                "MessageDeduplicationId": "payment-2",
+            },
+            {
+                "Id": "b",
+                "MessageBody": "pay 20",
+                "MessageGroupId": "acct",
+                "MessageDeduplicationId": "payment-2",
+            },
+            {
+                "Id": "c",
+                "MessageBody": "pay 10",
+                "MessageGroupId": "acct",
+                "MessageDeduplicationId": "payment-1",
+            },
+        ],
+    )
+    by_id = {s["Id"]: s for s in batch["Successful"]}
+    assert by_id["a"]["MessageId"] == by_id["b"]["MessageId"]
+    assert by_id["c"]["MessageId"] == first["MessageId"]
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=2)
+    assert [m["Body"] for m in received["Messages"]] == ["pay 10", "pay 20"]
+
+
+def test_fifo_and_standard_queues_refuse_each_others_parameters(sqs: Any) -> None:
+    fifo = _fifo(sqs)
+    standard = _queue(sqs)
+    name = f"x-{uuid.uuid4().hex[:8]}"
+    checks = [
+        (lambda: sqs.send_message(QueueUrl=fifo, MessageBody="x", MessageDeduplicationId="d"),
+         "MissingParameter"),
+        (lambda: sqs.send_message(QueueUrl=fifo, MessageBody="x", MessageGroupId="g"),
+         "InvalidParameterValue"),
+        (lambda: sqs.send_message(QueueUrl=fifo, MessageBody="x", MessageGroupId="g",
+                                  MessageDeduplicationId="d", DelaySeconds=5),
+         "InvalidParameterValue"),
+        (lambda: sqs.send_message(QueueUrl=fifo, MessageBody="x", MessageGroupId="g" * 129,
+                                  MessageDeduplicationId="d"), "InvalidParameterValue"),
+        (lambda: sqs.send_message(QueueUrl=standard, MessageBody="x", MessageDeduplicationId="d"),
+         "InvalidParameterValue"),
+        (lambda: sqs.create_queue(QueueName=name + ".fifo"), "InvalidParameterValue"),
+        (lambda: sqs.create_queue(QueueName=name, Attributes={"FifoQueue": "true"}),
+         "InvalidParameterValue"),
+        (lambda: sqs.create_queue(QueueName=name, Attributes={"ContentBasedDeduplication": "true"}),
+         "InvalidAttributeName"),
+        (lambda: sqs.set_queue_attributes(QueueUrl=fifo, Attributes={"RedrivePolicy": json.dumps(
+            {"deadLetterTargetArn": _arn(sqs, standard), "maxReceiveCount": 3})}),
+         "InvalidAttributeValue"),
+    ]  # fmt: skip
+    for call, code in checks:
+        with pytest.raises(ClientError) as exc:
+            call()
+        assert _code(exc) == code, exc.value.response["Error"]

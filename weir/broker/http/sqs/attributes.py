@@ -243,6 +243,9 @@ def group_configs(state: QueueState, bounds: Bounds) -> dict[str, str | None]:
         "share.auto.offset.reset": "earliest",
         "weir.share.record.headers.enable": "true",
         "share.record.lock.duration.ms": str(lock_ms),
+        # A FIFO queue: a message group (the record key) is delivered in order, one
+        # receive at a time (docs/queues.md, "Per-key ordering").
+        "weir.share.key.ordering.enable": "true" if state.fifo else None,
     }
     redrive = state.redrive
     if redrive is None:

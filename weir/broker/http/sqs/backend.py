@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import trio
+
 from weir.broker.broker import Broker
 from weir.broker.handlers.admin_configs import ConfigOperation, ResourceType
 from weir.broker.handlers.request_authorization import RequestAuthorization
@@ -21,6 +23,7 @@ from weir.broker.http.sqs.errors import (
     queue_does_not_exist,
     service_unavailable,
 )
+from weir.broker.http.sqs.fifo import Deduplications
 from weir.broker.http.sqs.move_task_state import MoveTasks
 from weir.broker.http.sqs.receipts import receipt_key
 from weir.format.errors import ErrorCode
@@ -76,6 +79,15 @@ class Backend:
     # memory (bounded; a record first received elsewhere shows its receive here).
     first_received_ms: dict[tuple[str, int, int], int] = field(default_factory=dict)
     move_tasks: MoveTasks = field(default_factory=MoveTasks)
+    deduplications: Deduplications = field(default_factory=Deduplications)
+    # FIFO sends to one queue, one at a time on this broker (deduplication, then append).
+    _fifo_locks: dict[str, trio.Lock] = field(default_factory=dict)
+
+    def fifo_lock(self, queue: str) -> trio.Lock:
+        lock = self._fifo_locks.get(queue)
+        if lock is None:
+            lock = self._fifo_locks[queue] = trio.Lock()
+        return lock
 
     @property
     def receipt_key(self) -> bytes:

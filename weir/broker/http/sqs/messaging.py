@@ -13,6 +13,7 @@ from __future__ import annotations
 import secrets
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from weir.broker.broker import wall_clock_ms
@@ -24,6 +25,12 @@ from weir.broker.http.sqs.errors import (
     invalid_parameter,
     message_not_inflight,
     receipt_handle_invalid,
+)
+from weir.broker.http.sqs.fifo import (
+    DEDUPLICATION_ID_HEADER,
+    Deduplications,
+    fifo_ids,
+    sequence_number,
 )
 from weir.broker.http.sqs.message_attributes import (
     MessageAttribute,
@@ -67,6 +74,9 @@ SYSTEM_ATTRIBUTE_NAMES = (
     "ApproximateReceiveCount",
     "ApproximateFirstReceiveTimestamp",
     "DeadLetterQueueSourceArn",
+    "MessageGroupId",
+    "MessageDeduplicationId",
+    "SequenceNumber",
 )
 MESSAGE_ID_NAMESPACE = uuid.UUID("6f1b8a52-7f3c-4c1e-9d55-0e2f5c7a9b10")
 
@@ -74,8 +84,18 @@ MESSAGE_ID_NAMESPACE = uuid.UUID("6f1b8a52-7f3c-4c1e-9d55-0e2f5c7a9b10")
 # -- sending ---------------------------------------------------------------------------
 
 
-def _prepared(queue: Queue, entry: Params) -> tuple[tuple[Any, ...], dict[str, Any], int]:
-    """A message checked and made a record: (record, the answer's fields, its size)."""
+@dataclass
+class _Message:
+    """A message checked and made a record, with its answer's fields."""
+
+    record: tuple[bytes | None, bytes, list[tuple[str, bytes | None]]]
+    answer: dict[str, Any]
+    size: int
+    # A FIFO queue's deduplication key (None: a standard queue).
+    deduplication: tuple[str, str, str] | None = None
+
+
+def _prepared(queue: Queue, entry: Params) -> _Message:
     body = check_body(entry.get("MessageBody"))
     attributes = parse_message_attributes(entry.get("MessageAttributes"))
     size = len(body.encode()) + attributes_size_bytes(attributes)
@@ -85,9 +105,12 @@ def _prepared(queue: Queue, entry: Params) -> tuple[tuple[Any, ...], dict[str, A
             f"One or more parameters are invalid. Reason: Message must be "
             f"shorter than {limit} bytes."
         )
+    state = queue.state
+    content_based = state.attributes.get("ContentBasedDeduplication") == "true"
+    ids = fifo_ids(entry, body, fifo=state.fifo, content_based=content_based)
     delay_s = optional_int(entry, "DelaySeconds", 0, DELAY_SECONDS_MAX)
     if delay_s is None:
-        delay_s = queue.state.number("DelaySeconds")
+        delay_s = state.number("DelaySeconds")
     message_id = str(uuid.uuid4())
     headers: list[tuple[str, bytes | None]] = [(MESSAGE_ID_HEADER, message_id.encode())]
     headers += attribute_headers(attributes)
@@ -97,13 +120,17 @@ def _prepared(queue: Queue, entry: Params) -> tuple[tuple[Any, ...], dict[str, A
     digest = md5_of_attributes(attributes)
     if digest is not None:
         answer["MD5OfMessageAttributes"] = digest
-    return (None, body.encode(), headers), answer, size
+    if ids is None:
+        return _Message((None, body.encode(), headers), answer, size)
+    headers.append((DEDUPLICATION_ID_HEADER, ids.deduplication_id.encode()))
+    per_group = state.attributes.get("DeduplicationScope") == "messageGroup"
+    key = Deduplications.key(queue.name, ids, per_group)
+    return _Message((ids.group_id.encode(), body.encode(), headers), answer, size, key)
 
 
 async def send_message(backend: Backend, call: Call, params: Params) -> dict[str, Any]:
     queue = queue_of(backend, params)
-    record, answer, _ = _prepared(queue, params)
-    await backend.produce(call.caller, queue.name, _partition(queue), build_batch([record]))
+    (answer,) = await _send(backend, call, queue, [_prepared(queue, params)])
     return answer
 
 
@@ -113,23 +140,63 @@ def _partition(queue: Queue) -> int:
 
 async def send_message_batch(backend: Backend, call: Call, params: Params) -> dict[str, Any]:
     queue = queue_of(backend, params)
-    batch = entries(params, "Entries")
-    records, answers, failed = [], [], []
-    total_bytes = 0
-    for entry in batch:
+    prepared: list[tuple[str, _Message]] = []
+    failed = []
+    for entry in entries(params, "Entries"):
         try:
-            record, answer, size = _prepared(queue, entry)
+            prepared.append((entry["Id"], _prepared(queue, entry)))
         except SqsError as exc:
             failed.append(entry_failure(entry["Id"], exc))
-            continue
-        total_bytes += size
-        records.append(record)
-        answers.append({"Id": entry["Id"], **answer})
+    total_bytes = sum(message.size for _, message in prepared)
     if total_bytes > BATCH_BYTES_MAX:
         raise batch_request_too_long(total_bytes, BATCH_BYTES_MAX)
-    if records:
-        await backend.produce(call.caller, queue.name, _partition(queue), build_batch(records))
-    return {"Successful": answers, "Failed": failed}
+    answers = await _send(backend, call, queue, [message for _, message in prepared])
+    successful = [
+        {"Id": entry_id, **answer} for (entry_id, _), answer in zip(prepared, answers, strict=True)
+    ]
+    return {"Successful": successful, "Failed": failed}
+
+
+async def _send(
+    backend: Backend, call: Call, queue: Queue, messages: list[_Message]
+) -> list[dict[str, Any]]:
+    """Append the messages as one batch; each one's answer. A FIFO queue's message
+    whose deduplication id was sent in the last 5 minutes (here) is not appended
+    again: its answer is the first one's (MessageId, SequenceNumber)."""
+    if not messages:
+        return []
+    if not queue.state.fifo:
+        batch = build_batch([m.record for m in messages])
+        await backend.produce(call.caller, queue.name, _partition(queue), batch)
+        return [m.answer for m in messages]
+    async with backend.fifo_lock(queue.name):
+        now_ms = wall_clock_ms()
+        first_of: dict[tuple[str, str, str], _Message] = {}
+        fresh: list[_Message] = []
+        for message in messages:
+            assert message.deduplication is not None
+            earlier = backend.deduplications.answered(message.deduplication, now_ms)
+            if earlier is None and message.deduplication not in first_of:
+                first_of[message.deduplication] = message
+                fresh.append(message)
+        if fresh:
+            # One partition per FIFO queue: a message group's order is its offsets'.
+            base_offset = await backend.produce(
+                call.caller, queue.name, 0, build_batch([m.record for m in fresh])
+            )
+            for index, message in enumerate(fresh):
+                message.answer["SequenceNumber"] = sequence_number(base_offset + index)
+                assert message.deduplication is not None
+                backend.deduplications.remember(message.deduplication, message.answer, now_ms)
+        answers = []
+        for message in messages:
+            assert message.deduplication is not None
+            original = (
+                backend.deduplications.answered(message.deduplication, now_ms) or message.answer
+            )
+            first = {k: original[k] for k in ("MessageId", "SequenceNumber")}
+            answers.append({**message.answer, **first})
+        return answers
 
 
 # -- receiving -------------------------------------------------------------------------
@@ -269,6 +336,12 @@ def _system_attributes(
     for key, value in record.headers:
         if key == DEAD_LETTER_TOPIC_HEADER and value is not None:
             system["DeadLetterQueueSourceArn"] = queue_arn(value.decode("utf-8", errors="replace"))
+        elif key == DEDUPLICATION_ID_HEADER and value is not None and queue.state.fifo:
+            system["MessageDeduplicationId"] = value.decode("utf-8", errors="replace")
+    if queue.state.fifo:
+        if record.key is not None:
+            system["MessageGroupId"] = record.key.decode("utf-8", errors="replace")
+        system["SequenceNumber"] = sequence_number(record.offset)
     return system
 
 

@@ -33,10 +33,8 @@ from weir.broker.http.sqs.errors import (
     invalid_parameter,
     queue_does_not_exist,
     queue_name_exists,
-    unsupported_operation,
 )
 from weir.broker.http.sqs.names import (
-    FIFO_SUFFIX,
     check_queue_name,
     group_of,
     queue_from_url,
@@ -147,17 +145,11 @@ def _check_dead_letter_target(backend: Backend, queue: str, state: QueueState) -
 async def create_queue(backend: Backend, call: Call, params: Params) -> dict[str, Any]:
     name = required_str(params, "QueueName")
     raw_attributes = params.get("Attributes") or {}
-    fifo = name.endswith(FIFO_SUFFIX)
-    if (
-        isinstance(raw_attributes, dict)
-        and str(raw_attributes.get("FifoQueue", "")).lower() == "true"
-    ):
-        fifo = True
+    # A FIFO queue is asked for with FifoQueue=true, and its name ends with .fifo.
+    fifo = (
+        isinstance(raw_attributes, dict) and str(raw_attributes.get("FifoQueue")).lower() == "true"
+    )
     check_queue_name(name, fifo=fifo)
-    if fifo:
-        # A FIFO queue needs its share partitions to hold back a message group's later
-        # records while one is in flight, which share groups cannot do yet.
-        raise unsupported_operation("FIFO queues are not supported by Weir yet.")
     attributes = check_attributes(raw_attributes, fifo=fifo, creating=True)
     tags = string_map(params, "tags", TAGS_MAX)
     existing = backend.broker.controller.topic(name)
