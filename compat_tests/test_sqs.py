@@ -937,3 +937,16 @@ def test_fifo_and_standard_queues_refuse_each_others_parameters(sqs: Any) -> Non
         with pytest.raises(ClientError) as exc:
             call()
         assert _code(exc) == code, exc.value.response["Error"]
+
+
+def test_the_sqs_api_answers_only_at_the_root(sqs_broker: WeirProcess) -> None:
+    """Other APIs' POST paths (two segments like /v1/subscriptions) are not shadowed."""
+    for path in ("/000000000000/queue", "/v1/subscriptions"):
+        response = httpx.post(
+            sqs_broker.http_url + path,
+            content=b"{}",
+            headers={**JSON_HEADERS, "X-Amz-Target": "AmazonSQS.ListQueues"},
+            timeout=10,
+        )
+        assert "x-amzn-query-error" not in response.headers, path
+        assert response.status_code in (404, 405), path

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -105,16 +104,16 @@ class HttpAuthentication:
         return user(validated.principal_name)
 
 
-# The SQS API's paths (POST / and a queue URL's, /ACCOUNT/QUEUE): its callers sign with
-# AWS Signature Version 4, which the SQS endpoint checks (it needs the body).
-_SQS_PATH = re.compile(r"/(\d{12}/[A-Za-z0-9_.-]{1,80})?")
+# The SQS API's path (POST /): its callers sign with AWS Signature Version 4, which
+# the SQS endpoint checks (it needs the body).
+SQS_PATH = "/"
 _SIGV4_SCHEME = b"AWS4-HMAC-SHA256 "
 
 
 def _checked_by_sqs(scope: Scope, header: bytes | None) -> bool:
     """An SQS request without Basic or Bearer credentials: passed on without a
     principal, for weir.broker.http.sqs to authenticate or refuse in SQS's words."""
-    if scope["method"] != "POST" or not _SQS_PATH.fullmatch(scope["path"]):
+    if scope["method"] != "POST" or scope["path"] != SQS_PATH:
         return False
     return header is None or header.startswith(_SIGV4_SCHEME)
 

@@ -1,4 +1,4 @@
-"""The SQS endpoint: `POST /` (and a queue URL's path, which older SDKs post to) with
+"""The SQS endpoint: `POST /` with
 `X-Amz-Target: AmazonSQS.<Action>` and a JSON body; every answer in the JSON
 protocol's shape, errors with `__type` and `x-amzn-query-error` (`errors`)."""
 
@@ -69,10 +69,9 @@ def sqs_routes(broker: Broker) -> list[BaseRoute]:
     async def endpoint(request: Request) -> Response:
         return await handle(backend, request)
 
-    return [
-        Route("/", endpoint, methods=["POST"]),
-        Route("/{account:str}/{queue:str}", endpoint, methods=["POST"]),
-    ]
+    # Only the root: the JSON protocol always posts there (a queue URL's path is what
+    # the query protocol posts to, and a two-segment route would shadow other APIs').
+    return [Route("/", endpoint, methods=["POST"])]
 
 
 async def handle(backend: Backend, request: Request) -> Response:
