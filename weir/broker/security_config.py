@@ -47,6 +47,18 @@ class Listener:
     advertised_port: int
 
 
+@dataclass(frozen=True)
+class SqsAccessKey:
+    """An AWS access key pair the SQS API accepts, and the Weir user it stands for."""
+
+    access_key_id: str
+    secret_access_key: str = field(repr=False)
+    user: str
+
+
+SQS_ACCESS_KEY_FIELDS = ("access_key_id", "secret_access_key", "user")
+
+
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 SSL_CLIENT_AUTH_VALUES = ("none", "requested", "required")
 
@@ -101,6 +113,12 @@ class SecurityConfig:
     etcd_cafile: str = ""
     etcd_certfile: str = ""
     etcd_keyfile: str = ""
+    # The SQS API's receipt handles are MACed with a key from the cluster id and this
+    # (set it, the same on every broker, so a client cannot forge a handle).
+    sqs_receipt_secret: str = ""
+    # The SQS API's access keys: AWS Signature Version 4 is checked against them, and
+    # a request signed with one runs as its Weir user (docs/http-sqs.md).
+    sqs_access_keys: tuple[SqsAccessKey, ...] = ()
     listener_list: tuple[Listener, ...] = field(default=(), compare=False)
 
     @property
@@ -145,6 +163,8 @@ def parse_security_table(
 
 
 def _convert(name: str, value: Any, setting: str) -> Any:
+    if name == "sqs_access_keys":
+        return _sqs_access_keys(value, setting)
     if name in _BOOL_SETTINGS:
         if not isinstance(value, bool):
             raise ConfigError(f"{setting}: expected true or false, got {value!r}")
@@ -161,6 +181,24 @@ def _convert(name: str, value: Any, setting: str) -> Any:
     if not isinstance(value, str):
         raise ConfigError(f"{setting}: expected a string, got {value!r}")
     return value
+
+
+def _sqs_access_keys(value: Any, setting: str) -> tuple[SqsAccessKey, ...]:
+    """`[{access_key_id = "...", secret_access_key = "...", user = "..."}, ...]`."""
+    if not isinstance(value, list | tuple):
+        raise ConfigError(f"{setting}: expected a list of tables, got {type(value).__name__}")
+    keys = []
+    for item in value:
+        if not isinstance(item, Mapping) or set(item) != set(SQS_ACCESS_KEY_FIELDS):
+            raise ConfigError(
+                f"{setting}: each access key is a table of {', '.join(SQS_ACCESS_KEY_FIELDS)}"
+            )
+        if not all(isinstance(item[f], str) and item[f] for f in SQS_ACCESS_KEY_FIELDS):
+            raise ConfigError(f"{setting}: {', '.join(SQS_ACCESS_KEY_FIELDS)} must be non-empty")
+        keys.append(SqsAccessKey(item["access_key_id"], item["secret_access_key"], item["user"]))
+    if len({k.access_key_id for k in keys}) != len(keys):
+        raise ConfigError(f"{setting}: an access key id is given twice")
+    return tuple(keys)
 
 
 def _check(config: SecurityConfig, source: str) -> None:

@@ -255,6 +255,9 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _defs(
               "than this instead of delivering it; 0: none. With a group's "
               "weir.share.record.ttl.ms or a record's weir.ttl.ms header, the earliest "
               "expiry wins.", at_least(0)),
+    ConfigDef("weir.sqs.queue", _S, "",
+              "Weir's: the topic is an SQS-compatible queue (weir/broker/http/sqs), with "
+              "these attributes (JSON, written by the SQS API); empty: not a queue."),
 )  # fmt: skip
 
 
@@ -294,6 +297,7 @@ class LogConfig:
     segment_ms: int = 604_800_000
     unclean_leader_election_enable: bool = False
     weir_share_record_ttl_ms: int = 0
+    weir_sqs_queue: str = ""
     # The Kafka names set explicitly (DescribeConfigs reports the rest as defaults).
     overrides: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 

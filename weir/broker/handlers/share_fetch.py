@@ -268,6 +268,8 @@ def _direct_fetch(
         if error != ErrorCode.NONE:
             _fail_unstored(state, error)
         _hold_from_answer(state, wall_clock_ms())  # always: the lock is not the group's
+        # The locks may now end before the deadline the expiry task sleeps towards.
+        service.partitions.poke()
         return _fetch_response(state, lock_ms)
 
     return Deferred(finish)
@@ -716,6 +718,8 @@ def _acknowledge(
         state.member_id, batches, now_ms, renew_lock_ms=state.lock_ms
     )
     service.partitions.archived(leader, outcome.archived)
+    if state.lock_ms is not None:  # a direct RENEW may shorten a lock: a nearer deadline
+        service.partitions.poke()
     return outcome
 
 

@@ -27,6 +27,7 @@ from weir.broker.http.push_access import push_share_access
 from weir.broker.http.queue_views import queue_rows
 from weir.broker.http.rest_admin import rest_admin_routes
 from weir.broker.http.rest_records import records_routes
+from weir.broker.http.sqs.routes import sqs_routes
 from weir.broker.push.routes import push_routes
 from weir.security.acl import AclOperation
 
@@ -104,6 +105,7 @@ def build_app(broker: Broker) -> Starlette:
             Route("/v1/groups/{group_id:path}", group),
             Route("/v1/queues", queues),
             Route("/v1/queues/{group_id:path}", queues),
+            *sqs_routes(broker),
             *rest_admin_routes(broker),
             *records_routes(broker),
             *push_routes(broker, http_authorization, push_share_access(broker)),
