@@ -17,9 +17,10 @@ from weir.broker.config import BrokerConfig
 from weir.broker.coordinators.group_service import attach_group_service
 from weir.broker.coordinators.share_service import ShareService, attach_share_service
 from weir.broker.http.kafka_gateway import HttpCaller
+from weir.broker.http import share_direct
 from weir.broker.http.share_direct import ShareDirect, share_direct_of
 from weir.format.errors import ErrorCode
-from weir.format.record_batch import build_batch
+from weir.format.record_batch import build_batch, iter_batch_headers
 from weir.sharecoord.share_partition import AcknowledgeType, RecordState
 
 GROUP = "queue"
@@ -148,3 +149,13 @@ async def test_a_lock_out_of_range_and_an_unknown_partition_are_refused(broker: 
     assert too_long.error == ErrorCode.INVALID_REQUEST
     unknown = await direct.acquire(OPEN, GROUP, TOPIC, 7, "m1", records_max=1, lock_ms=LOCK_MS)
     assert unknown.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_only_the_batches_holding_the_acquired_offsets_are_decoded() -> None:
+    batches = b"".join(
+        bytes(build_batch([(None, b"v", [])] * 5, base_offset=base)) for base in (0, 5, 10)
+    )
+    held = share_direct._batches_holding(batches, 6, 7)
+    assert [h.base_offset for _, h in iter_batch_headers(held)] == [5]
+    assert len(share_direct._batches_holding(batches, 4, 10)) == len(batches)
+    assert share_direct._batches_holding(batches, 20, 21) == b""

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from weir.broker.broker import Broker
 from weir.broker.http.kafka_gateway import GatewayError, HttpCaller, KafkaGateway, gateway_of
 from weir.format.errors import ErrorCode
-from weir.format.record_batch import InvalidBatch, decode_records
+from weir.format.record_batch import InvalidBatch, decode_records, iter_batch_headers
 from weir.sharecoord.share_partition import AcknowledgeType
 from weir.wire.api_keys import ApiKey
 
@@ -266,7 +266,8 @@ def _records(batches: bytes | None, acquired: Sequence[object]) -> Acquired:
         return Acquired(ErrorCode.NONE, [])
     records = []
     try:
-        for record in decode_records(batches, uncompressed_bytes_max=DECODED_BYTES_MAX):
+        wanted = _batches_holding(batches, min(counts), max(counts))
+        for record in decode_records(wanted, uncompressed_bytes_max=DECODED_BYTES_MAX):
             if record.offset not in counts:
                 continue
             records.append(
@@ -282,6 +283,24 @@ def _records(batches: bytes | None, acquired: Sequence[object]) -> Acquired:
     except InvalidBatch as exc:
         return Acquired(ErrorCode.CORRUPT_MESSAGE, [], str(exc))
     return Acquired(ErrorCode.NONE, records)
+
+
+def _batches_holding(batches: bytes, first: int, last: int) -> bytes | memoryview:
+    """The batches that hold offsets `first` to `last` (a ShareFetch answers whole
+    batches, most of them maybe before or after what was acquired): only those are
+    decoded. Raises InvalidBatch."""
+    start = end = None
+    for position, header in iter_batch_headers(batches):
+        if header.last_offset < first:
+            continue
+        if header.base_offset > last:
+            break
+        if start is None:
+            start = position
+        end = position + header.size
+    if start is None or end is None:
+        return b""
+    return memoryview(batches)[start:end]
 
 
 def _runs(offsets: Sequence[int]) -> list[tuple[int, int]]:
