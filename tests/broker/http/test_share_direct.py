@@ -16,8 +16,8 @@ from weir.broker.broker import Broker, wall_clock_ms
 from weir.broker.config import BrokerConfig
 from weir.broker.coordinators.group_service import attach_group_service
 from weir.broker.coordinators.share_service import ShareService, attach_share_service
-from weir.broker.http.kafka_gateway import HttpCaller
 from weir.broker.http import share_direct
+from weir.broker.http.kafka_gateway import HttpCaller
 from weir.broker.http.share_direct import ShareDirect, share_direct_of
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import build_batch, iter_batch_headers
