@@ -18,6 +18,7 @@ none), as `weir queue describe|purge` shows and does them:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import Response
@@ -78,9 +79,23 @@ async def _described(call: AdminCall, group_id: str) -> tuple[int, Any]:
     )
     described = response.groups[0]
     if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
-        raise not_found(f"no share group {group_id!r}")
+        # No member ever joined (an SQS queue's group, whose receivers are not
+        # members): a group all the same if it has share state (`get_share_group`).
+        return node_id, _MEMBERLESS
     check_kafka(described.error_code, described.error_message, f"describe share group {group_id!r}")
     return node_id, described
+
+
+@dataclass(frozen=True)
+class _Memberless:
+    """What ShareGroupDescribe would say of a group no member ever joined."""
+
+    members: tuple[Any, ...] = ()
+    group_state: str = "Empty"
+    group_epoch: int = 0
+
+
+_MEMBERLESS = _Memberless()
 
 
 async def _describe_offsets(
@@ -177,6 +192,8 @@ async def get_share_group(call: AdminCall) -> Response:
     group_id = _group_id(call)
     node_id, described = await _described(call, group_id)
     partitions = await _offsets(call, group_id, node_id, described)
+    if described is _MEMBERLESS and not partitions:
+        raise not_found(f"no share group {group_id!r}")
     ends = await end_offsets(call, [(r["topic_name"], r["partition_id"]) for r in partitions])
     local = _local_records(call, group_id)
     for row in partitions:
