@@ -44,16 +44,13 @@ from weir.format.record_batch import (
     decode_records,
     parse_batch_header,
 )
+from weir.wire.consumer_fetch import consumer_fetch_body
 from weir.wire.protocol import ApiKey
 
 FETCH_WAIT_MS_MAX = 500
 FETCH_BYTES_MAX = 8 * 1024 * 1024
 PARTITION_FETCH_BYTES_MAX = 1024 * 1024
 BATCH_UNCOMPRESSED_BYTES_MAX = 64 * 1024 * 1024
-CONSUMER_REPLICA_ID = -1
-READ_UNCOMMITTED = 0
-SESSIONLESS_ID = 0
-SESSIONLESS_EPOCH = -1
 RETRY_BACKOFF_S = 0.1
 NULL_TEXT = b"null"
 NO_TIMESTAMP_OFFSET = -1
@@ -388,33 +385,13 @@ class Consumer:
         return self.records_emitted > before
 
     def _fetch_body(self, partitions: list[int], wait_ms: int) -> dict[str, Any]:
-        return {
-            "replica_id": CONSUMER_REPLICA_ID,
-            "max_wait_ms": wait_ms,
-            "min_bytes": 1,
-            "max_bytes": FETCH_BYTES_MAX,
-            "isolation_level": READ_UNCOMMITTED,
-            "session_id": SESSIONLESS_ID,
-            "session_epoch": SESSIONLESS_EPOCH,
-            "topics": [
-                {
-                    "topic": self.topic_name,
-                    "partitions": [
-                        {
-                            "partition": p,
-                            "current_leader_epoch": -1,
-                            "fetch_offset": self.positions[p],
-                            "last_fetched_epoch": -1,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": PARTITION_FETCH_BYTES_MAX,
-                        }
-                        for p in partitions
-                    ],
-                }
-            ],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        }
+        return consumer_fetch_body(
+            self.topic_name,
+            {p: self.positions[p] for p in partitions},
+            bytes_max=FETCH_BYTES_MAX,
+            partition_bytes_max=PARTITION_FETCH_BYTES_MAX,
+            wait_ms=wait_ms,
+        )
 
     def _take(self, part: Any) -> bool:
         """Print one partition's records; True when its leader must be looked up again."""

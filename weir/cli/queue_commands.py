@@ -57,6 +57,7 @@ from weir.sharecoord.dead_letter_records import (
     redrive_intent,
     redrive_source,
 )
+from weir.wire.consumer_fetch import consumer_fetch_body
 from weir.wire.protocol import ApiKey
 
 # A crash point for the test that kills a redrive midway (tests/cli/test_queue_commands.py):
@@ -161,32 +162,7 @@ def read_partition(
 
 
 def _fetch(client: KafkaClient, topic: str, partition: int, offset: int) -> Any:
-    body = {
-        "replica_id": -1,
-        "max_wait_ms": 0,
-        "min_bytes": 1,
-        "max_bytes": FETCH_BYTES_MAX,
-        "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": partition,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": offset,
-                        "last_fetched_epoch": -1,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": FETCH_BYTES_MAX,
-                    }
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
+    body = consumer_fetch_body(topic, {partition: offset}, bytes_max=FETCH_BYTES_MAX)
     response = client.request(ApiKey.FETCH, body)
     for answered in response["responses"]:
         for part in answered["partitions"]:

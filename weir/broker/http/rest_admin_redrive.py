@@ -70,6 +70,7 @@ from weir.sharecoord.dead_letter_records import (
     redrive_intent,
     redrive_source,
 )
+from weir.wire.consumer_fetch import consumer_fetch_body
 from weir.wire.protocol import ApiKey
 
 REDRIVE_GROUP_PREFIX = "weir-redrive."
@@ -182,32 +183,7 @@ class Redrive:
         response = await self.call.send(
             ApiKey.FETCH,
             FETCH_VERSION,
-            {
-                "replica_id": -1,
-                "max_wait_ms": 0,
-                "min_bytes": 1,
-                "max_bytes": FETCH_BYTES_MAX,
-                "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [
-                    {
-                        "topic": topic.name,
-                        "partitions": [
-                            {
-                                "partition": partition,
-                                "current_leader_epoch": -1,
-                                "fetch_offset": offset,
-                                "last_fetched_epoch": -1,
-                                "log_start_offset": -1,
-                                "partition_max_bytes": FETCH_BYTES_MAX,
-                            }
-                        ],
-                    }
-                ],
-                "forgotten_topics_data": [],
-                "rack_id": "",
-            },
+            consumer_fetch_body(topic.name, {partition: offset}, bytes_max=FETCH_BYTES_MAX),
             node_id=self.leader(topic, partition),
         )
         part = response.responses[0].partitions[0]

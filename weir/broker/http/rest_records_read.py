@@ -6,7 +6,6 @@ weir.broker.http.rest_records_fetched."""
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from weir.broker.http.rest_records_produce import gateway_error
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import InvalidBatch
 from weir.wire.api_keys import ApiKey
+from weir.wire.consumer_fetch import consumer_fetch_body
 
 log = logging.getLogger(__name__)
 
@@ -116,34 +116,9 @@ def fetch_body(
     wait_ms: int,
 ) -> dict[str, Any]:
     """A consumer's Fetch (no session) of `partitions` {partition: offset}."""
-    return {
-        "replica_id": -1,
-        "max_wait_ms": wait_ms,
-        "min_bytes": 1,
-        "max_bytes": bytes_max,
-        "isolation_level": isolation_level,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": [
-            {
-                "topic": topic,
-                "topic_id": uuid.UUID(int=0),
-                "partitions": [
-                    {
-                        "partition": partition,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": offset,
-                        "last_fetched_epoch": -1,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": bytes_max,
-                    }
-                    for partition, offset in partitions.items()
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
+    return consumer_fetch_body(
+        topic, partitions, bytes_max=bytes_max, isolation_level=isolation_level, wait_ms=wait_ms
+    )
 
 
 async def fetch_partitions(
