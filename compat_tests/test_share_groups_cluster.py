@@ -20,9 +20,10 @@ Dead letters: a share partition led away from its dead-letter partition's leader
 writes its dead letters there over the brokers' own connections, each once.
 
 Faults: the leader of a data partition SIGKILLed mid-consumption (its share partitions
-move to the new leader, which loads their state from the coordinator); the broker
+move to the new leader, which loads their state from the coordinator). The broker
 leading a key's state partition SIGKILLed (the coordinator moves and loads the
-partition, the data leader finds it again).
+partition, the data leader finds it again) is compat_tests/test_queue_faults.py's
+coordinator kill, checked there by the queue history checker.
 """
 
 from __future__ import annotations
@@ -492,39 +493,6 @@ def test_a_data_partition_leader_killed_mid_consumption_loses_no_acceptance(
     cluster.wait_until(
         lambda: redelivered(history, partition), FAILOVER_S, "the held records redelivered"
     )
-    producer.finish()
-    wait_consumed(cluster, history, CONSUMED_S)
-    consumers.close()
-    drain(running_bootstrap(cluster), group, topic, history)
-    assert_no_anomaly(history)
-
-
-def test_the_broker_leading_a_share_state_partition_killed_loses_no_acceptance(
-    healed: WeirCluster,
-) -> None:
-    cluster = healed
-    topic, group = fresh_topic(cluster, "share-coordinator-kill")
-    history = History()
-    producer = ProduceLoad(cluster.bootstrap, topic, history)
-    consumers = Consumers(cluster.bootstrap, group, topic, history)
-    consumers.start(CONSUMERS)
-    producer.run_for(3.0)
-    wait_state_topic(cluster)
-    cluster.wait_until(lambda: len(history.accepted()) >= 60, 30, "consumption under way")
-    split = split_partitions(cluster, group, topic)
-    partition, (leader, victim) = next(iter(split.items()))
-    key = ShareKey(group, topic_id(cluster, topic), partition)
-    state_partition = share_state_partition(key, STATE_PARTITIONS)
-    print(f"killing broker {victim}, coordinator of {topic}-{partition} (leader {leader})")
-    cluster.brokers[victim].kill()
-    cluster.wait_until(
-        lambda: (
-            cluster.leader_of(SHARE_GROUP_STATE_TOPIC_NAME, state_partition) not in (victim, -1)
-        ),
-        FAILOVER_S,
-        f"{SHARE_GROUP_STATE_TOPIC_NAME}-{state_partition} has a new leader",
-    )
-    time.sleep(3.0)
     producer.finish()
     wait_consumed(cluster, history, CONSUMED_S)
     consumers.close()
