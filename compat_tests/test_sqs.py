@@ -273,6 +273,27 @@ def test_batches_send_receive_and_delete_ten(sqs: Any) -> None:
     }
 
 
+def test_a_delete_batch_of_one_receive_is_one_acknowledgement(
+    sqs: Any, sqs_broker: WeirProcess
+) -> None:
+    url = _queue(sqs)
+    entries = [{"Id": f"m{i}", "MessageBody": f"body {i}"} for i in range(10)]
+    sqs.send_message_batch(QueueUrl=url, Entries=entries)
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=2)
+    assert len(received["Messages"]) == 10
+    label = 'api="SHARE_ACKNOWLEDGE"'
+    before = sqs_broker.metric_samples("weir_requests_total").get(label, 0)
+    deleted = sqs.delete_message_batch(
+        QueueUrl=url,
+        Entries=[
+            {"Id": f"d{i}", "ReceiptHandle": m["ReceiptHandle"]}
+            for i, m in enumerate(received["Messages"])
+        ],
+    )
+    assert len(deleted["Successful"]) == 10
+    assert sqs_broker.metric_samples("weir_requests_total")[label] - before == 1
+
+
 def test_batch_requests_outside_sqs_limits_get_sqs_errors(sqs: Any) -> None:
     url = _queue(sqs)
     cases = [

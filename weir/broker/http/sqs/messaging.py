@@ -359,39 +359,63 @@ def _receipt(backend: Backend, queue: Queue, handle: object) -> Receipt:
     return receipt
 
 
-async def _delete(backend: Backend, call: Call, queue: Queue, handle: object) -> None:
-    receipt = _receipt(backend, queue, handle)
-    results = await backend.share.acknowledge(
-        call.caller,
-        queue.group,
-        queue.name,
-        receipt.partition,
-        receipt.member_id,
-        [receipt.offset],
-        AcknowledgeType.ACCEPT,
-    )
-    error = results.get(receipt.offset, ErrorCode.NONE)
-    # A delivery that is over (deleted already, or its lock ran out): SQS answers success.
-    if error not in (ErrorCode.NONE, ErrorCode.INVALID_RECORD_STATE, ErrorCode.INVALID_REQUEST):
-        raise sqs_error_of(error, f"deleting from {queue.name}")
+async def _delete(
+    backend: Backend, call: Call, queue: Queue, receipts: Sequence[Receipt]
+) -> list[SqsError | None]:
+    """ACCEPT each receipt's message, one acknowledgement per partition and receiver
+    (a batch's deletes are one request, one state write); each receipt's outcome."""
+    by_holder: dict[tuple[int, str], list[int]] = {}
+    for receipt in receipts:
+        by_holder.setdefault((receipt.partition, receipt.member_id), []).append(receipt.offset)
+    results: dict[tuple[int, str, int], ErrorCode] = {}
+    for (partition, member_id), offsets in by_holder.items():
+        answered = await backend.share.acknowledge(
+            call.caller,
+            queue.group,
+            queue.name,
+            partition,
+            member_id,
+            offsets,
+            AcknowledgeType.ACCEPT,
+        )
+        for offset, error in answered.items():
+            results[(partition, member_id, offset)] = error
+    outcomes: list[SqsError | None] = []
+    for receipt in receipts:
+        error = results.get((receipt.partition, receipt.member_id, receipt.offset), ErrorCode.NONE)
+        # A delivery that is over (deleted already, or its lock ran out): SQS answers success.
+        over = (ErrorCode.NONE, ErrorCode.INVALID_RECORD_STATE, ErrorCode.INVALID_REQUEST)
+        outcomes.append(
+            None if error in over else sqs_error_of(error, f"deleting from {queue.name}")
+        )
+    return outcomes
 
 
 async def delete_message(backend: Backend, call: Call, params: Params) -> dict[str, Any]:
     queue = queue_of(backend, params)
-    await _delete(backend, call, queue, required_str(params, "ReceiptHandle"))
+    receipt = _receipt(backend, queue, required_str(params, "ReceiptHandle"))
+    [outcome] = await _delete(backend, call, queue, [receipt])
+    if outcome is not None:
+        raise outcome
     return {}
 
 
 async def delete_message_batch(backend: Backend, call: Call, params: Params) -> dict[str, Any]:
     queue = queue_of(backend, params)
     successful, failed = [], []
+    ids, receipts = [], []
     for entry in entries(params, "Entries"):
         try:
-            await _delete(backend, call, queue, required_str(entry, "ReceiptHandle"))
+            receipts.append(_receipt(backend, queue, required_str(entry, "ReceiptHandle")))
         except SqsError as exc:
             failed.append(entry_failure(entry["Id"], exc))
             continue
-        successful.append({"Id": entry["Id"]})
+        ids.append(entry["Id"])
+    for entry_id, outcome in zip(ids, await _delete(backend, call, queue, receipts), strict=True):
+        if outcome is None:
+            successful.append({"Id": entry_id})
+        else:
+            failed.append(entry_failure(entry_id, outcome))
     return {"Successful": successful, "Failed": failed}
 
 
