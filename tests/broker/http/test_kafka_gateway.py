@@ -14,7 +14,7 @@ from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.coordinators.group_service import attach_group_service
 from weir.broker.handlers.request_authorization import Session
-from weir.broker.http.kafka_gateway import GatewayError, HttpCaller, gateway_of
+from weir.broker.http.kafka_gateway import BROKER, GatewayError, HttpCaller, gateway_of
 from weir.format.errors import ErrorCode
 from weir.format.record_batch import build_batch
 from weir.security.acl import AclOperation, ResourceType
@@ -109,3 +109,12 @@ async def test_a_partitions_leader_on_a_single_broker_is_itself(broker: Broker) 
     assert gateway.leader_of("orders", 0) == broker.config.node_id
     assert gateway.leader_of("orders", 1) is None
     assert gateway.leader_of("nope", 0) is None
+
+
+async def test_the_broker_itself_is_not_checked_against_acls(broker: Broker) -> None:
+    secure(broker)  # deny everything to everyone but the super user
+    gateway = gateway_of(broker)
+    denied = await gateway.send(caller("mallory"), ApiKey.PRODUCE, 9, produce_body("orders"))
+    assert partition_errors(denied) == {"orders": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    allowed = await gateway.send(BROKER, ApiKey.PRODUCE, 9, produce_body("orders"))
+    assert partition_errors(allowed) == {"orders": ErrorCode.NONE}

@@ -10,7 +10,9 @@ any broker of a cluster reaches the one that can answer it:
 1. the caller: `http_caller` takes the principal the HTTP authentication put in
    the request's scope (ANONYMOUS when security is on but the listener let the
    request in without credentials); with no authorizer there is no session and
-   everything is allowed, as on the Kafka listener;
+   everything is allowed, as on the Kafka listener; `BROKER`, the broker's own work
+   for an authorized request (push deliveries), is allowed everything, as the
+   inter-broker user is;
 2. the request is encoded and decoded as the wire does (so a malformed body fails
    here as it would there), then the API's rule (`RULES`) is applied for the
    caller's session, on this broker, whichever broker runs it: the gate may
@@ -93,13 +95,20 @@ class GatewayError(Exception):
 @dataclass(frozen=True)
 class HttpCaller:
     """Who an HTTP request runs as: a session when an authorizer is on, else None
-    (everything allowed, as on the Kafka listener with no authorizer)."""
+    (everything allowed, as on the Kafka listener with no authorizer). `BROKER` is
+    the broker itself, for work it does on its own once an authorized caller asked
+    for it (push deliveries of a subscription whose creator was checked): like the
+    inter-broker user, it is not checked against ACLs."""
 
     session: Session | None
+    is_broker: bool = False
 
     @property
     def principal(self) -> KafkaPrincipal | None:
         return None if self.session is None else self.session.principal
+
+
+BROKER = HttpCaller(None, is_broker=True)
 
 
 def http_caller(broker: Broker, request: Request) -> HttpCaller:
@@ -153,7 +162,7 @@ class KafkaGateway:
             connection,
         )
         complete = None
-        if self.broker.authorizer is not None:
+        if self.broker.authorizer is not None and not caller.is_broker:
             gate = self._authorize(caller, context, request)
             if gate.request is None:
                 return _decoded(api_key, version, gate.answer)

@@ -1,19 +1,16 @@
 """The share-group access push deliveries use (`weir.broker.push.share_access`):
-`ShareDirect`, as the broker itself. With an authorizer on, the broker's deliveries
-run as the inter-broker user (a super user in a secured cluster), else as nobody
-(everything allowed). A subscription's creator was checked for READ on the topic
-and the group when it was created (weir/broker/push/routes.py)."""
+`ShareDirect`, as the broker itself (`kafka_gateway.BROKER`: not checked against
+ACLs, as the inter-broker user is not). A subscription's creator was checked for
+READ on the topic and the group when it was created (weir/broker/push/routes.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from weir.broker.broker import Broker
-from weir.broker.handlers.request_authorization import Session
-from weir.broker.http.kafka_gateway import HTTP_LISTENER, HttpCaller
+from weir.broker.http.kafka_gateway import BROKER, HttpCaller
 from weir.broker.http.share_direct import Acquired, share_direct_of
 from weir.format.errors import ErrorCode
-from weir.security.principal import user
 from weir.sharecoord.share_partition import AcknowledgeType
 
 
@@ -22,10 +19,7 @@ class BrokerShareAccess:
         self.broker = broker
 
     def _caller(self) -> HttpCaller:
-        if self.broker.authorizer is None:
-            return HttpCaller(None)
-        name = self.broker.config.security.inter_broker_sasl_username
-        return HttpCaller(Session(user(name), "", HTTP_LISTENER))
+        return BROKER
 
     async def acquire(
         self,
