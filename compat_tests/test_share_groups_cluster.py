@@ -28,6 +28,7 @@ coordinator kill, checked there by the queue history checker.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -48,6 +49,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from compat_tests.cluster_harness import TEST_CLUSTER_SETTINGS, WeirCluster, running_cluster
+from compat_tests.harness import run_cli
 from weir.broker.coordinators.share_state_service import ShareKey, share_state_partition
 from weir.controller.controller import SHARE_GROUP_STATE_TOPIC_NAME
 from weir.sharecoord.dead_letter_records import parse_dead_letter
@@ -462,6 +464,15 @@ def test_records_are_accepted_once_across_partitions_whose_state_is_on_other_bro
     assert_no_anomaly(history)
     accepted_split = {r for r, _, _, ok in history.accepts if ok and r[0] in split}
     assert accepted_split, "no record of a partition led away from its state was accepted"
+    # DescribeShareGroupOffsets with no topics (what `weir queue describe` and Kafka's
+    # kafka-share-groups.sh send) lists every partition, its state on whichever broker
+    described = run_cli("--bootstrap", cluster.bootstrap, "--format", "json",
+                        "queue", "describe", "--group", group)  # fmt: skip
+    assert described.returncode == 0, described.stderr
+    listed = {
+        (row["topic"], row["partition"]) for row in json.loads(described.stdout)["partitions"]
+    }
+    assert listed == {(topic, p) for p in range(PARTITIONS)}, described.stdout
 
 
 def test_a_data_partition_leader_killed_mid_consumption_loses_no_acceptance(

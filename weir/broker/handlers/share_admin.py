@@ -115,6 +115,12 @@ def _forget_cached(ctx: RequestContext, group_id: str) -> None:
 # -- DescribeShareGroupOffsets ----------------------------------------------------------
 
 
+# A cluster's partitions past which DescribeShareGroupOffsets with no topics lists only
+# the states this broker's share coordinator holds (each candidate costs a state read,
+# maybe on another broker).
+SCAN_PARTITIONS_MAX = 1000
+
+
 def handle_describe_share_group_offsets(
     ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
 ) -> DescribeShareGroupOffsetsResponse | Deferred[DescribeShareGroupOffsetsResponse]:
@@ -150,6 +156,7 @@ async def _described_group(
     with_lag: bool,
 ) -> DescribeShareGroupOffsetsResponseGroup:
     group_id = group.group_id
+    every = group.topics is None
     if group.topics is None:
         wanted = _partitions_with_state(ctx, store, group_id)
     else:
@@ -171,6 +178,10 @@ async def _described_group(
             await _described_partition(ctx, store, ShareKey(group_id, topic.topic_id, p), name)
             for p in partitions
         ]
+        if every:  # a candidate of another broker's coordinator without state: not the group's
+            described = [d for d in described if not _stateless(d)]
+            if not described:
+                continue
         known.append(
             DescribeShareGroupOffsetsResponseTopic(
                 topic_name=name, topic_id=topic.topic_id, partitions=described
@@ -183,13 +194,26 @@ async def _described_group(
 def _partitions_with_state(
     ctx: RequestContext, store: ShareStateService, group_id: str
 ) -> list[tuple[str, list[int]]]:
-    """Every partition of an existing topic the group has state for, by topic name."""
-    by_topic: dict[str, list[int]] = {}
+    """Every partition of an existing topic the group may have state for, by topic
+    name: those whose state this broker's share coordinator holds; in a cluster, the
+    others' coordinators hold the rest, so every partition of every topic is a
+    candidate too while the cluster has at most SCAN_PARTITIONS_MAX (each is read,
+    and those without state are left out); past that, only this broker's."""
+    by_topic: dict[str, set[int]] = {}
     for key in store.keys_of_group(group_id):
         record = ctx.broker.controller.topic_by_id(key.topic_id)
         if record is not None:
-            by_topic.setdefault(record.name, []).append(key.partition)
+            by_topic.setdefault(record.name, set()).add(key.partition)
+    if ctx.broker.cluster is not None:
+        topics = [t for t in ctx.broker.controller.topics() if not t.is_internal]
+        if sum(t.partition_count for t in topics) <= SCAN_PARTITIONS_MAX:
+            for topic in topics:
+                by_topic.setdefault(topic.name, set()).update(range(topic.partition_count))
     return [(name, sorted(partitions)) for name, partitions in sorted(by_topic.items())]
+
+
+def _stateless(entry: DescribeShareGroupOffsetsResponsePartition) -> bool:
+    return entry.error_code == ErrorCode.NONE and entry.start_offset == UNINITIALIZED_START_OFFSET
 
 
 def _no_state(partition: int) -> DescribeShareGroupOffsetsResponsePartition:
