@@ -198,6 +198,7 @@ class KafkaGateway:
             body = await resolve(handler(context, request))
         except Exception as exc:
             log.exception("handler for %s (HTTP) failed", _api_name(api_key))
+            self.broker.metrics.request_errors_total[_api_name(api_key)] += 1
             raise GatewayError(f"{_api_name(api_key)} failed: {exc}") from exc
         if isinstance(body, EncodedResponse):  # Produce encodes its own response
             return decode_response(api_key, version, memoryview(body.frame)[4:])[1]
