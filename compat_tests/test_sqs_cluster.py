@@ -104,3 +104,24 @@ def test_messages_outlive_the_queue_leader(cluster: WeirCluster) -> None:
         assert sorted(m["Body"] for m in received) == sorted(f"job {i}" for i in range(10))
     finally:
         cluster.brokers[leader].start()
+
+
+def test_a_fifo_deduplication_id_holds_across_brokers(cluster: WeirCluster) -> None:
+    name = f"cf-{uuid.uuid4().hex[:8]}.fifo"
+    brokers = list(cluster.brokers.values())
+    created = _sqs(brokers[0]).create_queue(QueueName=name, Attributes={"FifoQueue": "true"})
+    path = created["QueueUrl"].split("/", 3)[3]
+    cluster.wait_full_isr(name)
+    answers = [
+        _sqs(broker).send_message(
+            QueueUrl=f"{broker.http_url}/{path}",
+            MessageBody="once",
+            MessageGroupId="g",
+            MessageDeduplicationId="d1",
+        )
+        for broker in brokers
+    ]
+    assert len({(a["MessageId"], a["SequenceNumber"]) for a in answers}) == 1, answers
+    receiver = brokers[1]
+    received = _receive_all(_sqs(receiver), f"{receiver.http_url}/{path}", 2, 6)
+    assert [m["Body"] for m in received] == ["once"]

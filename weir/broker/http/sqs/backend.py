@@ -80,6 +80,9 @@ class Backend:
     first_received_ms: dict[tuple[str, int, int], int] = field(default_factory=dict)
     move_tasks: MoveTasks = field(default_factory=MoveTasks)
     deduplications: Deduplications = field(default_factory=Deduplications)
+    # How far this broker has read each FIFO queue's log for deduplication ids
+    # (queue -> next offset; fifo_log.py).
+    fifo_read_offsets: dict[str, int] = field(default_factory=dict)
     # FIFO sends to one queue, one at a time on this broker (deduplication, then append).
     _fifo_locks: dict[str, trio.Lock] = field(default_factory=dict)
 

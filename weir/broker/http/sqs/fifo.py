@@ -2,9 +2,9 @@
 per-key ordering keeps a group's messages in order, one receive at a time) and
 deduplication within SQS's 5 minutes.
 
-Deduplication is this broker's memory (a message sent twice through two brokers, or
-across a restart, within 5 minutes is stored twice): each (queue, deduplication id)
-answered in the last 5 minutes answers the same again, without sending.
+Deduplication: each (queue, deduplication id) answered in the last 5 minutes answers
+the same again, without sending. The memory is kept up with the queue's log before
+each send (fifo_log.py), so it holds across brokers and restarts.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from weir.broker.http.sqs.fifo import (
     fifo_ids,
     sequence_number,
 )
+from weir.broker.http.sqs.fifo_log import catch_up
 from weir.broker.http.sqs.message_attributes import (
     MessageAttribute,
     attribute_headers,
@@ -161,8 +162,9 @@ async def _send(
     backend: Backend, call: Call, queue: Queue, messages: list[_Message]
 ) -> list[dict[str, Any]]:
     """Append the messages as one batch; each one's answer. A FIFO queue's message
-    whose deduplication id was sent in the last 5 minutes (here) is not appended
-    again: its answer is the first one's (MessageId, SequenceNumber)."""
+    whose deduplication id was sent in the last 5 minutes (through any broker, as the
+    queue's log says: fifo_log.py) is not appended again: its answer is the first
+    one's (MessageId, SequenceNumber)."""
     if not messages:
         return []
     if not queue.state.fifo:
@@ -171,6 +173,8 @@ async def _send(
         return [m.answer for m in messages]
     async with backend.fifo_lock(queue.name):
         now_ms = wall_clock_ms()
+        per_group = queue.state.attributes.get("DeduplicationScope") == "messageGroup"
+        await catch_up(backend, queue.name, per_group, MESSAGE_ID_HEADER, now_ms)
         first_of: dict[tuple[str, str, str], _Message] = {}
         fresh: list[_Message] = []
         for message in messages:
