@@ -5,6 +5,9 @@
 - `own_broker`: a fresh broker for one test; use it to stop, kill or restart.
 - `module_broker`: a fresh broker shared by one module (hostile input, RSS checks).
 - `topic` / `unique_topic`: topic names no other test uses.
+- `chromium`: one headless Chromium per module for the console's tests
+  (compat_tests/console_browser.py); `console`: that browser on `module_broker`,
+  logged out, at laptop size.
 
 When a test fails, the tail of each broker's stderr it used is attached to the report.
 """
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests.console_browser import ConsoleBrowser, console_browser
 from compat_tests.harness import WeirProcess, unique_topic_name
 
 
@@ -127,3 +131,20 @@ def pytest_configure(config: pytest.Config) -> None:
     # kafka-python loads its protocol schemas with deprecated importlib.resources calls.
     for message in ("read_text is deprecated", "open_text is deprecated"):
         config.addinivalue_line("filterwarnings", f"ignore:{message}:DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleBrowser]:
+    """One headless Chromium for a module's console tests; point it at a broker with
+    `use_broker(broker.http_url)`."""
+    with console_browser("http://127.0.0.1:1", tmp_path_factory.mktemp("chromium")) as browser:
+        yield browser
+
+
+@pytest.fixture
+def console(chromium: ConsoleBrowser, module_broker: WeirProcess) -> Iterator[ConsoleBrowser]:
+    """The module's Chromium on the module's broker, with no login kept from another test."""
+    chromium.use_broker(module_broker.http_url)
+    chromium.open("/console/login")
+    chromium.logout()
+    yield chromium

@@ -22,6 +22,7 @@ from weir.broker.broker import Broker
 from weir.broker.coordinators.group_service import GroupService
 from weir.broker.coordinators.share_service import ShareService
 from weir.broker.http.authentication import http_authorization
+from weir.broker.http.console.routes import console_routes
 from weir.broker.http.group_views import cluster_group_summaries, group_detail
 from weir.broker.http.push_access import push_share_access
 from weir.broker.http.queue_views import queue_rows
@@ -105,6 +106,7 @@ def build_app(broker: Broker) -> Starlette:
             Route("/v1/groups/{group_id:path}", group),
             Route("/v1/queues", queues),
             Route("/v1/queues/{group_id:path}", queues),
+            *console_routes(),
             *sqs_routes(broker),
             *rest_admin_routes(broker),
             *records_routes(broker),

@@ -30,7 +30,13 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PRINCIPAL_SCOPE_KEY = "weir.principal"
-OPEN_PATH_PREFIX = "/health/"
+# Open without credentials: the health checks, and the console's pages and static files
+# (the data they show comes from the API, which asks for credentials).
+OPEN_PATH_PREFIXES = ("/health/", "/console/")
+OPEN_PATHS = frozenset(("/console",))
+# Sent by the console's scripts with every API call: its 401s then carry no Basic
+# challenge, so the browser shows the console's login page, not its own dialog.
+CONSOLE_HEADER = b"x-weir-console"
 # Longest Authorization header read (a JWT is bounded well below it).
 AUTHORIZATION_BYTES_MAX = 8192
 
@@ -44,11 +50,7 @@ class HttpAuthentication:
         self._check_password = password_check(broker)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or not self.broker.config.security.enabled
-            or scope["path"].startswith(OPEN_PATH_PREFIX)
-        ):
+        if scope["type"] != "http" or not self.broker.config.security.enabled or _open_path(scope):
             await self.app(scope, receive, send)
             return
         header = _authorization_header(scope)
@@ -62,7 +64,7 @@ class HttpAuthentication:
                 self.broker.metrics.sasl_authentications_total["failure"] += 1
             delay_ms = self.broker.config.security.connection_failed_authentication_delay_ms
             await trio.sleep(delay_ms / 1000)
-            await _unauthorized(send)
+            await _unauthorized(send, challenge=not _from_console(scope))
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
         await self.app(scope, receive, send)
@@ -118,6 +120,17 @@ def _checked_by_sqs(scope: Scope, header: bytes | None) -> bool:
     return header is None or header.startswith(_SIGV4_SCHEME)
 
 
+def _open_path(scope: Scope) -> bool:
+    path: str = scope["path"]
+    if path == SQS_PATH:
+        return scope["method"] in ("GET", "HEAD")  # the redirect to the console
+    return path.startswith(OPEN_PATH_PREFIXES) or path in OPEN_PATHS
+
+
+def _from_console(scope: Scope) -> bool:
+    return any(name == CONSOLE_HEADER for name, _ in scope["headers"])
+
+
 def _authorization_header(scope: Scope) -> bytes | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
@@ -125,13 +138,14 @@ def _authorization_header(scope: Scope) -> bytes | None:
     return None
 
 
-async def _unauthorized(send: Send) -> None:
+async def _unauthorized(send: Send, challenge: bool) -> None:
     body = b'{"error": "authentication required"}\n'
     headers = [
         (b"content-type", b"application/json"),
-        (b"www-authenticate", b'Basic realm="weir", Bearer realm="weir"'),
         (b"content-length", str(len(body)).encode()),
     ]
+    if challenge:
+        headers.append((b"www-authenticate", b'Basic realm="weir", Bearer realm="weir"'))
     await send({"type": "http.response.start", "status": 401, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

@@ -44,6 +44,7 @@ from weir.broker.config import Limits
 from weir.broker.http.app import build_app
 from weir.broker.http.authentication import HttpAuthentication
 from weir.broker.http.exchange import EXCHANGE_SCOPE_KEY, Exchange
+from weir.broker.http.request_counts import HttpRequestCounts
 from weir.broker.listen import open_listeners
 from weir.broker.metrics import Metrics
 from weir.broker.tls import ServerTlsContext
@@ -252,7 +253,7 @@ async def serve_http(
     timeout_s = limits.http_request_timeout_ms / 1000
     authenticated = HttpAuthentication(build_app(broker), broker)  # type: ignore[arg-type]
     app = ExchangeLimits(
-        authenticated,
+        HttpRequestCounts(authenticated, broker.metrics),
         connections,
         timeout_s,
         limits.http_request_bytes_max,
