@@ -47,7 +47,7 @@ class ConsoleFile:
     etag: str
 
 
-def _load(folder: str) -> dict[str, ConsoleFile]:
+def load_files(folder: str) -> dict[str, ConsoleFile]:
     """Every file under `folder` of this package, by its path relative to it."""
     files: dict[str, ConsoleFile] = {}
     root = Path(__file__).parent / folder  # package data (pyproject's package-data)
@@ -88,10 +88,10 @@ def _serve(request: Request, file: ConsoleFile | None) -> Response:
 def console_routes() -> list[BaseRoute]:
     pages = {
         name.removesuffix(".html"): file
-        for name, file in _load("pages").items()
+        for name, file in load_files("pages").items()
         if name.endswith(".html")
     }
-    static = _load("static")
+    static = load_files("static")
 
     async def home(request: Request) -> Response:
         return RedirectResponse(f"{CONSOLE_PATH}/{HOME_PAGE}", status_code=302)
