@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from selenium.webdriver.common.keys import Keys
 
-from compat_tests.console_browser import ConsoleBrowser
+from compat_tests.console_browser import PHONE_SIZE, ConsoleBrowser
 from compat_tests.harness import WeirProcess, create_topic, unique_topic_name
 
 pytestmark = pytest.mark.timeout(120)
@@ -312,3 +312,14 @@ def _fresh_downloads(console: ConsoleBrowser) -> Iterator[None]:
     for path in console.download_dir.glob("*"):
         path.unlink()
     yield
+
+
+def test_the_messages_view_is_readable_at_phone_width(
+    console: ConsoleBrowser, orders: Topic
+) -> None:
+    with console.window_size(*PHONE_SIZE):
+        open_messages(console, orders)
+        console.wait_for(row(0, ORDERS - 1))
+        width = console.driver.execute_script("return document.documentElement.scrollWidth")
+        viewport = console.driver.execute_script("return window.innerWidth")
+        assert width <= viewport, (width, viewport)

@@ -108,6 +108,10 @@
     return Number(trimmed);
   }
 
+  function recordId(record) {
+    return record.partition_id + ":" + record.offset;
+  }
+
   // Runs `task` on every item, at most `width` at a time.
   async function eachLimited(items, width, task) {
     const queue = items.slice();
@@ -239,6 +243,7 @@
       },
 
       headerText,
+      recordId,
 
       get canLoadMore() {
         return Object.values(this.cursors).some((c) => !c.done);
@@ -319,9 +324,17 @@
           this.error = error.message;
         }
         found.sort((a, b) => a.timestamp_ms - b.timestamp_ms || a.partition_id - b.partition_id || a.offset - b.offset);
-        this.records = this.records.concat(found).slice(-SHOWN_RECORDS_MAX);
+        this.show(found);
         this.status = this.describe(found.length, scanned);
         this.loading = false;
+      },
+
+      // Adds records to the table (one already there, read again after it came
+      // live, is not shown twice), keeping the newest SHOWN_RECORDS_MAX.
+      show(found) {
+        const shownIds = new Set(this.records.map(recordId));
+        const fresh = found.filter((r) => !shownIds.has(recordId(r)));
+        this.records = this.records.concat(fresh).slice(-SHOWN_RECORDS_MAX);
       },
 
       describe(foundCount, scanned) {
@@ -363,8 +376,7 @@
           await followEvents(path, abort.signal, opened, (name, data) => {
             if (name === "record") {
               data.live = true;
-              this.records.push(data);
-              if (this.records.length > SHOWN_RECORDS_MAX) this.records.shift();
+              this.show([data]);
             } else if (name === "error") {
               this.error = data.message;
             }
