@@ -170,7 +170,7 @@
       partition: Weir.param("partition", "all"),
       start: Weir.param("from", "end"),
       startOffset: Weir.param("offset", "0"),
-      startTime: "",
+      startTime: Weir.param("time", ""),
       pageSize: 50,
       filterKey: "",
       filterHeaderName: "",
