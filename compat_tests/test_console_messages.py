@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -126,9 +127,13 @@ def test_browsing_one_partition_from_an_offset_a_time_and_the_end(
 
     console.select("#start", value="timestamp")
     seventh_ms = orders.base_ms + 7 * 60_000
-    console.type_into("#start-timestamp", str(seventh_ms - 1))
+    console.type_into("#start-timestamp", str(seventh_ms - 1))  # ms since 1970
     console.click("#browse")
     console.wait_until(lambda: shown_offsets(console)[:1] == [7], "a read from a time")
+    eighth = datetime.fromtimestamp((seventh_ms + 60_000) / 1000, UTC)
+    console.type_into("#start-timestamp", eighth.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3])
+    console.click("#browse")
+    console.wait_until(lambda: shown_offsets(console)[:1] == [8], "a read from a UTC time")
 
     console.select("#start", value="end")
     console.click("#browse")
