@@ -39,6 +39,13 @@ from weir.broker.http.kafka_gateway import (
     gateway_of,
     http_caller,
 )
+from weir.broker.http.rest_records_fetched import record_bytes
+from weir.broker.http.rest_records_filter import (
+    RecordFilter,
+    ScanBounds,
+    parse_filter,
+    parse_scan_bounds,
+)
 from weir.broker.http.rest_records_format import (
     PARTITION_ID_MAX,
     ConcatenatedObjects,
@@ -305,6 +312,8 @@ class ReadOptions:
     value_format: ValueFormat
     isolation_level: int
     start_at_end: bool
+    record_filter: RecordFilter = RecordFilter()
+    scan: ScanBounds = ScanBounds(0, 0)
 
 
 def _int_param(request: Request, name: str, low: int, high: int, default: int | None) -> int | None:
@@ -345,6 +354,8 @@ def read_options(request: Request, *, stream: bool) -> ReadOptions:
         value_format=ValueFormat[value_format],
         isolation_level=READ_COMMITTED if isolation == "read_committed" else READ_UNCOMMITTED,
         start_at_end=start == "end",
+        record_filter=parse_filter(request.query_params),
+        scan=parse_scan_bounds(request.query_params),
     )
 
 
@@ -408,10 +419,20 @@ def _read_endpoint(broker: Broker) -> Any:
 async def _read(
     lookup: _Lookup, partition: int, offset: int, options: ReadOptions
 ) -> dict[str, Any]:
+    """Up to `max_records` records (of those the filter matches) from `offset`; a
+    filtered read scans at most `options.scan` records and bytes. `stopped` says
+    why the read ended: `max_records`, `max_bytes`, `scan_limit` (the scan bounds,
+    or the fetches one read makes) or `end` (nothing more there now)."""
     topic = lookup.target.topic
+    wanted = options.record_filter
+    filtering = wanted.active
     rendered: list[dict[str, object]] = []
     bytes_left = options.bytes_max
+    scan_records_left = options.scan.records_max if filtering else None
+    scan_bytes_left = options.scan.bytes_max
+    scanned = 0
     read: PartitionRead | None = None
+    stopped: str | None = None
     for _ in range(READ_FETCHES_MAX):
         read = await fetch_one(
             lookup.gateway,
@@ -419,12 +440,22 @@ async def _read(
             topic,
             partition,
             offset,
-            bytes_max=bytes_left,
+            bytes_max=scan_bytes_left if filtering else bytes_left,
             isolation_level=options.isolation_level,
         )
         for record in read.fetched.records:
-            if len(rendered) >= options.records_max:
+            stopped = _read_limit(
+                len(rendered), bytes_left, scan_records_left, scan_bytes_left, options
+            )
+            if stopped is not None:
                 break
+            scanned += 1
+            offset = record.offset + 1
+            if scan_records_left is not None:
+                scan_records_left -= 1
+                scan_bytes_left -= record_bytes(record)
+            if not wanted.matches(record.key, record.value, record.headers):
+                continue
             rendered.append(
                 render_record(
                     partition,
@@ -436,12 +467,22 @@ async def _read(
                     options.value_format,
                 )
             )
-            offset = record.offset + 1
             bytes_left -= len(record.key or b"") + len(record.value or b"")
-        if len(rendered) >= options.records_max or bytes_left <= 0:
+        end_offset = (
+            read.last_stable_offset
+            if options.isolation_level == READ_COMMITTED
+            else read.high_watermark
+        )
+        if stopped is None and offset >= end_offset:
+            stopped = "end"  # all there is now, read
+        stopped = stopped or _read_limit(
+            len(rendered), bytes_left, scan_records_left, scan_bytes_left, options
+        )
+        if stopped is not None:
             break
         if read.fetched.next_offset <= offset:
-            break  # nothing more to read now
+            stopped = "end"  # nothing more to read now
+            break
         offset = read.fetched.next_offset
     assert read is not None
     return {
@@ -452,7 +493,26 @@ async def _read(
         "next_offset": offset,
         "high_watermark": read.high_watermark,
         "log_start_offset": read.log_start_offset,
+        "scanned_records": scanned,
+        "stopped": stopped or "scan_limit",
     }
+
+
+def _read_limit(
+    records: int,
+    bytes_left: int,
+    scan_records_left: int | None,
+    scan_bytes_left: int,
+    options: ReadOptions,
+) -> str | None:
+    """Why a read stops before its next record, or None to go on."""
+    if records >= options.records_max:
+        return "max_records"
+    if bytes_left <= 0:
+        return "max_bytes"
+    if scan_records_left is not None and (scan_records_left <= 0 or scan_bytes_left <= 0):
+        return "scan_limit"
+    return None
 
 
 # Server-sent events ---------------------------------------------------------------
@@ -549,6 +609,8 @@ async def _events(
                 retry = True
                 continue
             for record in read.fetched.records:
+                if not options.record_filter.matches(record.key, record.value, record.headers):
+                    continue
                 body = render_record(
                     partition,
                     record.offset,

@@ -125,6 +125,18 @@ _READ_RESPONSE = {
         "next_offset": {"type": "integer", "format": "int64"},
         "high_watermark": {"type": "integer", "format": "int64"},
         "log_start_offset": {"type": "integer", "format": "int64"},
+        "scanned_records": {
+            "type": "integer",
+            "description": "records read, matched by the filter or not",
+        },
+        "stopped": {
+            "type": "string",
+            "enum": ["max_records", "max_bytes", "scan_limit", "end"],
+            "description": (
+                "why the read ended: enough records or bytes, the scan bounds of a filtered "
+                "read, or the end of what the partition holds now; go on from next_offset"
+            ),
+        },
     },
 }
 
@@ -153,6 +165,26 @@ _MAX_BYTES = _query(
     {"type": "integer", "minimum": 1, "maximum": 16 * 1024 * 1024},
     "about the most key and value bytes",
 )
+
+_TEXT = {"type": "string", "maxLength": 1024}
+_FILTERS = [
+    _query("key", _TEXT, "only records whose key is this text (its UTF-8 bytes), exactly"),
+    _query("header_name", _TEXT, "only records with a header of this name"),
+    _query("header_value", _TEXT, "with header_name: only where that header's value is this text"),
+    _query("value_contains", _TEXT, "only records whose value holds this text (UTF-8 bytes)"),
+]
+_SCAN_BOUNDS = [
+    _query(
+        "scan_max_records",
+        {"type": "integer", "minimum": 1, "maximum": 100_000, "default": 10_000},
+        "a filtered read scans at most this many records (matching or not)",
+    ),
+    _query(
+        "scan_max_bytes",
+        {"type": "integer", "minimum": 1, "maximum": 16 * 1024 * 1024, "default": 4 * 1024 * 1024},
+        "a filtered read scans at most about this many key, value and header bytes",
+    ),
+]
 
 _LAST_EVENT_ID = {
     "name": "Last-Event-ID",
@@ -242,6 +274,8 @@ RECORDS_OPENAPI_PATHS: dict[str, Any] = {
                 _MAX_BYTES,
                 _FORMAT,
                 _ISOLATION,
+                *_FILTERS,
+                *_SCAN_BOUNDS,
             ],
             "responses": {
                 "200": {
@@ -264,12 +298,13 @@ RECORDS_OPENAPI_PATHS: dict[str, Any] = {
             _START,
             _FORMAT,
             _ISOLATION,
+            *_FILTERS,
             _LAST_EVENT_ID,
         ],
     ),
     "/v3/clusters/{cluster_id}/topics/{topic_name}/records/stream": _stream_get(
         "followTopicRecords",
         "Follow every partition of a topic live (Weir)",
-        [_CLUSTER, _TOPIC, _TIMESTAMP, _START, _FORMAT, _ISOLATION],
+        [_CLUSTER, _TOPIC, _TIMESTAMP, _START, _FORMAT, _ISOLATION, *_FILTERS],
     ),
 }
