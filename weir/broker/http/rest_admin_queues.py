@@ -9,7 +9,8 @@ none), as `weir queue describe|purge` shows and does them:
   led by the broker answering also shows its records by state (`records`:
   available, acquired, delayed, archived, dead letters pending and written, the
   oldest record's age, the delivery-count histogram; `weir.broker.http.queue_views`),
-  null elsewhere (ask the `leader`'s broker);
+  null elsewhere, where `stored_records` has what the share coordinator stores
+  (`weir.broker.http.share_stored_view`);
 - purged (`POST .../share-groups/{g}/purge`): every partition's start offset
   moves to its end offset (AlterShareGroupOffsets), so nothing produced before is
   delivered; the group must have no members (409 otherwise), `dry_run` shows the
@@ -54,6 +55,7 @@ from weir.broker.http.rest_admin_queues_paging import (
 )
 from weir.broker.http.rest_admin_redrive import configured_dead_letter_topic
 from weir.broker.http.rest_admin_topics import metadata
+from weir.broker.http.share_stored_view import stored_records
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
@@ -252,6 +254,11 @@ async def get_share_group(call: AdminCall) -> Response:
         row["end_offset"] = ends.get(key)
         row["leader"] = call.gateway.leader_of(*key)
         row["records"] = local.get(key)
+        row["stored_records"] = (
+            None
+            if row["records"] is not None or row["leader"] is None
+            else await stored_records(call.broker, group_id, *key, row["end_offset"])
+        )
     members = [
         {
             "member_id": m.member_id,

@@ -15,9 +15,13 @@ document.addEventListener("alpine:init", () => {
     }
   }
 
+  // A read record's key or value ({type, data}): JSON as JSON text, text as it is,
+  // binary as its base64.
   function shown(part) {
     if (part === null || part === undefined) return "";
-    return typeof part === "string" ? part : JSON.stringify(part);
+    if (typeof part !== "object" || !("data" in part)) return JSON.stringify(part);
+    if (part.data === null) return "";
+    return part.type === "JSON" ? JSON.stringify(part.data) : String(part.data);
   }
 
   Alpine.data("queue", () => ({
@@ -53,15 +57,25 @@ document.addEventListener("alpine:init", () => {
     },
     summarize() {
       const totals = { available: 0, acquired: 0, delayed: 0, dead_lettered: 0 };
+      let elsewhere = 0;
+      let notFinishedElsewhere = 0;
       const counts = {};
       for (const p of this.group.partitions) {
-        if (!p.records) continue;
-        for (const field of Object.keys(totals)) totals[field] += p.records[field];
-        for (const [count, records] of Object.entries(p.records.delivery_counts || {})) {
+        // Live states where this broker leads; the stored state elsewhere.
+        const source = p.records || p.stored_records;
+        if (!source) continue;
+        if (p.records) {
+          for (const field of Object.keys(totals)) totals[field] += p.records[field];
+        } else {
+          elsewhere += 1;
+          notFinishedElsewhere += p.stored_records.not_finished;
+          totals.delayed += p.stored_records.delayed;
+        }
+        for (const [count, records] of Object.entries(source.delivery_counts || {})) {
           counts[count] = (counts[count] || 0) + records;
         }
       }
-      this.totals = totals;
+      this.totals = { ...totals, elsewhere, not_finished_elsewhere: notFinishedElsewhere };
       const most = Math.max(1, ...Object.values(counts));
       this.histogram = Object.entries(counts)
         .map(([count, records]) => ({
