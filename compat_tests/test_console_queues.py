@@ -239,7 +239,6 @@ def test_the_queues_page_lists_the_share_group_with_its_totals_and_filters_it(
     console.wait_gone(row)
     console.type_into("#queue-filter", queue.group)
     console.wait_for(row)
-    console.screenshot_for_docs("queues")
     console.assert_no_script_errors()
 
 
@@ -310,6 +309,8 @@ def test_a_push_subscription_to_a_failing_receiver_shows_its_last_error_and_paus
         row = f"#subscriptions tr[data-subscription='{name}']"
         console.wait_text(f"{row} [data-field='last-error']", "HTTP 500")
         assert cell(console, row, "status") == "failing"
+        console.wait_for(f"#queues tr[data-group='{queue.group}']")
+        console.screenshot_for_docs("queues")
         console.click(f"{row} button.pause")
         console.wait_text(f"{row} [data-field='status']", "paused")
         assert http.get(f"/v1/subscriptions/{name}").json()["paused"] is True
