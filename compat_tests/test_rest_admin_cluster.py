@@ -13,7 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, ShareConsumer, TopicPartition
+from confluent_kafka import (
+    AcknowledgeType,
+    Consumer,
+    KafkaException,
+    Producer,
+    ShareConsumer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from compat_tests.cluster_harness import WeirCluster, running_cluster
@@ -198,3 +205,68 @@ def test_every_broker_shows_a_share_groups_depth_and_its_leader_the_records_by_s
             assert (row["records"] is not None) == led_here, (node_id, row)
             if led_here:
                 assert row["records"]["available"] == 1
+
+
+def hold_all_but_the_first_rejected(cluster: WeirCluster, topic: str, group: str) -> ShareConsumer:
+    """A share consumer (still open) that rejected the first record it got and holds
+    the others acquired."""
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": "explicit",
+        }
+    )
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 60
+    while True:
+        assert time.monotonic() < deadline, "the share consumer got no records"
+        try:
+            messages = [m for m in consumer.poll(1.0) if m.error() is None]
+        except KafkaException:
+            continue
+        if messages:
+            consumer.acknowledge(messages[0], AcknowledgeType.REJECT)
+            consumer.commit_sync(10.0)
+            return consumer
+
+
+def test_a_share_partition_led_elsewhere_shows_its_stored_delivery_counts_from_any_broker(
+    cluster: WeirCluster, cluster_path: str
+) -> None:
+    topic = unique_topic_name("rest-cluster-stored")
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    cluster.wait_full_isr(topic)
+    group = f"{topic}-share"
+    earliest = ConfigEntry(
+        "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
+    )
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[earliest])
+    admin = cluster.admin()  # alive until the futures resolve
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=CLIENT_WAIT_S)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(6):
+        producer.produce(topic, f"job-{i}".encode(), partition=0)
+    assert producer.flush(CLIENT_WAIT_S) == 0
+    consumer = hold_all_but_the_first_rejected(cluster, topic, group)
+    try:
+        leader = cluster.leader_of(topic, 0)
+        path = f"{cluster_path}/share-groups/{group}"
+        (led,) = get(cluster.brokers[leader], path)["partitions"]
+        live = led["records"]
+        assert led["leader"] == leader and led["stored_records"] is None
+        assert live["acquired"] > 0 and live["archived"] + live["acknowledged"] == 0
+        for node_id, broker in cluster.brokers.items():
+            if node_id == leader:
+                continue
+            (row,) = get(broker, path)["partitions"]
+            assert (row["leader"], row["records"]) == (leader, None), row
+            stored = row["stored_records"]
+            # The leader's live view and the coordinator's stored one agree: the held
+            # records delivered once, the rest never; the rejected one is done.
+            assert stored["delivery_counts"] == live["delivery_counts"], (node_id, row)
+            assert stored["not_finished"] == live["available"] + live["acquired"] == 5
+            assert stored["delayed"] == 0
+    finally:
+        consumer.close()

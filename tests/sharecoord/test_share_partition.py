@@ -386,3 +386,14 @@ def test_depth_counts_records_by_state_and_the_unfetched_tail():
     depth = p.depth(end_offset=25)
     assert (depth.start_offset, depth.available, depth.acquired) == (0, 1 + 15, 7)
     assert (depth.acknowledged, depth.archived) == (1, 1)
+
+
+def test_delivery_counts_histogram_the_unfinished_records_with_the_unfetched_as_zero():
+    p = SharePartition.starting_at(0, SETTINGS)
+    fetch(p, A, batches((0, 9)))
+    ack(p, A, 1, 1, ACCEPT)
+    ack(p, A, 2, 2, REJECT)
+    ack(p, A, 3, 3, RELEASE)
+    fetch(p, A, batches((0, 9)))  # offset 3 again: its second delivery
+    # 0-9 delivered once, 3 twice; 1 and 2 are done; 10-24 never fetched.
+    assert p.delivery_counts(end_offset=25) == {0: 15, 1: 7, 2: 1}

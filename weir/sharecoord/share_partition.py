@@ -621,6 +621,19 @@ class SharePartition:
             counts[RecordState.ARCHIVING],
         )
 
+    def delivery_counts(self, end_offset: int) -> dict[int, int]:
+        """The records the group has not finished with (available, delayed or
+        acquired) by delivery count; those not yet fetched, up to `end_offset`,
+        count 0 deliveries."""
+        histogram: dict[int, int] = {}
+        for slot in self._slots:
+            if slot.state in (RecordState.AVAILABLE, RecordState.ACQUIRED):
+                histogram[slot.delivery_count] = histogram.get(slot.delivery_count, 0) + 1
+        unfetched = max(0, end_offset - self.in_flight_end)
+        if unfetched:
+            histogram[0] = histogram.get(0, 0) + unfetched
+        return dict(sorted(histogram.items()))
+
     def state(self) -> ShareState:
         """What `__share_group_state` must hold (ACQUIRED stored as AVAILABLE; a
         backoff's visible time kept, a never-delivered record's delay not: rule 10)."""

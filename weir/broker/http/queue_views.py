@@ -14,6 +14,9 @@ loaded and not shown). Per share group, topic and partition:
   `archived` too); `dead_lettered`: dead letters this broker wrote for the share
   partition since it started (a count, not durable: the dead-letter topic is the
   record);
+- `delivery_counts`: the records not finished with (available, delayed, acquired)
+  by their delivery count so far (a JSON object, the count as a string key; the
+  records not yet fetched count 0);
 - `oldest_unacknowledged_age_ms`: the age of the batch holding the start offset's
   record (its first timestamp), None when that batch is not in the page cache
   (the view never reads the disk on the event loop) or nothing is waiting.
@@ -63,6 +66,12 @@ def queue_rows(service: ShareService, group_id: str | None = None) -> list[dict[
                 "dead_letter_pending": depth.archiving,
                 "dead_lettered": service.dead_letters.written_by_key.get(key, 0),
                 "oldest_unacknowledged_age_ms": _oldest_age_ms(leader, now_ms),
+                "delivery_counts": {
+                    str(count): records
+                    for count, records in leader.partition.delivery_counts(
+                        replica.high_watermark
+                    ).items()
+                },
             }
         )
     return rows

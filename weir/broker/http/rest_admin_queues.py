@@ -8,8 +8,9 @@ none), as `weir queue describe|purge` shows and does them:
   (DescribeShareGroupOffsets' lag), with the partition's end offset; a partition
   led by the broker answering also shows its records by state (`records`:
   available, acquired, delayed, archived, dead letters pending and written, the
-  oldest record's age; `weir.broker.http.queue_views`), null elsewhere (ask the
-  leader's broker);
+  oldest record's age, the delivery-count histogram; `weir.broker.http.queue_views`),
+  null elsewhere, where `stored_records` has what the share coordinator stores
+  (`weir.broker.http.share_stored_view`);
 - purged (`POST .../share-groups/{g}/purge`): every partition's start offset
   moves to its end offset (AlterShareGroupOffsets), so nothing produced before is
   delivered; the group must have no members (409 otherwise), `dry_run` shows the
@@ -47,7 +48,14 @@ from weir.broker.http.rest_admin_lookups import (
     end_offsets,
     listed_groups,
 )
+from weir.broker.http.rest_admin_queues_paging import (
+    PAGING_QUERY,
+    list_paging,
+    paged_collection,
+)
+from weir.broker.http.rest_admin_redrive import configured_dead_letter_topic
 from weir.broker.http.rest_admin_topics import metadata
+from weir.broker.http.share_stored_view import stored_records
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
@@ -66,6 +74,7 @@ RECORD_FIELDS = (
     "dead_letter_pending",
     "dead_lettered",
     "oldest_unacknowledged_age_ms",
+    "delivery_counts",
 )
 
 
@@ -171,6 +180,7 @@ def _group_id(call: AdminCall) -> str:
 
 
 async def list_share_groups(call: AdminCall) -> Response:
+    paging = list_paging(call, SHARE_GROUP_SORT_FIELDS)
     groups, silent = await listed_groups(call, ["share"])
     data = [
         resource(
@@ -183,9 +193,52 @@ async def list_share_groups(call: AdminCall) -> Response:
         )
         for g in groups
     ]
-    document = collection("WeirShareGroupList", call.url("share-groups"), data)
+    if paging is None:
+        document = collection("WeirShareGroupList", call.url("share-groups"), data)
+    else:
+        totals = _local_totals(call)
+        coordinators = {g.group_id: g.coordinator for g in groups}
+        for row in data:
+            row["records"] = totals.get(row["share_group_id"], dict.fromkeys(TOTAL_FIELDS, 0))
+        document = paged_collection(
+            call,
+            "WeirShareGroupList",
+            call.url("share-groups"),
+            data,
+            paging,
+            name=lambda row: row["share_group_id"],
+            sort_key=lambda row: _sort_value(row, paging.sort, coordinators),
+        )
+        document["records_from_broker"] = call.broker.config.node_id
     document["brokers_not_answering"] = silent
     return json_response(document)
+
+
+# The records totals a paged list shows per group (the share partitions led by the
+# broker answering), and the fields it sorts by.
+TOTAL_FIELDS = ("available", "acquired", "delayed", "dead_lettered", "partitions_led_here")
+SHARE_GROUP_SORT_FIELDS = ("share_group_id", "state", "coordinator", *TOTAL_FIELDS)
+
+
+def _local_totals(call: AdminCall) -> dict[str, dict[str, int]]:
+    service = call.broker.shares
+    if not isinstance(service, ShareService):
+        return {}
+    totals: dict[str, dict[str, int]] = {}
+    for row in queue_rows(service):
+        group = totals.setdefault(row["group"], dict.fromkeys(TOTAL_FIELDS, 0))
+        for name in TOTAL_FIELDS[:-1]:
+            group[name] += row[name]
+        group["partitions_led_here"] += 1
+    return totals
+
+
+def _sort_value(row: dict[str, Any], field: str, coordinators: dict[str, int]) -> Any:
+    if field == "coordinator":
+        return coordinators[row["share_group_id"]]
+    if field in TOTAL_FIELDS:
+        return row["records"][field]
+    return row[field]
 
 
 async def get_share_group(call: AdminCall) -> Response:
@@ -199,7 +252,13 @@ async def get_share_group(call: AdminCall) -> Response:
     for row in partitions:
         key = (row["topic_name"], row["partition_id"])
         row["end_offset"] = ends.get(key)
+        row["leader"] = call.gateway.leader_of(*key)
         row["records"] = local.get(key)
+        row["stored_records"] = (
+            None
+            if row["records"] is not None or row["leader"] is None
+            else await stored_records(call.broker, group_id, *key, row["end_offset"])
+        )
     members = [
         {
             "member_id": m.member_id,
@@ -222,6 +281,8 @@ async def get_share_group(call: AdminCall) -> Response:
             state=described.group_state.upper(),
             group_epoch=described.group_epoch,
             coordinator=related(call.url("brokers", node_id)),
+            records_from_broker=call.broker.config.node_id,
+            dead_letter_topic=await configured_dead_letter_topic(call, group_id),
             members=members,
             partitions=partitions,
             queue_depth=None
@@ -316,7 +377,11 @@ ENDPOINTS = [
         "GET",
         SHARE_GROUPS,
         list_share_groups,
-        "Every share group (queue) of the cluster",
+        "Every share group (queue) of the cluster; paged, sorted and filtered with q, sort "
+        "(share_group_id, state, coordinator, or a records total: available, acquired, "
+        "delayed, dead_lettered, partitions_led_here), order, page, page_size, each row then "
+        "with its records totals over the share partitions the broker answering leads",
+        query=PAGING_QUERY,
         tag="queues",
     ),
     Endpoint(

@@ -498,3 +498,14 @@ ENDPOINT = Endpoint(
     body_required=False,
     tag="queues",
 )
+
+
+async def configured_dead_letter_topic(call: AdminCall, group_id: str) -> str | None:
+    """The group's dead-letter topic, None when it has none or the caller may not
+    read the group's configs (DESCRIBE_CONFIGS on the group)."""
+    try:
+        return await _dead_letter_topic(call, group_id)
+    except RestError as error:
+        if error.status in (403, 409):
+            return None
+        raise
