@@ -15,7 +15,7 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from compat_tests.console_browser import ConsoleBrowser
+from compat_tests.console_browser import PHONE_SIZE, ConsoleBrowser
 from compat_tests.harness import WeirProcess
 
 pytestmark = pytest.mark.timeout(120)
@@ -280,4 +280,10 @@ def test_the_group_list_pages_searches_and_sorts_on_the_server(
         live.close()
     console.type_into("#groups-search", "no-such-group-anywhere")
     console.wait_for("#groups-empty")
+    with console.window_size(*PHONE_SIZE):
+        for page in (f"/console/groups?q={prefix}", f"/console/group?id={prefix}-15"):
+            console.open(page)
+            console.wait_for("#groups-table tbody tr[data-group], #lags tbody tr[data-partition]")
+            width = console.driver.execute_script("return document.documentElement.scrollWidth")
+            assert width <= console.driver.execute_script("return window.innerWidth"), page
     console.assert_no_script_errors()
