@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 
 from compat_tests.harness import WeirProcess
 
@@ -339,4 +339,28 @@ def test_reset_of_unknown_topics_partitions_and_malformed_requests_is_4xx(
             path, content=b'{"strategy": "earliest"}', headers={"content-type": "text/plain"}
         ),
         415,
+    )
+
+
+def test_a_share_groups_offsets_are_not_reset_or_deleted_as_a_consumer_group(
+    broker: WeirProcess, http: httpx.Client, groups_path: str
+) -> None:
+    topic = new_topic(http, groups_path, partitions=1)
+    group = f"queue-{uuid.uuid4().hex[:8]}"
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    consumer.subscribe([topic])
+    try:
+        share_groups = groups_path.replace("consumer-groups", "share-groups")
+        deadline = time.monotonic() + CLIENT_WAIT_S
+        while http.get(f"{share_groups}/{group}").status_code != 200:
+            assert time.monotonic() < deadline, "the share group never showed"
+            consumer.poll(0.2)
+    finally:
+        consumer.close()
+    body = {"strategy": "earliest", "topics": [{"topic_name": topic}], "dry_run": False}
+    assert "share group" in error(reset(http, groups_path, group, body), 404)
+    error(http.delete(f"{groups_path}/{group}"), 404)
+    assert (
+        http.get(f"{groups_path.replace('consumer-groups', 'share-groups')}/{group}").status_code
+        == 200
     )

@@ -68,6 +68,7 @@ OFFSET_FETCH_VERSION = 9
 CONSUMER_GROUP_TYPES = ["classic", "consumer"]
 DEAD = "Dead"
 DELETE_GROUPS_VERSION = 2
+SHARE_GROUP_DESCRIBE_VERSION = 1
 
 
 @dataclass
@@ -396,8 +397,7 @@ async def reset_offsets(call: AdminCall) -> Response:
     except RestError as error:
         if error.status != 404:
             raise
-        node_id = await coordinator(call, group_id, KEY_TYPE_GROUP, f"group {group_id!r}")
-        group = Group(group_id, "classic", DEAD, "", "", node_id, [])
+        group = await _new_group(call, group_id)
     if group.state.upper() not in INACTIVE_STATES or group.members:
         raise active_group(group_id, group.state.upper())
     committed = await committed_offsets(call, group)
@@ -420,6 +420,22 @@ async def reset_offsets(call: AdminCall) -> Response:
             offsets=planned_rows(planned),
         )
     )
+
+
+async def _new_group(call: AdminCall, group_id: str) -> Group:
+    """A group id no consumer group has: a new group to store offsets under, unless
+    it is a share group's (a queue's offsets are not reset this way)."""
+    node_id = await coordinator(call, group_id, KEY_TYPE_GROUP, f"group {group_id!r}")
+    response = await call.send(
+        ApiKey.SHARE_GROUP_DESCRIBE,
+        SHARE_GROUP_DESCRIBE_VERSION,
+        {"group_ids": [group_id], "include_authorized_operations": False},
+        node_id=node_id,
+    )
+    if response.groups[0].error_code != ErrorCode.GROUP_ID_NOT_FOUND:
+        check_kafka(response.groups[0].error_code, None, f"describe group {group_id!r}")
+        raise not_found(f"{group_id!r} is a share group, not a consumer group")
+    return Group(group_id, "classic", DEAD, "", "", node_id, [])
 
 
 async def delete_group(call: AdminCall) -> Response:
