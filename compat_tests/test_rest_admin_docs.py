@@ -182,6 +182,9 @@ def test_the_documents_examples_run(broker: tuple[WeirProcess, int], tmp_path: P
     assert '"topic_name":"orders","partitions_count":3' in out
     assert '{"name":"segment.ms","value":"3600000"}' in out
     assert '"current_offset":2,"log_end_offset":5,"lag":3' in out
+    assert '{"partition_id":0,"current_offset":2,"new_offset":0}' in out  # the dry run
+    assert '"current_offset":2,"new_offset":3,' in out  # shifted by one
+    assert "\n204\n" in out  # billing-copy deleted
     assert '{"dead_letter_topic":"dlq.jobs","redriven":3,"records_left":0}' in out
     assert '{"redriven":0}' in out
     assert '"transactional_id":"payments-writer"' in out

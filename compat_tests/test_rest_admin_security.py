@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -176,3 +177,37 @@ def test_acls_made_over_http_are_the_kafka_apis_acls(broker: SecuredBroker) -> N
         assert deleted.status_code == 200, deleted.text
         assert [a["resource_name"] for a in deleted.json()["data"]] == [broker.other_topic]
         forbidden(alice.get(f"{path}/topics/{broker.other_topic}"))
+
+
+def test_group_reset_and_delete_need_the_kafka_apis_group_acls(broker: SecuredBroker) -> None:
+    """alice may DESCRIBE the group (so she sees it and a dry run of its reset) but
+    not READ it (OffsetCommit) or DELETE it (DeleteGroups); a group she has no ACL
+    on is not listed at all."""
+    path = broker.cluster_path
+    group, hidden = f"alice-group-{uuid.uuid4().hex[:6]}", f"hidden-{uuid.uuid4().hex[:6]}"
+    for name in (group, hidden):
+        consumer = Consumer({**broker.admin_config(), "group.id": name})
+        try:
+            offsets = [TopicPartition(broker.alice_topic, 0, 0)]
+            consumer.commit(offsets=offsets, asynchronous=False)
+        finally:
+            consumer.close()
+    acl = AclBinding(ResourceType.GROUP, group, ResourcePatternType.LITERAL,
+                     "User:alice", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)  # fmt: skip
+    kafka_admin = AdminClient(broker.admin_config())  # alive until the result
+    for future in kafka_admin.create_acls([acl]).values():
+        future.result(timeout=CLIENT_WAIT_S)
+    groups = f"{path}/consumer-groups"
+    with broker.client("alice", ALICE_PASSWORD) as alice:
+        listed = alice.get(groups, params={"q": "-", "page_size": 500}).json()["data"]
+        names = {g["consumer_group_id"] for g in listed}
+        assert group in names and hidden not in names
+        dry_run = alice.post(f"{groups}/{group}/reset-offsets", json={"strategy": "latest"})
+        assert dry_run.status_code == 200, dry_run.text
+        apply = {"strategy": "latest", "dry_run": False}
+        forbidden(alice.post(f"{groups}/{group}/reset-offsets", json=apply))
+        forbidden(alice.delete(f"{groups}/{group}"))
+        forbidden(alice.post(f"{groups}/{hidden}/reset-offsets", json=apply))
+        forbidden(alice.delete(f"{groups}/{hidden}"))
+    with broker.client("admin", ADMIN_PASSWORD) as admin:
+        assert admin.delete(f"{groups}/{group}").status_code == 204

@@ -16,23 +16,50 @@ from weir.broker.http.group_views import decode_consumer_assignment
 from weir.broker.http.rest_admin_base import (
     AdminCall,
     Endpoint,
+    Param,
+    RestError,
+    bad_request,
     check_kafka,
     collection,
     int_text,
     json_response,
+    no_content,
     not_found,
     related,
     resource,
     resource_name,
     topic_name,
 )
+from weir.broker.http.rest_admin_group_list import (
+    LOOKED_UP_FIELDS,
+    PAGE_SIZE_MAX,
+    SORT_FIELDS,
+    PageRequest,
+    add_looked_up_fields,
+    listed_row,
+    next_page_url,
+    page_request,
+    paging_requested,
+    select_page,
+)
+from weir.broker.http.rest_admin_group_reset import (
+    INACTIVE_STATES,
+    active_group,
+    commit_planned,
+    log_bounds,
+    planned_rows,
+    reset_partitions,
+    reset_request,
+)
 from weir.broker.http.rest_admin_lookups import (
     KEY_TYPE_GROUP,
+    ListedGroup,
     coordinator,
     end_offsets,
     listed_groups,
 )
 from weir.format.errors import ErrorCode
+from weir.groupcoord.offset_reset import STRATEGIES, ResetRefusedError, plan_reset
 from weir.wire.protocol import ApiKey
 
 CONSUMER_GROUP_DESCRIBE_VERSION = 0
@@ -40,6 +67,8 @@ DESCRIBE_GROUPS_VERSION = 5
 OFFSET_FETCH_VERSION = 9
 CONSUMER_GROUP_TYPES = ["classic", "consumer"]
 DEAD = "Dead"
+DELETE_GROUPS_VERSION = 2
+SHARE_GROUP_DESCRIBE_VERSION = 1
 
 
 @dataclass
@@ -164,7 +193,12 @@ def consumer_resource(call: AdminCall, group_id: str, member: Member) -> dict[st
 
 
 async def list_groups(call: AdminCall) -> Response:
+    """Every group, in Confluent's shape; with any paging parameter, one page of
+    them (`rest_admin_group_list`), each row with its member count and total lag."""
+    paging = page_request(call) if paging_requested(call) else None
     groups, silent = await listed_groups(call, CONSUMER_GROUP_TYPES)
+    if paging is not None:
+        return await _list_groups_page(call, groups, silent, paging)
     data = [
         resource(
             "KafkaConsumerGroup",
@@ -180,6 +214,44 @@ async def list_groups(call: AdminCall) -> Response:
         for g in groups
     ]
     document = collection("KafkaConsumerGroupList", call.url("consumer-groups"), data)
+    document["brokers_not_answering"] = silent
+    return json_response(document)
+
+
+async def _list_groups_page(
+    call: AdminCall, groups: list[ListedGroup], silent: list[int], paging: PageRequest
+) -> Response:
+    rows = [listed_row(g) for g in groups]
+    if paging.sort in LOOKED_UP_FIELDS:
+        await add_looked_up_fields(
+            call, [r for r in rows if paging.q in r["consumer_group_id"].lower()]
+        )
+        page, total = select_page(rows, paging)
+    else:
+        page, total = select_page(rows, paging)
+        await add_looked_up_fields(call, page)
+    data = [
+        resource(
+            "KafkaConsumerGroup",
+            call.url("consumer-groups", row["consumer_group_id"]),
+            cluster_id=call.cluster_id,
+            **row,
+            coordinator=related(call.url("brokers", row["coordinator_id"])),
+            consumers=related(call.url("consumer-groups", row["consumer_group_id"], "consumers")),
+            lag_summary=related(
+                call.url("consumer-groups", row["consumer_group_id"], "lag-summary")
+            ),
+        )
+        for row in page
+    ]
+    self_url = call.url("consumer-groups")
+    document = collection("KafkaConsumerGroupList", self_url, data)
+    document["metadata"].update(
+        total=total,
+        page=paging.page,
+        page_size=paging.page_size,
+        next=next_page_url(self_url, paging, total),
+    )
     document["brokers_not_answering"] = silent
     return json_response(document)
 
@@ -311,11 +383,143 @@ async def lag_summary(call: AdminCall) -> Response:
     )
 
 
+# -- reset offsets and delete --------------------------------------------------------------
+
+
+async def reset_offsets(call: AdminCall) -> Response:
+    """Kafka's `kafka-consumer-groups.sh --reset-offsets`: the plan (`dry_run`, the
+    default, as Kafka's without --execute), or the plan applied; only while the
+    group has no members. A group that does not exist gets the offsets (Kafka's)."""
+    group_id = _group_id(call)
+    request = reset_request(await call.json_body())
+    try:
+        group = await describe_group(call, group_id)
+    except RestError as error:
+        if error.status != 404:
+            raise
+        group = await _new_group(call, group_id)
+    if group.state.upper() not in INACTIVE_STATES or group.members:
+        raise active_group(group_id, group.state.upper())
+    committed = await committed_offsets(call, group)
+    partitions, leaders = await reset_partitions(call, request, committed)
+    bounds = await log_bounds(call, partitions, leaders, request.timestamp_ms)
+    try:
+        planned = plan_reset(request.strategy, request.value, partitions, committed, bounds)
+    except ResetRefusedError as exc:
+        raise bad_request(str(exc)) from None
+    if not request.dry_run and planned:
+        await commit_planned(call, group_id, group.coordinator, planned)
+    return json_response(
+        resource(
+            "KafkaConsumerGroupOffsetReset",
+            call.url("consumer-groups", group_id, "reset-offsets"),
+            cluster_id=call.cluster_id,
+            consumer_group_id=group_id,
+            strategy=request.strategy,
+            dry_run=request.dry_run,
+            offsets=planned_rows(planned),
+        )
+    )
+
+
+async def _new_group(call: AdminCall, group_id: str) -> Group:
+    """A group id no consumer group has: a new group to store offsets under, unless
+    it is a share group's (a queue's offsets are not reset this way)."""
+    node_id = await coordinator(call, group_id, KEY_TYPE_GROUP, f"group {group_id!r}")
+    response = await call.send(
+        ApiKey.SHARE_GROUP_DESCRIBE,
+        SHARE_GROUP_DESCRIBE_VERSION,
+        {"group_ids": [group_id], "include_authorized_operations": False},
+        node_id=node_id,
+    )
+    if response.groups[0].error_code != ErrorCode.GROUP_ID_NOT_FOUND:
+        check_kafka(response.groups[0].error_code, None, f"describe group {group_id!r}")
+        raise not_found(f"{group_id!r} is a share group, not a consumer group")
+    return Group(group_id, "classic", DEAD, "", "", node_id, [])
+
+
+async def delete_group(call: AdminCall) -> Response:
+    """DeleteGroups: the group and its committed offsets; only a group with no
+    members (409 otherwise, Kafka's NON_EMPTY_GROUP)."""
+    group = await describe_group(call, _group_id(call))
+    response = await call.send(
+        ApiKey.DELETE_GROUPS,
+        DELETE_GROUPS_VERSION,
+        {"groups_names": [group.group_id]},
+        node_id=group.coordinator,
+    )
+    (result,) = response.results
+    if result.error_code == ErrorCode.NON_EMPTY_GROUP:
+        raise RestError(
+            409, f"group {group.group_id!r} has members: stop its consumers before deleting it"
+        )
+    if result.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+        raise not_found(f"no consumer group {group.group_id!r}")
+    check_kafka(result.error_code, None, f"delete group {group.group_id!r}")
+    return no_content()
+
+
+RESET_OFFSETS_BODY = {
+    "type": "object",
+    "required": ["strategy"],
+    "additionalProperties": False,
+    "properties": {
+        "strategy": {"type": "string", "enum": list(STRATEGIES)},
+        "timestamp_ms": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "strategy timestamp: the first offset at or after it",
+        },
+        "shift_by": {"type": "integer", "description": "strategy shift_by: N, may be negative"},
+        "offset": {"type": "integer", "minimum": 0, "description": "strategy offset"},
+        "topics": {
+            "type": "array",
+            "description": "the topics to reset (default: every partition the group has an "
+            "offset on)",
+            "items": {
+                "type": "object",
+                "required": ["topic_name"],
+                "properties": {
+                    "topic_name": {"type": "string"},
+                    "partition_ids": {"type": "array", "items": {"type": "integer"}},
+                },
+            },
+        },
+        "dry_run": {
+            "type": "boolean",
+            "default": True,
+            "description": "only answer the new offsets (the default); false applies them",
+        },
+    },
+}
+
+
+LIST_PARAMS = (
+    Param("q", "Only groups whose id contains this (case-insensitive)"),
+    Param(
+        "sort",
+        "The field to sort by (default consumer_group_id)",
+        schema={"type": "string", "enum": list(SORT_FIELDS)},
+    ),
+    Param("order", "asc (default) or desc", schema={"type": "string", "enum": ["asc", "desc"]}),
+    Param("page", "The page, from 1", schema={"type": "integer", "minimum": 1}),
+    Param(
+        "page_size",
+        "Rows per page (default 50)",
+        schema={"type": "integer", "minimum": 1, "maximum": PAGE_SIZE_MAX},
+    ),
+)
 GROUPS = "/v3/clusters/{cluster_id}/consumer-groups"
 GROUP = f"{GROUPS}/{{consumer_group_id}}"
 ENDPOINTS = [
     Endpoint(
-        "GET", GROUPS, list_groups, "Every consumer group of the cluster", tag="consumer groups"
+        "GET",
+        GROUPS,
+        list_groups,
+        "Every consumer group of the cluster; with any of q, sort, order, page or "
+        "page_size, one page of them, each with members_count and total_lag",
+        query=LIST_PARAMS,
+        tag="consumer groups",
     ),
     Endpoint("GET", GROUP, get_group, "One consumer group", tag="consumer groups"),
     Endpoint(
@@ -343,6 +547,24 @@ ENDPOINTS = [
         f"{GROUP}/lag-summary",
         lag_summary,
         "A group's largest and total lag",
+        tag="consumer groups",
+    ),
+    Endpoint(
+        "POST",
+        f"{GROUP}/reset-offsets",
+        reset_offsets,
+        "Reset a group's offsets (earliest, latest, a timestamp, shift by N, an offset); "
+        "a dry run by default; only a group with no members",
+        body=RESET_OFFSETS_BODY,
+        responses={200: "The new offsets (applied unless dry_run)", 409: "The group has members"},
+        tag="consumer groups",
+    ),
+    Endpoint(
+        "DELETE",
+        GROUP,
+        delete_group,
+        "Delete a group and its committed offsets (only a group with no members)",
+        responses={204: "Deleted", 409: "The group has members"},
         tag="consumer groups",
     ),
 ]

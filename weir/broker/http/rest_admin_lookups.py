@@ -50,6 +50,7 @@ class ListedGroup:
     group_type: str
     state: str
     coordinator: int
+    protocol_type: str = ""
 
 
 async def listed_groups(call: AdminCall, types: list[str]) -> tuple[list[ListedGroup], list[int]]:
@@ -72,7 +73,13 @@ async def listed_groups(call: AdminCall, types: list[str]) -> tuple[list[ListedG
         for group in response.groups:
             groups.setdefault(
                 group.group_id,
-                ListedGroup(group.group_id, group.group_type, group.group_state, node_id),
+                ListedGroup(
+                    group.group_id,
+                    group.group_type,
+                    group.group_state,
+                    node_id,
+                    group.protocol_type,
+                ),
             )
     return [groups[g] for g in sorted(groups)], silent
 
