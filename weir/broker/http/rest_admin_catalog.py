@@ -11,9 +11,11 @@ from weir.broker.http import (
     rest_admin_groups,
     rest_admin_producers,
     rest_admin_queues,
+    rest_admin_quotas,
     rest_admin_redrive,
     rest_admin_topics,
     rest_admin_transactions,
+    rest_admin_users,
 )
 from weir.broker.http.rest_admin_base import Endpoint, openapi_paths
 
@@ -25,6 +27,8 @@ ADMIN_ENDPOINTS: list[Endpoint] = [
     *rest_admin_queues.ENDPOINTS,
     rest_admin_redrive.ENDPOINT,
     *rest_admin_acls.ENDPOINTS,
+    *rest_admin_users.ENDPOINTS,
+    *rest_admin_quotas.ENDPOINTS,
     *rest_admin_transactions.ENDPOINTS,
     *rest_admin_producers.ENDPOINTS,
 ]
