@@ -227,8 +227,19 @@ def test_what_the_acls_deny_is_403(broker: Broker) -> None:
         )
     with broker.client(None) as anonymous:
         assert anonymous.get(users).status_code == 401
+    # Her attempts changed nothing: both still log in with their passwords.
     assert kafka_login_works(broker, "admin", ADMIN_PASSWORD)
     assert kafka_login_works(broker, "alice", ALICE_PASSWORD)
+
+
+def test_the_cluster_operations_the_caller_may_do_are_its_acls(broker: Broker) -> None:
+    path = f"{broker.cluster_path}/authorized-operations"
+    with broker.client("alice", ALICE_PASSWORD) as alice:
+        assert ok(alice.get(path))["cluster"] == ["DESCRIBE"]
+    with broker.admin() as admin:
+        document = ok(admin.get(path))
+    assert document["kind"] == "WeirAuthorizedOperations"
+    assert {"ALTER", "DESCRIBE", "ALTER_CONFIGS", "CREATE"} <= set(document["cluster"])
 
 
 SECRET = "hostile-pw-7f3a"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from weir.broker.http import (
     rest_admin_acls,
+    rest_admin_authorized_operations,
     rest_admin_clusters,
     rest_admin_configs,
     rest_admin_groups,
@@ -27,6 +28,7 @@ ADMIN_ENDPOINTS: list[Endpoint] = [
     *rest_admin_queues.ENDPOINTS,
     rest_admin_redrive.ENDPOINT,
     *rest_admin_acls.ENDPOINTS,
+    *rest_admin_authorized_operations.ENDPOINTS,
     *rest_admin_users.ENDPOINTS,
     *rest_admin_quotas.ENDPOINTS,
     *rest_admin_transactions.ENDPOINTS,
