@@ -22,7 +22,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.console_browser import ConsoleBrowser
-from compat_tests.harness import WeirProcess, free_ports
+from compat_tests.harness import WeirProcess, free_ports, run_cli
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -197,11 +197,8 @@ def test_the_user_sees_what_its_acls_allow_and_not_authorized_for_the_rest(
     browser.wait_text("#txn-abort-note", "CLUSTER_ACTION")
 
 
-def test_the_transactions_view_lists_an_open_transaction_and_aborts_it(
-    browser: ConsoleBrowser, secured: SecuredBroker
-) -> None:
-    topic = f"payments-{SUFFIX}"
-    transactional_id = f"{topic}-writer"
+def open_transaction(secured: SecuredBroker, topic: str, transactional_id: str) -> Producer:
+    """`topic` (one partition) with one record of a transaction left open."""
     admin = AdminClient(secured.kafka_config())
     for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
         future.result(timeout=CLIENT_WAIT_S)
@@ -210,6 +207,21 @@ def test_the_transactions_view_lists_an_open_transaction_and_aborts_it(
     producer.begin_transaction()
     producer.produce(topic, b"pending", partition=0)
     assert producer.flush(CLIENT_WAIT_S) == 0
+    return producer
+
+
+def last_stable_offset(secured: SecuredBroker, topic: str) -> int:
+    with secured.admin_http() as http:
+        partition = http.get(f"{secured.cluster_path}/topics/{topic}/partitions/0").json()
+    return int(partition["last_stable_offset"])
+
+
+def test_the_transactions_view_lists_an_open_transaction_and_aborts_it(
+    browser: ConsoleBrowser, secured: SecuredBroker
+) -> None:
+    topic = f"payments-{SUFFIX}"
+    transactional_id = f"{topic}-writer"
+    producer = open_transaction(secured, topic, transactional_id)
 
     browser.login("admin", ADMIN_PASSWORD)
     browser.open("/console/transactions")
@@ -230,7 +242,41 @@ def test_the_transactions_view_lists_an_open_transaction_and_aborts_it(
     browser.wait_text("#txn-notice", "Aborted producer")
     browser.wait_gone(f"#txn-partitions tr[data-partition='{topic}-0']")
     # The abort marker ends it: the last stable offset passes the record and the marker.
-    with secured.admin_http() as http:
-        partition = http.get(f"{secured.cluster_path}/topics/{topic}/partitions/0").json()
-    assert partition["last_stable_offset"] == 2, partition
+    assert last_stable_offset(secured, topic) == 2
+    del producer
+
+
+def test_a_hanging_transaction_is_found_and_aborted(
+    browser: ConsoleBrowser, secured: SecuredBroker
+) -> None:
+    """A transaction whose coordinator lost its state (its __transaction_state logs
+    emptied while the broker was down, and `weir repair` told to accept it) is
+    hanging: no marker will ever end it."""
+    topic = f"ledger-{SUFFIX}"
+    producer = open_transaction(secured, topic, f"{topic}-writer")
+    secured.process.kill()
+    for directory in secured.process.data_dir.glob("__transaction_state-*"):
+        for segment_file in directory.iterdir():
+            if segment_file.suffix in (".log", ".index", ".timeindex"):
+                segment_file.write_bytes(b"")
+            elif segment_file.name == "recovery-point-offset-checkpoint":
+                segment_file.unlink()
+    # The broker refuses logs shorter than what it fsynced: an operator's repair accepts it.
+    repaired = run_cli("repair", "--data-dir", str(secured.process.data_dir), "--execute")
+    assert repaired.returncode == 0, repaired.stderr
+    secured.process.start()
+    assert last_stable_offset(secured, topic) == 0
+
+    browser.login("admin", ADMIN_PASSWORD)
+    browser.open("/console/transactions")
+    browser.type_into("#hanging-topic", topic)
+    browser.type_into("#hanging-timeout-ms", "0")
+    browser.click("#hanging-find")
+    hanging = f"#hanging tr[data-partition='{topic}-0']"
+    browser.wait_for(hanging)
+    browser.click(f"{hanging} button[data-action='abort']")
+    browser.accept_confirm()
+    browser.wait_text("#txn-notice", "Aborted producer")
+    browser.wait_for("#hanging-none")
+    assert last_stable_offset(secured, topic) == 2
     del producer
