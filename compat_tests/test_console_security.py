@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from compat_tests.console_browser import ConsoleBrowser
+from compat_tests.console_browser import PHONE_SIZE, ConsoleBrowser
 from compat_tests.harness import WeirProcess, free_ports, run_cli
 
 pytestmark = pytest.mark.timeout(120)
@@ -151,6 +151,30 @@ def test_an_admin_creates_a_user_and_its_acls_and_logs_out(
     browser.click("#quota-set")
     browser.wait_for(f"#quotas tr[data-entity='user={USER}']")
     browser.screenshot_for_docs("security")
+    with browser.window_size(*PHONE_SIZE):
+        width = browser.driver.execute_script("return document.documentElement.scrollWidth")
+        assert width <= browser.driver.execute_script("return window.innerWidth")
+
+    # Deleting: a user, an ACL, a quota (each confirmed first where it cannot be undone).
+    browser.type_into("#user-name", f"{USER}-temp")
+    browser.type_into("#user-password", "temp-password")
+    browser.click("#user-create")
+    temp_row = f"#users tr[data-user='{USER}-temp']"
+    browser.click(f"{temp_row} button[data-action='delete-user']")
+    browser.accept_confirm()
+    browser.wait_gone(temp_row)
+    browser.select("#acl-operation", "READ")
+    browser.select("#acl-resource-type", "TOPIC")
+    browser.type_into("#acl-resource-name", "scratch")
+    browser.click("#acl-create")
+    scratch = f"#acls tr[data-acl='User:{USER}|ALLOW|READ|TOPIC|LITERAL|scratch|*']"
+    browser.click(f"{scratch} button[data-action='delete-acl']")
+    browser.accept_confirm()
+    browser.wait_gone(scratch)
+    browser.wait_for(f"#acls tr[data-principal='User:{USER}']")  # the other one stays
+    browser.click(f"#quotas tr[data-entity='user={USER}'] button[data-action='remove-quota']")
+    browser.accept_confirm()
+    browser.wait_gone(f"#quotas tr[data-entity='user={USER}']")
 
     with secured.admin_http() as http:
         acls = http.get(f"{secured.cluster_path}/acls", params={"principal": f"User:{USER}"})

@@ -194,6 +194,7 @@ document.addEventListener("alpine:init", () => {
     },
 
     async removeQuotas(row) {
+      if (!confirm("Remove every quota of " + this.entityText(row.entity) + "?")) return;
       const body = { entity: row.entity, remove: Object.keys(row.values) };
       try {
         await Weir.api(await Weir.clusterPath("/client-quotas"), { method: "POST", body });
