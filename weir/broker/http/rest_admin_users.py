@@ -177,7 +177,10 @@ async def create_user(call: AdminCall) -> Response:
 
 async def set_user_password(call: AdminCall) -> Response:
     name = _user_name(call.path("user_name"))
-    return json_response(await _set_password(call, name, await call.json_body()))
+    document = await call.json_body()
+    _password(document.get("password"))
+    await _described(call, name)  # a caller who may not even DESCRIBE: 403 before PBKDF2
+    return json_response(await _set_password(call, name, document))
 
 
 async def delete_user(call: AdminCall) -> Response:
