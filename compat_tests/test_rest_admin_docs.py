@@ -187,6 +187,10 @@ def test_the_documents_examples_run(broker: tuple[WeirProcess, int], tmp_path: P
     assert "\n204\n" in out  # billing-copy deleted
     assert '{"dead_letter_topic":"dlq.jobs","redriven":3,"records_left":0}' in out
     assert '{"redriven":0}' in out
+    assert '{"mechanism":"SCRAM-SHA-512","iterations":8192}' in out
+    assert "dora-secret" not in out
+    assert '"values":{"producer_byte_rate":1048576,"request_percentage":50}' in out
+    assert '"ALTER"' in out
     assert '"transactional_id":"payments-writer"' in out
     assert '{"high_watermark":7,"last_stable_offset":7}' in out  # 5, the record, its abort marker
     del writer

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 from weir.broker.http import (
     rest_admin_acls,
+    rest_admin_authorized_operations,
     rest_admin_clusters,
     rest_admin_configs,
     rest_admin_groups,
     rest_admin_producers,
     rest_admin_queues,
+    rest_admin_quotas,
     rest_admin_redrive,
     rest_admin_topics,
     rest_admin_transactions,
+    rest_admin_users,
 )
 from weir.broker.http.rest_admin_base import Endpoint, openapi_paths
 
@@ -25,6 +28,9 @@ ADMIN_ENDPOINTS: list[Endpoint] = [
     *rest_admin_queues.ENDPOINTS,
     rest_admin_redrive.ENDPOINT,
     *rest_admin_acls.ENDPOINTS,
+    *rest_admin_authorized_operations.ENDPOINTS,
+    *rest_admin_users.ENDPOINTS,
+    *rest_admin_quotas.ENDPOINTS,
     *rest_admin_transactions.ENDPOINTS,
     *rest_admin_producers.ENDPOINTS,
 ]

@@ -291,6 +291,15 @@
     };
   }
 
+  // What a page shows for a failed call: a 403 as a clear "not authorized" (the
+  // logged-in user's ACLs do not allow it), anything else as the API's message.
+  function errorText(error) {
+    if (error && error.status === 403) {
+      return "Not authorized: your user's ACLs do not allow this (" + error.message + ").";
+    }
+    return error && error.message ? error.message : String(error);
+  }
+
   window.Weir = {
     ApiError,
     api,
@@ -309,6 +318,7 @@
     link,
     poll,
     timeChart,
+    errorText,
   };
 
   document.addEventListener("DOMContentLoaded", renderNav);
