@@ -106,7 +106,6 @@ def test_paging_through_more_topics_than_a_page_shows_each_once(
         lambda: console.texts("#topics tbody tr .topic-link")[:1] == [many_topics[-1]],
         "the last name first",
     )
-    console.screenshot_for_docs("topics")
 
 
 def test_a_changed_config_shows_as_an_override_beside_its_default(
@@ -168,6 +167,10 @@ def test_deleting_a_topic_asks_for_confirmation_then_removes_it(
         f"{cluster_path(module_broker)}/topics",
         json={"topic_name": "doomed", "partitions_count": 1},
     ).raise_for_status()
+    console.open("/console/topics")
+    size = "#topics tr[data-topic='clicks'] .size"  # produced to by a test above
+    console.wait_until(lambda: console.find(size).text not in ("…", "0 B"), "the size of clicks")
+    console.screenshot_for_docs("topics")
     console.open("/console/topics?q=doomed")
     console.click("button[data-delete='doomed']")
     console.accept_confirm()
