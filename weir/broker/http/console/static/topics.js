@@ -27,6 +27,7 @@ document.addEventListener("alpine:init", () => {
     total: 0,
     hasNext: false,
     loaded: false,
+    statsLoaded: false,
     creating: false,
     busy: false,
     error: "",
@@ -92,6 +93,7 @@ document.addEventListener("alpine:init", () => {
         }
       }
       this.rows = this.rows.map((r) => (sums.has(r.topic_name) ? { ...r, stats: sums.get(r.topic_name) } : r));
+      this.statsLoaded = true;
     },
     search() {
       this.page = 1;
