@@ -137,6 +137,10 @@ async def _peer_stats(call: AdminCall, broker_id: int) -> Any:
         document = answer.json()
     except ValueError:
         raise retry_later(f"broker {broker_id} answered HTTP {answer.status_code}") from None
+    if answer.status_code == 401:
+        # The caller got in here some other way (a client certificate): not a
+        # reason to send the console to its login page.
+        raise retry_later(f"broker {broker_id} did not accept the caller's credentials")
     if answer.status_code != 200:
         message = document.get("message") if isinstance(document, dict) else None
         raise RestError(answer.status_code, str(message or f"broker {broker_id} refused"))

@@ -80,10 +80,16 @@ document.addEventListener("alpine:init", () => {
           }
         })
       );
+      const answered = answers.filter(Boolean);
+      if (!answered.length) {
+        // No broker would say (DESCRIBE on the cluster is needed): sizes stay unknown.
+        this.statsLoaded = true;
+        return;
+      }
       const sums = new Map(names.map((n) => [n, {
         leader_bytes: 0, produced_records_per_s: 0, fetched_records_per_s: 0,
       }]));
-      for (const answer of answers.filter(Boolean)) {
+      for (const answer of answered) {
         for (const t of answer.topics) {
           const sum = sums.get(t.topic_name);
           if (!sum) continue;
