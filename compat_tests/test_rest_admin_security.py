@@ -211,3 +211,19 @@ def test_group_reset_and_delete_need_the_kafka_apis_group_acls(broker: SecuredBr
         forbidden(alice.delete(f"{groups}/{hidden}"))
     with broker.client("admin", ADMIN_PASSWORD) as admin:
         assert admin.delete(f"{groups}/{group}").status_code == 204
+
+
+def test_the_consoles_cluster_views_need_describe_on_the_cluster_and_pages_hold_what_one_may_see(
+    broker: SecuredBroker,
+) -> None:
+    path = broker.cluster_path
+    with broker.client("alice", ALICE_PASSWORD) as alice:
+        forbidden(alice.get(f"{path}/health"))
+        forbidden(alice.get(f"{path}/brokers/1/stats"))
+        page = alice.get(f"{path}/topics", params={"page_size": 10}).json()
+        assert [t["topic_name"] for t in page["data"]] == [broker.alice_topic]
+        assert page["metadata"]["total"] == 1
+    with broker.client("admin", ADMIN_PASSWORD) as admin:
+        assert admin.get(f"{path}/health").json()["brokers"][0]["live"] is True
+        stats = admin.get(f"{path}/brokers/1/stats", params={"topics": broker.other_topic})
+        assert stats.json()["topics"][0]["topic_name"] == broker.other_topic

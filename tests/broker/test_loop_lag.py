@@ -41,3 +41,12 @@ async def test_a_blocked_loop_shows_as_lag(mock_clock: trio.testing.MockClock) -
         nursery.cancel_scope.cancel()
     assert lag.worst_recent_s(trio.current_time()) >= 0.15
     assert lag.count >= 3
+
+
+def test_the_worst_lag_of_a_window_sees_only_that_window() -> None:
+    lag = EventLoopLag()
+    lag.record(0.5, now_s=100.0)
+    lag.record(0.02, now_s=108.0)
+    assert lag.worst_since_s(110.0, 10.0) == 0.5
+    assert lag.worst_since_s(110.0, 5.0) == 0.02
+    assert lag.worst_since_s(200.0, 10.0) == 0.0

@@ -34,6 +34,7 @@ from weir.broker.coordinators.share_service import attach_share_service
 from weir.broker.coordinators.transaction_service import attach_transaction_service
 from weir.broker.data_dir_lock import lock_data_dir
 from weir.broker.descriptor_budget import raise_open_files_limit
+from weir.broker.http.broker_stats import advertised_http_url, traffic_history_of
 from weir.broker.http.exporter_metrics import register_exporter_metrics
 from weir.broker.http.group_views import register_group_metrics
 from weir.broker.http.listener import serve_http
@@ -282,6 +283,7 @@ async def serve(
                 await _attach_security(broker, nursery)
                 http_port = await nursery.start(serve_http, broker)
                 nursery.start_soon(broker.loop_lag.run)
+                nursery.start_soon(traffic_history_of(broker).run)
                 broker.open_logs()
                 groups = attach_group_service(broker)
                 transactions = attach_transaction_service(broker)
@@ -291,6 +293,7 @@ async def serve(
                 register_exporter_metrics(broker)
                 await nursery.start(broker.flusher.run)
                 if member is not None:
+                    member.http_url = advertised_http_url(config, http_port)
                     register_cluster_metrics(broker, member)
                     await nursery.start(member.run)
                 await _ensure_inter_broker_user(broker)

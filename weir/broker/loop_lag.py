@@ -49,6 +49,12 @@ class EventLoopLag:
         self._forget_before(now_s - RECENT_WINDOW_S)
         return max((lag for _, lag in self._recent), default=0.0)
 
+    def worst_since_s(self, now_s: float, window_s: float) -> float:
+        """The worst lag seen in the last `window_s` (at most RECENT_WINDOW_S),
+        to the second."""
+        oldest = int(now_s - min(window_s, RECENT_WINDOW_S))
+        return max((lag for second, lag in self._recent if second >= oldest), default=0.0)
+
     def _forget_before(self, oldest_s: float) -> None:
         while self._recent and self._recent[0][0] < int(oldest_s):
             self._recent.popleft()

@@ -59,6 +59,9 @@ class BrokerInfo:
     # Each Kafka listener's advertised address by listener name (host and port above
     # are the inter-broker listener's). Absent from older registrations: empty.
     listeners: tuple[tuple[str, str, int], ...] = ()
+    # The base URL of its HTTP API (scheme, advertised host, HTTP port), which the
+    # other brokers ask for its own statistics. Absent from older registrations: "".
+    http_url: str = ""
 
     def endpoint(self, listener_name: str) -> tuple[str, int]:
         """The address a client that came in on `listener_name` is told (Kafka
@@ -77,6 +80,7 @@ class BrokerInfo:
                 "rack": self.rack,
                 "replication_token": self.replication_token,
                 "listeners": {name: [host, port] for name, host, port in self.listeners},
+                **({"http_url": self.http_url} if self.http_url else {}),
             },
             sort_keys=True,
         ).encode()
@@ -93,6 +97,7 @@ class BrokerInfo:
             replication_token=str(doc.get("replication_token", "")),
             epoch=epoch,
             listeners=_listeners(doc.get("listeners")),
+            http_url=str(doc.get("http_url") or ""),
         )
 
 

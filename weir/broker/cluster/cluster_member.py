@@ -109,6 +109,9 @@ class ClusterMember:
         self.controller_elections_total = 0
         self.isr_shrinks_total = 0
         self.isr_expands_total = 0
+        # This broker's HTTP API (set by the app once it listens), registered so the
+        # other brokers can ask it for its statistics (`BrokerInfo.http_url`).
+        self.http_url = ""
         self.preferred_leader_elections_total = 0
         self.leader_abdications_total = 0
         self.offline = OfflineReplicas(self)
@@ -256,6 +259,7 @@ class ClusterMember:
                 (listener.name, listener.advertised_host, listener.advertised_port)
                 for listener in config.kafka_listeners
             ),
+            http_url=self.http_url,
         )
         key = broker_key(self.node_id)
         previous = await self.etcd.get(key)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from weir.broker.http import (
     rest_admin_acls,
     rest_admin_authorized_operations,
+    rest_admin_broker_stats,
     rest_admin_clusters,
     rest_admin_configs,
     rest_admin_groups,
@@ -22,6 +23,7 @@ from weir.broker.http.rest_admin_base import Endpoint, openapi_paths
 
 ADMIN_ENDPOINTS: list[Endpoint] = [
     *rest_admin_clusters.ENDPOINTS,
+    *rest_admin_broker_stats.ENDPOINTS,
     *rest_admin_topics.ENDPOINTS,
     *rest_admin_configs.ENDPOINTS,
     *rest_admin_groups.ENDPOINTS,

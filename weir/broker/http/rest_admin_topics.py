@@ -8,6 +8,7 @@ read) and `last_stable_offset` (what read_committed consumers may read)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from starlette.responses import Response
@@ -31,6 +32,12 @@ from weir.broker.http.rest_admin_base import (
     resource_name,
     topic_name,
 )
+from weir.broker.http.rest_admin_paging import (
+    cut_page,
+    page_metadata,
+    page_request,
+    paging_query,
+)
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
@@ -38,6 +45,8 @@ METADATA_VERSION = 12
 CREATE_TOPICS_VERSION = 7
 DELETE_TOPICS_VERSION = 6
 LIST_OFFSETS_VERSION = 9
+DESCRIBE_CONFIGS_VERSION = 4
+RESOURCE_TYPE_TOPIC = 2
 TOPIC_CHANGE_TIMEOUT_MS = 30_000
 NO_LEADER = -1
 LATEST_TIMESTAMP = -1
@@ -89,14 +98,76 @@ def topic_resource(call: AdminCall, topic: Any) -> dict[str, Any]:
     )
 
 
+TOPIC_SORT_FIELDS = ("topic_name", "partitions_count", "replication_factor", "is_internal")
+_TOPIC_SORT_KEYS: dict[str, Callable[[Any], Any]] = {
+    "topic_name": lambda t: t.name,
+    "partitions_count": lambda t: len(t.partitions),
+    "replication_factor": lambda t: max((len(p.replica_nodes) for p in t.partitions), default=0),
+    "is_internal": lambda t: bool(t.is_internal),
+}
+RETENTION_CONFIGS = ("retention.ms", "retention.bytes")
+
+
 async def list_topics(call: AdminCall) -> Response:
+    paging = page_request(call, TOPIC_SORT_FIELDS)
     response = await metadata(call, None)
     topics = sorted(
         (t for t in response.topics if t.error_code == ErrorCode.NONE), key=lambda t: t.name
     )
-    return json_response(
-        collection("KafkaTopicList", call.url("topics"), [topic_resource(call, t) for t in topics])
+    if paging is None:
+        return json_response(
+            collection(
+                "KafkaTopicList", call.url("topics"), [topic_resource(call, t) for t in topics]
+            )
+        )
+    rows, total = cut_page(topics, paging, lambda t: str(t.name), _TOPIC_SORT_KEYS)
+    retention = await _retention(call, [t.name for t in rows])
+    document = collection(
+        "KafkaTopicList",
+        call.url("topics"),
+        [{**topic_resource(call, t), **retention.get(t.name, {})} for t in rows],
     )
+    document["metadata"].update(page_metadata(call, paging, total))
+    return json_response(document)
+
+
+async def _retention(call: AdminCall, names: list[str]) -> dict[str, dict[str, int | None]]:
+    """retention_ms and retention_bytes of each topic of a page (one DescribeConfigs;
+    a topic whose configs the caller may not describe is left out)."""
+    if not names:
+        return {}
+    response = await call.send(
+        ApiKey.DESCRIBE_CONFIGS,
+        DESCRIBE_CONFIGS_VERSION,
+        {
+            "resources": [
+                {
+                    "resource_type": RESOURCE_TYPE_TOPIC,
+                    "resource_name": name,
+                    "configuration_keys": list(RETENTION_CONFIGS),
+                }
+                for name in names
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+    )
+    found: dict[str, dict[str, int | None]] = {}
+    for result in response.results:
+        if result.error_code != ErrorCode.NONE:
+            continue
+        values = {c.name: c.value for c in result.configs}
+        found[result.resource_name] = {
+            name.replace(".", "_"): _int_or_none(values.get(name)) for name in RETENTION_CONFIGS
+        }
+    return found
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return None if text is None else int(text)
+    except ValueError:
+        return None
 
 
 async def get_topic(call: AdminCall) -> Response:
@@ -352,8 +423,17 @@ CREATE_TOPIC_BODY = {
         "validate_only": {"type": "boolean"},
     },
 }
+PAGING_QUERY = paging_query(TOPIC_SORT_FIELDS)
 ENDPOINTS = [
-    Endpoint("GET", TOPICS, list_topics, "The topics the caller may describe", tag="topics"),
+    Endpoint(
+        "GET",
+        TOPICS,
+        list_topics,
+        "The topics the caller may describe; with any of q, sort, order, page, page_size: "
+        "one page of them, filtered and sorted on the server, each with its retention",
+        query=PAGING_QUERY,
+        tag="topics",
+    ),
     Endpoint(
         "POST",
         TOPICS,
