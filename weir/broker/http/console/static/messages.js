@@ -213,7 +213,7 @@
       },
 
       topicLink() {
-        return Weir.link("topics", { q: this.topic });
+        return Weir.link("topic", { name: this.topic });
       },
 
       selectedPartitions() {
