@@ -105,3 +105,32 @@ def test_the_overview_is_readable_at_phone_width(console: ConsoleBrowser) -> Non
         width = console.driver.execute_script("return document.documentElement.scrollWidth")
         viewport = console.driver.execute_script("return window.innerWidth")
         assert width <= viewport, (width, viewport)
+
+
+def test_every_page_fits_a_phone_width_and_logs_no_script_error(
+    console: ConsoleBrowser,
+) -> None:
+    pages = [
+        "overview",
+        "topics",
+        "topic?name=__consumer_offsets",
+        "messages?topic=__consumer_offsets",
+        "groups",
+        "group?id=no-such-group",
+        "queues",
+        "queue?id=no-such-queue",
+        "transactions",
+        "security",
+        "login",
+    ]
+    with console.window_size(*PHONE_SIZE):
+        for page in pages:
+            console.open("/console/" + page)
+            console.wait_until(
+                lambda: console.driver.execute_script("return !!window.Alpine"), "Alpine"
+            )
+            console.wait_for("main")
+            width = console.driver.execute_script("return document.documentElement.scrollWidth")
+            viewport = console.driver.execute_script("return window.innerWidth")
+            assert width <= viewport, (page, width, viewport)
+    console.assert_no_script_errors()
