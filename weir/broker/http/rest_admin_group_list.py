@@ -1,5 +1,6 @@
-"""The consumer group list, paged, sorted and filtered on the server (the shared
-paging contract: `q`, `sort`, `order`, `page`, `page_size`).
+"""The consumer group list's own part of the paging contract (rest_admin_paging:
+`q`, `sort`, `order`, `page`, `page_size`): its rows, its sort fields and the
+fields looked up per group.
 
 What ListGroups answers (id, type, protocol type, state, coordinator) is known of
 every group at once, so filtering and sorting by it costs nothing. A row's member
@@ -11,21 +12,15 @@ matches `q`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlencode
 
 from weir.broker.http.kafka_gateway import GatewayError
-from weir.broker.http.rest_admin_base import AdminCall, bad_request, int_text
+from weir.broker.http.rest_admin_base import AdminCall
 from weir.broker.http.rest_admin_lookups import ListedGroup, end_offsets
 from weir.format.errors import ErrorCode
 from weir.wire.protocol import ApiKey
 
-PAGE_SIZE_DEFAULT = 50
-PAGE_SIZE_MAX = 500
-Q_CHARS_MAX = 1_000
-PAGING_PARAMS = ("q", "sort", "order", "page", "page_size")
 # Fields known from ListGroups (free to sort by), and those looked up per group.
 LISTED_FIELDS = ("consumer_group_id", "type", "protocol_type", "state", "coordinator_id")
 LOOKED_UP_FIELDS = ("members_count", "total_lag")
@@ -35,39 +30,16 @@ CONSUMER_GROUP_DESCRIBE_VERSION = 0
 OFFSET_FETCH_VERSION = 9
 
 
-@dataclass(frozen=True)
-class PageRequest:
-    q: str
-    sort: str
-    descending: bool
-    page: int
-    page_size: int
+def group_id_of(row: dict[str, Any]) -> str:
+    return str(row["consumer_group_id"])
 
 
-def paging_requested(call: AdminCall) -> bool:
-    """Whether the call names any paging parameter (else: the whole list, as before)."""
-    return any(name in call.request.query_params for name in PAGING_PARAMS)
+def _field(name: str) -> Callable[[dict[str, Any]], Any]:
+    """A row's value in field `name` (None while a looked-up field is unknown)."""
+    return lambda row: row.get(name)
 
 
-def page_request(call: AdminCall) -> PageRequest:
-    q = call.query("q") or ""
-    if len(q) > Q_CHARS_MAX:
-        raise bad_request(f"q must be at most {Q_CHARS_MAX} characters")
-    sort = call.query("sort") or "consumer_group_id"
-    if sort not in SORT_FIELDS:
-        raise bad_request(f"sort must be one of {', '.join(SORT_FIELDS)}")
-    order = call.query("order") or "asc"
-    if order not in ("asc", "desc"):
-        raise bad_request("order must be asc or desc")
-    page_text = call.query("page")
-    size_text = call.query("page_size")
-    page = 1 if page_text is None else int_text(page_text, "page", 1)
-    page_size = (
-        PAGE_SIZE_DEFAULT
-        if size_text is None
-        else int_text(size_text, "page_size", 1, PAGE_SIZE_MAX)
-    )
-    return PageRequest(q.lower(), sort, order == "desc", page, page_size)
+SORT_KEYS = {name: _field(name) for name in SORT_FIELDS}
 
 
 def listed_row(group: ListedGroup) -> dict[str, Any]:
@@ -78,34 +50,6 @@ def listed_row(group: ListedGroup) -> dict[str, Any]:
         "state": group.state.upper(),
         "coordinator_id": group.coordinator,
     }
-
-
-def select_page(
-    rows: list[dict[str, Any]], request: PageRequest
-) -> tuple[list[dict[str, Any]], int]:
-    """The rows of the requested page, and how many rows match `q`. Rows with no
-    value in the sort field (a lag not known) come last either way round."""
-    matching = [r for r in rows if request.q in str(r["consumer_group_id"]).lower()]
-    known = [r for r in matching if r.get(request.sort) is not None]
-    unknown = [r for r in matching if r.get(request.sort) is None]
-    known.sort(key=lambda r: (r[request.sort], r["consumer_group_id"]), reverse=request.descending)
-    unknown.sort(key=lambda r: str(r["consumer_group_id"]))
-    ordered = known + unknown
-    start = (request.page - 1) * request.page_size
-    return ordered[start : start + request.page_size], len(matching)
-
-
-def next_page_url(base_url: str, request: PageRequest, total: int) -> str | None:
-    if request.page * request.page_size >= total:
-        return None
-    query = {
-        "q": request.q,
-        "sort": request.sort,
-        "order": "desc" if request.descending else "asc",
-        "page": request.page + 1,
-        "page_size": request.page_size,
-    }
-    return f"{base_url}?{urlencode({k: v for k, v in query.items() if v != ''})}"
 
 
 async def add_looked_up_fields(call: AdminCall, rows: Sequence[dict[str, Any]]) -> None:

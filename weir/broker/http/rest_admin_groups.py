@@ -16,7 +16,6 @@ from weir.broker.http.group_views import decode_consumer_assignment
 from weir.broker.http.rest_admin_base import (
     AdminCall,
     Endpoint,
-    Param,
     RestError,
     bad_request,
     check_kafka,
@@ -32,15 +31,11 @@ from weir.broker.http.rest_admin_base import (
 )
 from weir.broker.http.rest_admin_group_list import (
     LOOKED_UP_FIELDS,
-    PAGE_SIZE_MAX,
     SORT_FIELDS,
-    PageRequest,
+    SORT_KEYS,
     add_looked_up_fields,
+    group_id_of,
     listed_row,
-    next_page_url,
-    page_request,
-    paging_requested,
-    select_page,
 )
 from weir.broker.http.rest_admin_group_reset import (
     INACTIVE_STATES,
@@ -57,6 +52,13 @@ from weir.broker.http.rest_admin_lookups import (
     coordinator,
     end_offsets,
     listed_groups,
+)
+from weir.broker.http.rest_admin_paging import (
+    PageRequest,
+    cut_page,
+    page_metadata,
+    page_request,
+    paging_query,
 )
 from weir.format.errors import ErrorCode
 from weir.groupcoord.offset_reset import STRATEGIES, ResetRefusedError, plan_reset
@@ -194,8 +196,9 @@ def consumer_resource(call: AdminCall, group_id: str, member: Member) -> dict[st
 
 async def list_groups(call: AdminCall) -> Response:
     """Every group, in Confluent's shape; with any paging parameter, one page of
-    them (`rest_admin_group_list`), each row with its member count and total lag."""
-    paging = page_request(call) if paging_requested(call) else None
+    them (`rest_admin_paging`, `rest_admin_group_list`), each row with its member
+    count and total lag."""
+    paging = page_request(call, SORT_FIELDS)
     groups, silent = await listed_groups(call, CONSUMER_GROUP_TYPES)
     if paging is not None:
         return await _list_groups_page(call, groups, silent, paging)
@@ -223,12 +226,10 @@ async def _list_groups_page(
 ) -> Response:
     rows = [listed_row(g) for g in groups]
     if paging.sort in LOOKED_UP_FIELDS:
-        await add_looked_up_fields(
-            call, [r for r in rows if paging.q in r["consumer_group_id"].lower()]
-        )
-        page, total = select_page(rows, paging)
+        await add_looked_up_fields(call, [r for r in rows if paging.matches(group_id_of(r))])
+        page, total = cut_page(rows, paging, group_id_of, SORT_KEYS)
     else:
-        page, total = select_page(rows, paging)
+        page, total = cut_page(rows, paging, group_id_of, SORT_KEYS)
         await add_looked_up_fields(call, page)
     data = [
         resource(
@@ -244,14 +245,8 @@ async def _list_groups_page(
         )
         for row in page
     ]
-    self_url = call.url("consumer-groups")
-    document = collection("KafkaConsumerGroupList", self_url, data)
-    document["metadata"].update(
-        total=total,
-        page=paging.page,
-        page_size=paging.page_size,
-        next=next_page_url(self_url, paging, total),
-    )
+    document = collection("KafkaConsumerGroupList", call.url("consumer-groups"), data)
+    document["metadata"].update(page_metadata(call, paging, total))
     document["brokers_not_answering"] = silent
     return json_response(document)
 
@@ -494,21 +489,7 @@ RESET_OFFSETS_BODY = {
 }
 
 
-LIST_PARAMS = (
-    Param("q", "Only groups whose id contains this (case-insensitive)"),
-    Param(
-        "sort",
-        "The field to sort by (default consumer_group_id)",
-        schema={"type": "string", "enum": list(SORT_FIELDS)},
-    ),
-    Param("order", "asc (default) or desc", schema={"type": "string", "enum": ["asc", "desc"]}),
-    Param("page", "The page, from 1", schema={"type": "integer", "minimum": 1}),
-    Param(
-        "page_size",
-        "Rows per page (default 50)",
-        schema={"type": "integer", "minimum": 1, "maximum": PAGE_SIZE_MAX},
-    ),
-)
+LIST_PARAMS = paging_query(SORT_FIELDS)
 GROUPS = "/v3/clusters/{cluster_id}/consumer-groups"
 GROUP = f"{GROUPS}/{{consumer_group_id}}"
 ENDPOINTS = [

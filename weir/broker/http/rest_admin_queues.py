@@ -48,10 +48,11 @@ from weir.broker.http.rest_admin_lookups import (
     end_offsets,
     listed_groups,
 )
-from weir.broker.http.rest_admin_queues_paging import (
-    PAGING_QUERY,
-    list_paging,
-    paged_collection,
+from weir.broker.http.rest_admin_paging import (
+    cut_page,
+    page_metadata,
+    page_request,
+    paging_query,
 )
 from weir.broker.http.rest_admin_redrive import configured_dead_letter_topic
 from weir.broker.http.rest_admin_topics import metadata
@@ -180,7 +181,7 @@ def _group_id(call: AdminCall) -> str:
 
 
 async def list_share_groups(call: AdminCall) -> Response:
-    paging = list_paging(call, SHARE_GROUP_SORT_FIELDS)
+    paging = page_request(call, SHARE_GROUP_SORT_FIELDS)
     groups, silent = await listed_groups(call, ["share"])
     data = [
         resource(
@@ -200,15 +201,13 @@ async def list_share_groups(call: AdminCall) -> Response:
         coordinators = {g.group_id: g.coordinator for g in groups}
         for row in data:
             row["records"] = totals.get(row["share_group_id"], dict.fromkeys(TOTAL_FIELDS, 0))
-        document = paged_collection(
-            call,
-            "WeirShareGroupList",
-            call.url("share-groups"),
-            data,
-            paging,
-            name=lambda row: row["share_group_id"],
-            sort_key=lambda row: _sort_value(row, paging.sort, coordinators),
-        )
+        sort_keys = {
+            field: lambda row, field=field: _sort_value(row, field, coordinators)
+            for field in SHARE_GROUP_SORT_FIELDS
+        }
+        page, total = cut_page(data, paging, lambda row: row["share_group_id"], sort_keys)
+        document = collection("WeirShareGroupList", call.url("share-groups"), page)
+        document["metadata"].update(page_metadata(call, paging, total))
         document["records_from_broker"] = call.broker.config.node_id
     document["brokers_not_answering"] = silent
     return json_response(document)
@@ -381,7 +380,7 @@ ENDPOINTS = [
         "(share_group_id, state, coordinator, or a records total: available, acquired, "
         "delayed, dead_lettered, partitions_led_here), order, page, page_size, each row then "
         "with its records totals over the share partitions the broker answering leads",
-        query=PAGING_QUERY,
+        query=paging_query(SHARE_GROUP_SORT_FIELDS),
         tag="queues",
     ),
     Endpoint(
