@@ -10,97 +10,37 @@ user; `reader` may READ and DESCRIBE the topic, `writer` may WRITE and DESCRIBE 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import (
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
-    AdminClient,
-    NewTopic,
-    ResourcePatternType,
-    ResourceType,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
-)
+from confluent_kafka.admin import AclOperation, ResourceType
 
 from compat_tests.console_browser import ConsoleBrowser
-from compat_tests.harness import WeirProcess, free_ports, unique_topic_name
+from compat_tests.harness import unique_topic_name
+from compat_tests.secured_http_broker import CLIENT_WAIT_S, SecuredHttpBroker
 
 pytestmark = pytest.mark.timeout(90)
 
-ADMIN_PASSWORD = "admin-secret"
 PASSWORDS = {"reader": "reader-secret", "writer": "writer-secret"}
 GRANTS = {
     "reader": (AclOperation.READ, AclOperation.DESCRIBE),
     "writer": (AclOperation.WRITE, AclOperation.DESCRIBE),
 }
-CLIENT_WAIT_S = 15.0
 
 
-@dataclass(frozen=True)
-class Secured:
-    process: WeirProcess
-    kafka_port: int
-    topic: str
-
-    def kafka_config(self) -> dict[str, str]:
-        return {
-            "bootstrap.servers": f"127.0.0.1:{self.kafka_port}",
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "admin",
-            "sasl.password": ADMIN_PASSWORD,
-        }
+class Secured(SecuredHttpBroker):
+    topic = unique_topic_name("payments")
 
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
-    [kafka_port] = free_ports(1)
-    settings = f"""
-[security]
-listeners = "SASL_PLAINTEXT://127.0.0.1:{kafka_port}"
-sasl_enabled_mechanisms = ["SCRAM-SHA-512"]
-authorizer_enabled = true
-super_users = ["User:admin"]
-inter_broker_sasl_username = "admin"
-inter_broker_sasl_password = "{ADMIN_PASSWORD}"
-connection_failed_authentication_delay_ms = 10
-"""
-    process = WeirProcess.configured(tmp_path_factory.mktemp("console-messages-acl"), settings)
-    process.start()
-    try:
-        broker = Secured(process, kafka_port, unique_topic_name("payments"))
-        _set_up(broker)
+    with Secured.running(tmp_path_factory.mktemp("console-messages-acl")) as broker:
+        broker.create_users(PASSWORDS)
+        for name, operations in GRANTS.items():
+            broker.grant(f"User:{name}", (ResourceType.TOPIC, broker.topic), operations)
+        broker.create_topics(broker.topic)
+        produce(broker, b"payment 1 settled")
         yield broker
-    finally:
-        process.stop()
-
-
-def _set_up(broker: Secured) -> None:
-    admin = AdminClient(broker.kafka_config())
-    upserts = [
-        UserScramCredentialUpsertion(
-            name, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
-        )
-        for name, password in PASSWORDS.items()
-    ]
-    for future in admin.alter_user_scram_credentials(upserts).values():
-        future.result(timeout=CLIENT_WAIT_S)
-    acls = [
-        AclBinding(ResourceType.TOPIC, broker.topic, ResourcePatternType.LITERAL, f"User:{name}",
-                   "*", operation, AclPermissionType.ALLOW)
-        for name, operations in GRANTS.items()
-        for operation in operations
-    ]  # fmt: skip
-    for future in admin.create_acls(acls).values():
-        future.result(timeout=CLIENT_WAIT_S)
-    for future in admin.create_topics([NewTopic(broker.topic, 1, 1)]).values():
-        future.result(timeout=CLIENT_WAIT_S)
-    produce(broker, b"payment 1 settled")
 
 
 def produce(broker: Secured, value: bytes) -> None:

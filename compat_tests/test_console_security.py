@@ -14,7 +14,6 @@ from __future__ import annotations
 import urllib.parse
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import httpx
 import pytest
@@ -22,66 +21,26 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.console_browser import PHONE_SIZE, ConsoleBrowser
-from compat_tests.harness import WeirProcess, free_ports, run_cli
+from compat_tests.harness import run_cli
+from compat_tests.secured_http_broker import ADMIN_PASSWORD, CLIENT_WAIT_S, SecuredHttpBroker
 
 pytestmark = pytest.mark.timeout(120)
 
-ADMIN_PASSWORD = "admin-secret"
-CLIENT_WAIT_S = 15.0
 SUFFIX = uuid.uuid4().hex[:6]
 USER = f"carol-{SUFFIX}"
 USER_PASSWORD = f"carol-pw-{SUFFIX}"
 
 
-@dataclass
-class SecuredBroker:
-    process: WeirProcess
-    kafka_port: int
-    cluster_path: str = ""
-
-    def kafka_config(self) -> dict[str, object]:
-        return {
-            "bootstrap.servers": f"127.0.0.1:{self.kafka_port}",
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "admin",
-            "sasl.password": ADMIN_PASSWORD,
-        }
-
-    def admin_http(self) -> httpx.Client:
-        return httpx.Client(
-            base_url=self.process.http_url, auth=("admin", ADMIN_PASSWORD), timeout=30
-        )
-
-
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredHttpBroker]:
     base = tmp_path_factory.mktemp("console-security")
-    [kafka_port] = free_ports(1)
-    settings = f"""
-[security]
-listeners = "SASL_PLAINTEXT://127.0.0.1:{kafka_port}"
-sasl_enabled_mechanisms = ["SCRAM-SHA-512", "SCRAM-SHA-256"]
-authorizer_enabled = true
-super_users = ["User:admin"]
-inter_broker_sasl_username = "admin"
-inter_broker_sasl_password = "{ADMIN_PASSWORD}"
-connection_failed_authentication_delay_ms = 10
-"""
-    process = WeirProcess.configured(base / "broker", settings)
-    process.start()
-    try:
-        broker = SecuredBroker(process, kafka_port)
-        with broker.admin_http() as http:
-            cluster_id = http.get("/v3/clusters").json()["data"][0]["cluster_id"]
-        broker.cluster_path = f"/v3/clusters/{cluster_id}"
+    mechanisms = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+    with SecuredHttpBroker.running(base / "broker", mechanisms=mechanisms) as broker:
         yield broker
-    finally:
-        process.stop()
 
 
 @pytest.fixture
-def browser(chromium: ConsoleBrowser, secured: SecuredBroker) -> Iterator[ConsoleBrowser]:
+def browser(chromium: ConsoleBrowser, secured: SecuredHttpBroker) -> Iterator[ConsoleBrowser]:
     """The module's Chromium on the secured broker, logged out."""
     chromium.use_broker(secured.process.http_url)
     chromium.open("/console/login")
@@ -119,7 +78,7 @@ def test_a_wrong_password_is_refused(browser: ConsoleBrowser) -> None:
 
 
 def test_an_admin_creates_a_user_and_its_acls_and_logs_out(
-    browser: ConsoleBrowser, secured: SecuredBroker
+    browser: ConsoleBrowser, secured: SecuredHttpBroker
 ) -> None:
     browser.open("/console/login?next=" + urllib.parse.quote("/console/security"))
     browser.type_into("#login-user", "admin")
@@ -191,7 +150,7 @@ def test_an_admin_creates_a_user_and_its_acls_and_logs_out(
 
 
 def test_the_user_sees_what_its_acls_allow_and_not_authorized_for_the_rest(
-    browser: ConsoleBrowser, secured: SecuredBroker
+    browser: ConsoleBrowser, secured: SecuredHttpBroker
 ) -> None:
     browser.login(USER, USER_PASSWORD)
     browser.open("/console/security")
@@ -221,7 +180,7 @@ def test_the_user_sees_what_its_acls_allow_and_not_authorized_for_the_rest(
     browser.wait_text("#txn-abort-note", "CLUSTER_ACTION")
 
 
-def open_transaction(secured: SecuredBroker, topic: str, transactional_id: str) -> Producer:
+def open_transaction(secured: SecuredHttpBroker, topic: str, transactional_id: str) -> Producer:
     """`topic` (one partition) with one record of a transaction left open."""
     admin = AdminClient(secured.kafka_config())
     for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
@@ -234,14 +193,14 @@ def open_transaction(secured: SecuredBroker, topic: str, transactional_id: str) 
     return producer
 
 
-def last_stable_offset(secured: SecuredBroker, topic: str) -> int:
+def last_stable_offset(secured: SecuredHttpBroker, topic: str) -> int:
     with secured.admin_http() as http:
         partition = http.get(f"{secured.cluster_path}/topics/{topic}/partitions/0").json()
     return int(partition["last_stable_offset"])
 
 
 def test_the_transactions_view_lists_an_open_transaction_and_aborts_it(
-    browser: ConsoleBrowser, secured: SecuredBroker
+    browser: ConsoleBrowser, secured: SecuredHttpBroker
 ) -> None:
     topic = f"payments-{SUFFIX}"
     transactional_id = f"{topic}-writer"
@@ -271,7 +230,7 @@ def test_the_transactions_view_lists_an_open_transaction_and_aborts_it(
 
 
 def test_a_hanging_transaction_is_found_and_aborted(
-    browser: ConsoleBrowser, secured: SecuredBroker
+    browser: ConsoleBrowser, secured: SecuredHttpBroker
 ) -> None:
     """A transaction whose coordinator lost its state (its __transaction_state logs
     emptied while the broker was down, and `weir repair` told to accept it) is

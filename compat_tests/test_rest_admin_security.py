@@ -17,93 +17,37 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import (
-    AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
-    NewTopic,
     ResourcePatternType,
     ResourceType,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
 )
 
-from compat_tests.harness import WeirProcess, free_ports
+from compat_tests.secured_http_broker import ADMIN_PASSWORD, CLIENT_WAIT_S, SecuredHttpBroker
 
 pytestmark = pytest.mark.timeout(90)
 
-ADMIN_PASSWORD = "admin-secret"
 ALICE_PASSWORD = "alice-secret"
-CLIENT_WAIT_S = 15.0
 
 
-class SecuredBroker:
-    def __init__(self, process: WeirProcess, kafka_port: int) -> None:
-        self.process = process
-        self.kafka_port = kafka_port
-        suffix = uuid.uuid4().hex[:6]
-        self.alice_topic = f"alice-{suffix}"
-        self.other_topic = f"other-{suffix}"
-        self.cluster_path = ""
-
-    def admin_config(self) -> dict[str, object]:
-        return {
-            "bootstrap.servers": f"127.0.0.1:{self.kafka_port}",
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "admin",
-            "sasl.password": ADMIN_PASSWORD,
-        }
-
-    def client(self, user: str | None, password: str = "") -> httpx.Client:
-        auth = None if user is None else httpx.BasicAuth(user, password)
-        limits = httpx.Limits(max_keepalive_connections=0)
-        return httpx.Client(base_url=self.process.http_url, auth=auth, timeout=30, limits=limits)
+class SecuredBroker(SecuredHttpBroker):
+    suffix = uuid.uuid4().hex[:6]
+    alice_topic = f"alice-{suffix}"
+    other_topic = f"other-{suffix}"
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
-    base = tmp_path_factory.mktemp("rest-admin-security")
-    [kafka_port] = free_ports(1)
-    settings = f"""
-[security]
-listeners = "SASL_PLAINTEXT://127.0.0.1:{kafka_port}"
-sasl_enabled_mechanisms = ["SCRAM-SHA-512"]
-authorizer_enabled = true
-super_users = ["User:admin"]
-inter_broker_sasl_username = "admin"
-inter_broker_sasl_password = "{ADMIN_PASSWORD}"
-connection_failed_authentication_delay_ms = 10
-"""
-    process = WeirProcess.configured(base / "broker", settings)
-    process.start()
-    try:
-        secured = SecuredBroker(process, kafka_port)
-        _set_up(secured)
-        yield secured
-    finally:
-        process.stop()
-
-
-def _set_up(broker: SecuredBroker) -> None:
     """alice, her one ACL (DESCRIBE on her topic), and two topics."""
-    admin = AdminClient(broker.admin_config())
-    alice = UserScramCredentialUpsertion(
-        "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), ALICE_PASSWORD.encode()
-    )
-    admin.alter_user_scram_credentials([alice])["alice"].result(timeout=CLIENT_WAIT_S)
-    acl = AclBinding(ResourceType.TOPIC, broker.alice_topic, ResourcePatternType.LITERAL,
-                     "User:alice", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)  # fmt: skip
-    for future in admin.create_acls([acl]).values():
-        future.result(timeout=CLIENT_WAIT_S)
-    topics = [NewTopic(broker.alice_topic, 1, 1), NewTopic(broker.other_topic, 1, 1)]
-    for future in admin.create_topics(topics).values():
-        future.result(timeout=CLIENT_WAIT_S)
-    with broker.client("admin", ADMIN_PASSWORD) as http:
-        cluster_id = http.get("/v3/clusters").json()["data"][0]["cluster_id"]
-    broker.cluster_path = f"/v3/clusters/{cluster_id}"
+    base = tmp_path_factory.mktemp("rest-admin-security")
+    with SecuredBroker.running(base / "broker") as secured:
+        secured.create_users({"alice": ALICE_PASSWORD})
+        secured.grant("User:alice", (ResourceType.TOPIC, secured.alice_topic),
+                      [AclOperation.DESCRIBE])  # fmt: skip
+        secured.create_topics(secured.alice_topic, secured.other_topic)
+        yield secured
 
 
 def forbidden(response: httpx.Response) -> dict[str, Any]:
@@ -192,11 +136,7 @@ def test_group_reset_and_delete_need_the_kafka_apis_group_acls(broker: SecuredBr
             consumer.commit(offsets=offsets, asynchronous=False)
         finally:
             consumer.close()
-    acl = AclBinding(ResourceType.GROUP, group, ResourcePatternType.LITERAL,
-                     "User:alice", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)  # fmt: skip
-    kafka_admin = AdminClient(broker.admin_config())  # alive until the result
-    for future in kafka_admin.create_acls([acl]).values():
-        future.result(timeout=CLIENT_WAIT_S)
+    broker.grant("User:alice", (ResourceType.GROUP, group), [AclOperation.DESCRIBE])
     groups = f"{path}/consumer-groups"
     with broker.client("alice", ALICE_PASSWORD) as alice:
         listed = alice.get(groups, params={"q": "-", "page_size": 500}).json()["data"]

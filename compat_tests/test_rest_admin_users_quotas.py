@@ -18,93 +18,27 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import (
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
-    AdminClient,
-    ResourcePatternType,
-    ResourceType,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
-)
+from confluent_kafka.admin import AclOperation, AdminClient
 
-from compat_tests.harness import WeirProcess, free_ports
+from compat_tests.secured_http_broker import (
+    ADMIN_PASSWORD,
+    CLUSTER,
+    SecuredHttpBroker,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
-ADMIN_PASSWORD = "admin-secret"
 ALICE_PASSWORD = "alice-secret"
-CLIENT_WAIT_S = 15.0
-
-
-class Broker:
-    def __init__(self, process: WeirProcess, kafka_port: int) -> None:
-        self.process = process
-        self.kafka_port = kafka_port
-        self.cluster_path = ""
-
-    def kafka_config(self, user: str, password: str) -> dict[str, object]:
-        return {
-            "bootstrap.servers": f"127.0.0.1:{self.kafka_port}",
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": user,
-            "sasl.password": password,
-        }
-
-    def client(self, user: str | None, password: str = "") -> httpx.Client:
-        auth = None if user is None else httpx.BasicAuth(user, password)
-        limits = httpx.Limits(max_keepalive_connections=0)
-        return httpx.Client(base_url=self.process.http_url, auth=auth, timeout=30, limits=limits)
-
-    def admin(self) -> httpx.Client:
-        return self.client("admin", ADMIN_PASSWORD)
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredHttpBroker]:
     base = tmp_path_factory.mktemp("rest-admin-users")
-    [kafka_port] = free_ports(1)
-    settings = f"""
-[security]
-listeners = "SASL_PLAINTEXT://127.0.0.1:{kafka_port}"
-sasl_enabled_mechanisms = ["SCRAM-SHA-512", "SCRAM-SHA-256"]
-authorizer_enabled = true
-super_users = ["User:admin"]
-inter_broker_sasl_username = "admin"
-inter_broker_sasl_password = "{ADMIN_PASSWORD}"
-connection_failed_authentication_delay_ms = 10
-"""
-    process = WeirProcess.configured(base / "broker", settings)
-    process.start()
-    try:
-        secured = Broker(process, kafka_port)
-        admin = AdminClient(secured.kafka_config("admin", ADMIN_PASSWORD))
-        alice = UserScramCredentialUpsertion(
-            "alice",
-            ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
-            ALICE_PASSWORD.encode(),
-        )
-        admin.alter_user_scram_credentials([alice])["alice"].result(timeout=CLIENT_WAIT_S)
-        acl = AclBinding(
-            ResourceType.BROKER,
-            "kafka-cluster",
-            ResourcePatternType.LITERAL,
-            "User:alice",
-            "*",
-            AclOperation.DESCRIBE,
-            AclPermissionType.ALLOW,
-        )
-        for future in admin.create_acls([acl]).values():
-            future.result(timeout=CLIENT_WAIT_S)
-        with secured.admin() as http:
-            cluster_id = http.get("/v3/clusters").json()["data"][0]["cluster_id"]
-        secured.cluster_path = f"/v3/clusters/{cluster_id}"
+    mechanisms = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+    with SecuredHttpBroker.running(base / "broker", mechanisms=mechanisms) as secured:
+        secured.create_users({"alice": ALICE_PASSWORD})
+        secured.grant("User:alice", CLUSTER, [AclOperation.DESCRIBE])
         yield secured
-    finally:
-        process.stop()
 
 
 def ok(response: httpx.Response, status: int = 200) -> Any:
@@ -119,7 +53,7 @@ def refused(response: httpx.Response, status: int) -> dict[str, Any]:
     return dict(document)
 
 
-def kafka_login_works(broker: Broker, user: str, password: str) -> bool:
+def kafka_login_works(broker: SecuredHttpBroker, user: str, password: str) -> bool:
     config = {**broker.kafka_config(user, password), "socket.timeout.ms": 5000}
     try:
         AdminClient(config).list_topics(timeout=5)
@@ -129,12 +63,12 @@ def kafka_login_works(broker: Broker, user: str, password: str) -> bool:
 
 
 def test_a_user_made_over_http_logs_in_over_http_and_kafka_and_is_deleted(
-    broker: Broker,
+    broker: SecuredHttpBroker,
 ) -> None:
     name = f"bob-{uuid.uuid4().hex[:6]}"
     password = f"pw-{uuid.uuid4().hex}"
     users = f"{broker.cluster_path}/users"
-    with broker.admin() as admin:
+    with broker.admin_http() as admin:
         created = admin.post(users, json={"user_name": name, "password": password})
         assert password not in created.text
         document = ok(created, 201)
@@ -172,9 +106,9 @@ def test_a_user_made_over_http_logs_in_over_http_and_kafka_and_is_deleted(
     assert new_password not in broker.process.stderr_text()
 
 
-def test_quotas_are_set_listed_filtered_and_removed_over_http(broker: Broker) -> None:
+def test_quotas_are_set_listed_filtered_and_removed_over_http(broker: SecuredHttpBroker) -> None:
     quotas = f"{broker.cluster_path}/client-quotas"
-    with broker.admin() as admin:
+    with broker.admin_http() as admin:
         body = {
             "entity": {"user": "alice", "client-id": None},
             "set": {"producer_byte_rate": 1048576, "request_percentage": 12.5},
@@ -206,7 +140,7 @@ def test_quotas_are_set_listed_filtered_and_removed_over_http(broker: Broker) ->
         refused(alice.get(quotas), 403)
 
 
-def test_what_the_acls_deny_is_403(broker: Broker) -> None:
+def test_what_the_acls_deny_is_403(broker: SecuredHttpBroker) -> None:
     """alice may DESCRIBE the cluster: she lists the users; she may not ALTER it, nor
     read or change its configs (the quotas)."""
     users = f"{broker.cluster_path}/users"
@@ -232,11 +166,11 @@ def test_what_the_acls_deny_is_403(broker: Broker) -> None:
     assert kafka_login_works(broker, "alice", ALICE_PASSWORD)
 
 
-def test_the_cluster_operations_the_caller_may_do_are_its_acls(broker: Broker) -> None:
+def test_the_cluster_operations_the_caller_may_do_are_its_acls(broker: SecuredHttpBroker) -> None:
     path = f"{broker.cluster_path}/authorized-operations"
     with broker.client("alice", ALICE_PASSWORD) as alice:
         assert ok(alice.get(path))["cluster"] == ["DESCRIBE"]
-    with broker.admin() as admin:
+    with broker.admin_http() as admin:
         document = ok(admin.get(path))
     assert document["kind"] == "WeirAuthorizedOperations"
     assert {"ALTER", "DESCRIBE", "ALTER_CONFIGS", "CREATE"} <= set(document["cluster"])
@@ -291,10 +225,10 @@ HOSTILE_QUOTA_BODIES: list[object] = [
 ]
 
 
-def test_hostile_bodies_are_400_and_never_echo_a_password(broker: Broker) -> None:
+def test_hostile_bodies_are_400_and_never_echo_a_password(broker: SecuredHttpBroker) -> None:
     users = f"{broker.cluster_path}/users"
     quotas = f"{broker.cluster_path}/client-quotas"
-    with broker.admin() as admin:
+    with broker.admin_http() as admin:
         for body in HOSTILE_USER_BODIES:
             answer = admin.post(users, json=body)
             refused(answer, 400)

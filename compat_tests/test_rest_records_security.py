@@ -15,98 +15,38 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from confluent_kafka.admin import (
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
-    AdminClient,
-    NewTopic,
-    ResourcePatternType,
-    ResourceType,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
-)
+from confluent_kafka.admin import AclOperation, ResourceType
 
-from compat_tests.harness import WeirProcess, free_ports, unique_topic_name
+from compat_tests.harness import unique_topic_name
+from compat_tests.secured_http_broker import SecuredHttpBroker
 
 pytestmark = pytest.mark.timeout(60)
 
-ADMIN_PASSWORD = "admin-secret"
 PASSWORDS = {"writer": "writer-secret", "reader": "reader-secret", "stranger": "stranger-secret"}
 GRANTS = {
     "writer": (AclOperation.WRITE, AclOperation.DESCRIBE),
     "reader": (AclOperation.READ, AclOperation.DESCRIBE),
     "stranger": (),
 }
-CLIENT_WAIT_S = 15.0
 
 
-class SecuredBroker:
-    def __init__(self, process: WeirProcess, kafka_port: int) -> None:
-        self.process = process
-        self.topic = unique_topic_name("rest-acl")
-        self.admin = AdminClient(
-            {
-                "bootstrap.servers": f"127.0.0.1:{kafka_port}",
-                "security.protocol": "SASL_PLAINTEXT",
-                "sasl.mechanism": "SCRAM-SHA-512",
-                "sasl.username": "admin",
-                "sasl.password": ADMIN_PASSWORD,
-            }
-        )
-        metadata = self.admin.list_topics(timeout=CLIENT_WAIT_S)
-        self.base = f"/v3/clusters/{metadata.cluster_id}/topics"
+class SecuredBroker(SecuredHttpBroker):
+    topic = unique_topic_name("rest-acl")
 
-    def client(self, user: str | None) -> httpx.Client:
-        auth = None if user is None else (user, PASSWORDS.get(user, ADMIN_PASSWORD))
-        return httpx.Client(base_url=self.process.http_url, auth=auth, timeout=10.0)
+    @property
+    def base(self) -> str:
+        return f"{self.cluster_path}/topics"
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
     base = tmp_path_factory.mktemp("rest-records-security")
-    [kafka_port] = free_ports(1)
-    settings = f"""
-[security]
-listeners = "SASL_PLAINTEXT://127.0.0.1:{kafka_port}"
-sasl_enabled_mechanisms = ["SCRAM-SHA-512"]
-authorizer_enabled = true
-super_users = ["User:admin"]
-inter_broker_sasl_username = "admin"
-inter_broker_sasl_password = "{ADMIN_PASSWORD}"
-connection_failed_authentication_delay_ms = 10
-"""
-    process = WeirProcess.configured(base / "broker", settings)
-    process.start()
-    try:
-        secured = SecuredBroker(process, kafka_port)
-        _set_up(secured)
+    with SecuredBroker.running(base / "broker") as secured:
+        secured.create_users(PASSWORDS)
+        for name, operations in GRANTS.items():
+            secured.grant(f"User:{name}", (ResourceType.TOPIC, secured.topic), operations)
+        secured.create_topics(secured.topic)
         yield secured
-    finally:
-        process.stop()
-
-
-def _set_up(broker: SecuredBroker) -> None:
-    admin = broker.admin
-    upserts = [
-        UserScramCredentialUpsertion(
-            name, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode()
-        )
-        for name, password in PASSWORDS.items()
-    ]
-    for future in admin.alter_user_scram_credentials(upserts).values():
-        future.result(timeout=CLIENT_WAIT_S)
-    acls = [
-        AclBinding(ResourceType.TOPIC, broker.topic, ResourcePatternType.LITERAL, f"User:{name}",
-                   "*", operation, AclPermissionType.ALLOW)
-        for name, operations in GRANTS.items()
-        for operation in operations
-    ]  # fmt: skip
-    for future in admin.create_acls(acls).values():
-        future.result(timeout=CLIENT_WAIT_S)
-    for future in admin.create_topics([NewTopic(broker.topic, 1, 1)]).values():
-        future.result(timeout=CLIENT_WAIT_S)
 
 
 def produce(broker: SecuredBroker, user: str | None, topic: str | None = None) -> httpx.Response:
