@@ -131,6 +131,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # kafka-python loads its protocol schemas with deprecated importlib.resources calls.
     for message in ("read_text is deprecated", "open_text is deprecated"):
         config.addinivalue_line("filterwarnings", f"ignore:{message}:DeprecationWarning")
+    config.addinivalue_line(
+        "markers",
+        "own_cluster: a fresh cluster for this test, not its module's shared one "
+        "(compat_tests/cluster_harness.py, shared_or_own_cluster)",
+    )
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,1 @@
+"""The HTTP APIs (push, REST admin, REST records, SQS) on one shared 3-broker cluster."""
