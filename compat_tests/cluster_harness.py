@@ -4,6 +4,7 @@ over a real etcd (compat_tests/etcd_harness.py), each a `WeirProcess`."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -84,15 +85,23 @@ class WeirCluster:
         return ",".join(b.bootstrap for b in self.brokers.values())
 
     def start(self) -> None:
+        """Every broker at once (as `weir cluster up` does), then until each is ready."""
         for broker in self.brokers.values():
-            broker.start()
+            broker.spawn()
+        for broker in self.brokers.values():
+            broker.wait_ready()
 
     def stop(self) -> None:
-        """Stop every broker; then no broker may have logged a traceback (a crash or
-        an unexpected exception in one of its tasks) in any of its runs."""
+        """Stop every broker (SIGTERM to all at once, as `weir cluster up` does, then
+        each must exit in time); then no broker may have logged a traceback (a crash
+        or an unexpected exception in one of its tasks) in any of its runs."""
+        running = [broker for broker in self.brokers.values() if broker.is_running()]
+        for broker in running:
+            assert broker.process is not None
+            broker.process.send_signal(signal.SIGTERM)
+        for broker in running:
+            broker.stop()
         for broker in self.brokers.values():
-            if broker.is_running():
-                broker.stop()
             broker.close()
         crashed = [f"{path}:\n{text[-3000:]}" for path, text in self.tracebacks()]
         assert not crashed, "a broker logged a traceback:\n" + "\n".join(crashed)
