@@ -4,12 +4,14 @@ over a real etcd (compat_tests/etcd_harness.py), each a `WeirProcess`."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trustme
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -83,15 +85,23 @@ class WeirCluster:
         return ",".join(b.bootstrap for b in self.brokers.values())
 
     def start(self) -> None:
+        """Every broker at once (as `weir cluster up` does), then until each is ready."""
         for broker in self.brokers.values():
-            broker.start()
+            broker.spawn()
+        for broker in self.brokers.values():
+            broker.wait_ready()
 
     def stop(self) -> None:
-        """Stop every broker; then no broker may have logged a traceback (a crash or
-        an unexpected exception in one of its tasks) in any of its runs."""
+        """Stop every broker (SIGTERM to all at once, as `weir cluster up` does, then
+        each must exit in time); then no broker may have logged a traceback (a crash
+        or an unexpected exception in one of its tasks) in any of its runs."""
+        running = [broker for broker in self.brokers.values() if broker.is_running()]
+        for broker in running:
+            assert broker.process is not None
+            broker.process.send_signal(signal.SIGTERM)
+        for broker in running:
+            broker.stop()
         for broker in self.brokers.values():
-            if broker.is_running():
-                broker.stop()
             broker.close()
         crashed = [f"{path}:\n{text[-3000:]}" for path, text in self.tracebacks()]
         assert not crashed, "a broker logged a traceback:\n" + "\n".join(crashed)
@@ -171,6 +181,58 @@ class WeirCluster:
             timeout_s,
             f"every partition of {topic} has its full ISR on every broker",
         )
+
+
+BROKERS_KNOWN_TIMEOUT_S = 30.0
+
+
+def restore(cluster: WeirCluster, timeout_s: float = BROKERS_KNOWN_TIMEOUT_S) -> list[int]:
+    """For a cluster that tests share: start again every broker found dead, then wait
+    until every broker's metadata lists every broker (the next test begins on a whole
+    cluster). Returns the brokers found dead: the test before left them so."""
+    dead = [node for node, broker in cluster.brokers.items() if not broker.is_running()]
+    for node in dead:
+        cluster.brokers[node].start()
+    everyone = set(cluster.brokers)
+    for node, broker in cluster.brokers.items():
+        cluster.wait_until(
+            lambda b=broker: _brokers_known(b) == everyone,
+            timeout_s,
+            f"broker {node} knows brokers {sorted(everyone)}",
+        )
+    return dead
+
+
+# Tests of a module that share its cluster, unless marked: `@pytest.mark.own_cluster`
+# (registered in compat_tests/conftest.py) on a test that leaves brokers dead on purpose
+# or stops the cluster.
+OWN_CLUSTER_MARK = "own_cluster"
+
+
+def shared_or_own_cluster(
+    request: pytest.FixtureRequest, module_cluster_fixture: str, own_base: Path
+) -> Iterator[WeirCluster]:
+    """The body of a module's function-scoped `cluster` fixture: the module's cluster
+    (the fixture named `module_cluster_fixture`), restored after the test and the test
+    failed if it left a broker dead; or, for a test marked `own_cluster`, a fresh
+    cluster under `own_base`, stopped after it."""
+    if request.node.get_closest_marker(OWN_CLUSTER_MARK) is not None:
+        with running_cluster(own_base) as own:
+            yield own
+        return
+    shared: WeirCluster = request.getfixturevalue(module_cluster_fixture)
+    yield shared
+    dead = restore(shared)
+    if dead:
+        pytest.fail(
+            f"the test left brokers {dead} of the module's cluster dead (started again): "
+            f"mark it {OWN_CLUSTER_MARK}"
+        )
+
+
+def _brokers_known(broker: WeirProcess) -> set[int]:
+    metadata = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=5)
+    return set(metadata.brokers)
 
 
 Placement = Callable[[int], tuple[str, tuple[str, ...]]]

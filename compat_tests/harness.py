@@ -243,6 +243,12 @@ class WeirProcess:
 
     def start(self, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
         """Start the process and wait until GET /health/ready answers 200."""
+        self.spawn()
+        self.wait_ready(ready_timeout_s)
+
+    def spawn(self) -> None:
+        """Start the process without waiting for it (then `wait_ready`): brokers of a
+        cluster start side by side."""
         assert not self.is_running(), "broker is already running"
         self.starts += 1
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
@@ -255,9 +261,10 @@ class WeirProcess:
                 # Only prctl and setrlimit: no locks taken.
                 preexec_fn=functools.partial(_prepare_child, self.open_files_limit),
             )
-        self._wait_ready(ready_timeout_s)
 
-    def _wait_ready(self, timeout_s: float) -> None:
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Until GET /health/ready answers 200 (the process killed and RuntimeError
+        after `timeout_s`, or at once when it exits)."""
         deadline = time.monotonic() + timeout_s
         url = f"{self.http_url}/health/ready"
         last_error = "no answer yet"

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions, NewTopic
 
-from compat_tests.cluster_harness import WeirCluster, running_cluster
+from compat_tests.cluster_harness import WeirCluster, running_cluster, shared_or_own_cluster
 from compat_tests.harness import run_cli, unique_topic_name
 from compat_tests.history_checker import ProduceLoad, check_history
 from compat_tests.wire_client import connect, round_trip
@@ -21,10 +21,16 @@ from weir.wire.api_keys import ApiKey
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[WeirCluster]:
-    with running_cluster(tmp_path) as weir:
+@pytest.fixture(scope="module")
+def _module_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirCluster]:
+    with running_cluster(tmp_path_factory.mktemp("operations")) as weir:
         yield weir
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[WeirCluster]:
+    """The module's cluster; a test that leaves brokers dead or stops it has its own."""
+    yield from shared_or_own_cluster(request, "_module_cluster", tmp_path)
 
 
 def cli(cluster: WeirCluster, *args: str) -> dict[str, object]:
@@ -88,6 +94,7 @@ def test_moving_a_partitions_replicas_while_producing_loses_nothing(cluster: Wei
     cluster.wait_until(lambda: not removed.exists(), 20, f"{removed} deleted")
 
 
+@pytest.mark.own_cluster
 def test_decommission_moves_every_replica_off_a_broker(cluster: WeirCluster) -> None:
     topic = unique_topic_name("decommission")
     cluster.create_topic(topic, 3, 2)
@@ -150,6 +157,7 @@ def test_topic_admin_spreads_replicas_and_reaches_every_broker(cluster: WeirClus
     cluster.wait_until(gone_everywhere, 20, f"{grown}'s directories deleted on every broker")
 
 
+@pytest.mark.own_cluster
 def test_cluster_metrics_and_readiness(cluster: WeirCluster) -> None:
     topic = unique_topic_name("metrics")
     cluster.create_topic(topic, 3, 3)
@@ -177,6 +185,7 @@ def test_cluster_metrics_and_readiness(cluster: WeirCluster) -> None:
     )
 
 
+@pytest.mark.own_cluster
 def test_unclean_election_is_off_unless_the_topic_opts_in(cluster: WeirCluster) -> None:
     """Both topics on brokers 1 and 2: broker 2 dies (leaves the ISR), records are
     written to broker 1 alone, broker 1 dies, broker 2 returns. The default topic

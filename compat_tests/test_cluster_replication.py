@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Message, Producer, TopicCollection, TopicPartition
 
-from compat_tests.cluster_harness import WeirCluster, running_cluster
+from compat_tests.cluster_harness import WeirCluster, running_cluster, shared_or_own_cluster
 from compat_tests.harness import unique_topic_name
 from compat_tests.history_checker import ConcurrentReader, ProduceLoad, check_history
 from compat_tests.wire_client import connect, round_trip
@@ -25,10 +25,16 @@ from weir.wire.api_keys import ApiKey
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[WeirCluster]:
-    with running_cluster(tmp_path) as weir:
+@pytest.fixture(scope="module")
+def _module_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirCluster]:
+    with running_cluster(tmp_path_factory.mktemp("replication")) as weir:
         yield weir
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[WeirCluster]:
+    """The module's cluster; a test that leaves brokers dead or stops it has its own."""
+    yield from shared_or_own_cluster(request, "_module_cluster", tmp_path)
 
 
 def test_replicated_topic_reports_three_replicas_in_sync(cluster: WeirCluster) -> None:
@@ -43,6 +49,7 @@ def test_replicated_topic_reports_three_replicas_in_sync(cluster: WeirCluster) -
     assert sorted(p.leader for p in partitions.values()) == [1, 2, 3]
 
 
+@pytest.mark.own_cluster
 def test_acknowledged_writes_survive_a_leader_killed_mid_produce(cluster: WeirCluster) -> None:
     topic = unique_topic_name("failover")
     cluster.create_topic(topic, 3, 3)
@@ -104,6 +111,7 @@ def test_a_leader_paused_past_its_lease_loses_leadership_and_rejoins(
     check_history(cluster, load, 3)
 
 
+@pytest.mark.own_cluster
 def test_killing_the_active_controller_elects_another_that_moves_leaders(
     cluster: WeirCluster,
 ) -> None:
@@ -179,6 +187,7 @@ def _consume(consumer: Consumer, count: int, timeout_s: float) -> list[Message]:
     return taken
 
 
+@pytest.mark.own_cluster
 def test_committed_offsets_survive_the_loss_of_the_groups_coordinator(
     cluster: WeirCluster,
 ) -> None:

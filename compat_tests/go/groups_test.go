@@ -255,6 +255,7 @@ func startSaramaMember(t *testing.T, group, topic string, config *sarama.Config)
 }
 
 func TestSaramaConsumerGroupRebalancesAsMembersJoinAndLeave(t *testing.T) {
+	t.Parallel()
 	strategies := map[string]sarama.BalanceStrategy{
 		"range":      sarama.NewBalanceStrategyRange(),
 		"sticky":     sarama.NewBalanceStrategySticky(),
@@ -347,6 +348,7 @@ func TestFranzGoCooperativeStickyGroupRebalancesIncrementally(t *testing.T) {
 // balancer is range or sticky (consumer_group_848.go: should848), and the broker
 // serves ConsumerGroupHeartbeat v1.
 func TestFranzGoKIP848GroupRebalancesOnTheBroker(t *testing.T) {
+	t.Parallel()
 	for name, balancer := range map[string]kgo.GroupBalancer{"uniform": kgo.CooperativeStickyBalancer(), "range": kgo.RangeBalancer()} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -83,6 +83,7 @@ func assertReadBack(t *testing.T, topic string, partitions int32, codec string) 
 }
 
 func TestFranzGoIdempotentProducerWritesEveryCodecInOrder(t *testing.T) {
+	t.Parallel()
 	for name, codec := range kgoCodecs {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -143,6 +144,7 @@ func idempotentSaramaConfig(version sarama.KafkaVersion, codec sarama.Compressio
 }
 
 func TestSaramaIdempotentProducerWritesEveryCodecInOrder(t *testing.T) {
+	t.Parallel()
 	for versionName, version := range saramaVersions {
 		for name, codec := range saramaCodecs {
 			t.Run(versionName+"/"+name, func(t *testing.T) {

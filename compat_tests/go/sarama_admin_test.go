@@ -53,6 +53,7 @@ func saramaPartitions(t *testing.T, admin sarama.ClusterAdmin, topic string) []i
 }
 
 func TestSaramaClusterAdminManagesTopicsConfigsRecordsAndGroups(t *testing.T) {
+	t.Parallel()
 	for versionName, version := range saramaVersions {
 		t.Run(versionName, func(t *testing.T) {
 			t.Parallel()

@@ -16,6 +16,7 @@ import (
 // sends AddOffsetsToTxn and TxnOffsetCommit), at each Kafka version sarama is told.
 
 func TestSaramaTransactionalProducerCommitsAndAborts(t *testing.T) {
+	t.Parallel()
 	for versionName, version := range saramaVersions {
 		t.Run(versionName, func(t *testing.T) {
 			t.Parallel()

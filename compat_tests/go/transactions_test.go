@@ -23,6 +23,7 @@ import (
 const txnTimeout = 60 * time.Second
 
 func TestTransactionalProducerCommitsAreReadCommittedAndAbortsAreNot(t *testing.T) {
+	t.Parallel()
 	topic := createTopic(t, 2, nil)
 	ctx := testContext(t, txnTimeout)
 	producer := newKgoClient(t,
@@ -68,6 +69,7 @@ func TestTransactionalProducerCommitsAreReadCommittedAndAbortsAreNot(t *testing.
 }
 
 func TestGroupTransactSessionConsumesTransformsAndProducesExactlyOnce(t *testing.T) {
+	t.Parallel()
 	input := createTopic(t, 2, nil)
 	output := createTopic(t, 2, nil)
 	group := uniqueName(t, "group")
@@ -157,7 +159,9 @@ func TestGroupTransactSessionConsumesTransformsAndProducesExactlyOnce(t *testing
 		t.Fatalf("committed transforms of %v, want each of %v once", got, want)
 	}
 
-	fetched, err := kadm.NewClient(newKgoClient(t)).FetchOffsets(ctx, group)
+	// The offsets are written with the transaction's markers, after EndTxn answers:
+	// RequireStable (KIP-447) waits for the pending ones instead of reading the last.
+	fetched, err := kadm.NewClient(newKgoClient(t)).FetchOffsets(kadm.RequireStable(ctx), group)
 	if err != nil || fetched.Error() != nil {
 		t.Fatalf("FetchOffsets: %v / %v", err, fetched.Error())
 	}

@@ -96,12 +96,15 @@ def test_group_list_shows_the_groups_of_every_coordinator(three_brokers: WeirClu
         assert {g["group_id"] for g in listed} >= set(groups)
 
 
-def test_under_replicated_filter_shows_a_dead_brokers_partitions(tmp_path: Path) -> None:
-    with running_cluster(tmp_path) as cluster:
-        topic = unique_topic_name("urp")
-        cluster.create_topic(topic, 3, 3)
-        cluster.wait_full_isr(topic)
-        cluster.brokers[3].kill()
+def test_under_replicated_filter_shows_a_dead_brokers_partitions(
+    three_brokers: WeirCluster,
+) -> None:
+    cluster = three_brokers
+    topic = unique_topic_name("urp")
+    cluster.create_topic(topic, 3, 3)
+    cluster.wait_full_isr(topic)
+    cluster.brokers[3].kill()
+    try:
         bootstrap = cluster.brokers[1].bootstrap
 
         def under_replicated() -> bool:
@@ -113,6 +116,8 @@ def test_under_replicated_filter_shows_a_dead_brokers_partitions(tmp_path: Path)
         status = cli_json(bootstrap, "cluster", "status")
         assert status["under_replicated_partitions_count"] >= 3
         assert status["brokers_count"] == 2
+    finally:
+        cluster.brokers[3].start()  # the module's cluster: whole again for what follows
 
 
 def test_cluster_up_starts_etcd_and_brokers_and_ctrl_c_says_what_it_stopped(

@@ -8,14 +8,13 @@ yet stored as acceptances)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from confluent_kafka import Producer
 
-from compat_tests.cluster_harness import WeirCluster, running_cluster
+from compat_tests.cluster_harness import WeirCluster
 from compat_tests.harness import WeirProcess, unique_topic_name
 from compat_tests.push_receiver import PushReceiver
 
@@ -25,12 +24,6 @@ PARTITIONS = 3
 RECORDS = 240
 CONCURRENCY = 2
 BATCH_SIZE = 2
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirCluster]:
-    with running_cluster(tmp_path_factory.mktemp("push-cluster")) as weir:
-        yield weir
 
 
 def api(broker: WeirProcess) -> httpx.Client:
@@ -52,6 +45,7 @@ def test_deliveries_move_to_the_new_leader_when_a_leader_is_killed_mid_delivery(
     cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
     cluster.wait_full_isr(topic)
     receiver = PushReceiver(behaviour=slow).start()
+    victim: WeirProcess | None = None
     try:
         first = next(iter(cluster.brokers.values()))
         name = unique_topic_name("failover")
@@ -78,7 +72,8 @@ def test_deliveries_move_to_the_new_leader_when_a_leader_is_killed_mid_delivery(
         )
         victim_id = cluster.leader_of(topic, 0)
         led = [p for p in range(PARTITIONS) if cluster.leader_of(topic, p) == victim_id]
-        cluster.brokers[victim_id].kill()
+        victim = cluster.brokers[victim_id]
+        victim.kill()
         at_kill = len(receiver.accepted_values())
         # What the killed broker can have delivered without storing it: per partition
         # it led, the POSTs in flight and the records answered but not yet stored as
@@ -101,9 +96,10 @@ def test_deliveries_move_to_the_new_leader_when_a_leader_is_killed_mid_delivery(
             rows = client.get(f"/v1/subscriptions/{name}").json()["partitions"]
         (moved,) = [r for r in rows if r["partition"] == 0]
         assert moved["leader"] and moved["delivering"] and moved["delivered"] > 0, rows
-        cluster.brokers[victim_id].start()
     finally:
         receiver.stop()
+        if victim is not None:
+            victim.start()  # the package's cluster goes on (conftest.py)
 
 
 def _listed(broker: WeirProcess, name: str) -> bool:

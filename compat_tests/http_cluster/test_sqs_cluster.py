@@ -7,25 +7,16 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
 from botocore.config import Config
 
-from compat_tests.cluster_harness import TEST_CLUSTER_SETTINGS, WeirCluster, running_cluster
+from compat_tests.cluster_harness import WeirCluster
 from compat_tests.harness import WeirProcess
 
 pytestmark = pytest.mark.timeout(180)
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirCluster]:
-    with running_cluster(
-        tmp_path_factory.mktemp("sqs-cluster"), settings=TEST_CLUSTER_SETTINGS
-    ) as weir:
-        yield weir
 
 
 def _sqs(broker: WeirProcess) -> Any:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from compat_tests.cluster_harness import WeirCluster, running_cluster
+from compat_tests.cluster_harness import WeirCluster
 from compat_tests.harness import WeirProcess, unique_topic_name
 from weir.format.partitioner import partition_for_key
 
@@ -22,12 +22,6 @@ pytestmark = pytest.mark.timeout(180)
 
 PARTITIONS = 6
 CLIENT_WAIT_S = 20.0
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirCluster]:
-    with running_cluster(tmp_path_factory.mktemp("rest-records-cluster")) as weir:
-        yield weir
 
 
 @pytest.fixture(scope="module")

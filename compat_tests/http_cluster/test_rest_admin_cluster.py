@@ -8,7 +8,6 @@ records by state only from its leader."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -23,7 +22,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from compat_tests.cluster_harness import WeirCluster, running_cluster
+from compat_tests.cluster_harness import WeirCluster
 from compat_tests.harness import WeirProcess, unique_topic_name
 
 pytestmark = pytest.mark.timeout(180)
@@ -33,12 +32,6 @@ RECORDS_PER_PARTITION = (3, 5, 8)
 GROUPS = 6
 COMMITTED_OFFSET = 2
 CLIENT_WAIT_S = 30.0
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirCluster]:
-    with running_cluster(tmp_path_factory.mktemp("rest-admin-cluster")) as weir:
-        yield weir
 
 
 def client(broker: WeirProcess) -> httpx.Client:

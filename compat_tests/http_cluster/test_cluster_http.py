@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from compat_tests.cluster_harness import WeirCluster, running_cluster
+from compat_tests.cluster_harness import WeirCluster
 from compat_tests.harness import WeirProcess, unique_topic_name
 
 pytestmark = pytest.mark.timeout(180)
@@ -22,12 +21,6 @@ GROUPS = 8
 PARTITIONS = 3
 RECORDS_PER_PARTITION = 10
 COMMITTED_OFFSET = 4
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeirCluster]:
-    with running_cluster(tmp_path_factory.mktemp("cluster-http")) as weir:
-        yield weir
 
 
 @pytest.fixture(scope="module")
