@@ -125,7 +125,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--reload-s", type=float, default=1.0)
+    parser.add_argument("--reload-s", type=float, default=5.0)
     args = parser.parse_args()
     value = b"v" * args.value_bytes
     broker = Broker()
