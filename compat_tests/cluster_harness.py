@@ -24,6 +24,7 @@ broker_session_timeout_ms = 3000
 replica_lag_time_max_ms = 4000
 """
 WAIT_INTERVAL_S = 0.1
+BROKERS_KNOWN_TIMEOUT_S = 30.0
 
 
 class WeirCluster:
@@ -85,11 +86,24 @@ class WeirCluster:
         return ",".join(b.bootstrap for b in self.brokers.values())
 
     def start(self) -> None:
-        """Every broker at once (as `weir cluster up` does), then until each is ready."""
+        """Every broker at once (as `weir cluster up` does), then until each is ready
+        and all are whole (a topic created next finds every broker live)."""
         for broker in self.brokers.values():
             broker.spawn()
         for broker in self.brokers.values():
             broker.wait_ready()
+        self.wait_whole()
+
+    def wait_whole(self, timeout_s: float = BROKERS_KNOWN_TIMEOUT_S) -> None:
+        """Until every running broker counts every broker live (`kafka_brokers` on its
+        /metrics, as HTTP Basic `http_credentials` when security is on): a broker is
+        ready as soon as it serves, before the controller may have seen it register."""
+        count = len(self.brokers)
+        self.wait_until(
+            lambda: all(b.metric_samples("kafka_brokers") == {"": count} for b in self.running()),
+            timeout_s,
+            f"every broker counts {count} live brokers",
+        )
 
     def stop(self) -> None:
         """Stop every broker (SIGTERM to all at once, as `weir cluster up` does, then
@@ -183,23 +197,14 @@ class WeirCluster:
         )
 
 
-BROKERS_KNOWN_TIMEOUT_S = 30.0
-
-
 def restore(cluster: WeirCluster, timeout_s: float = BROKERS_KNOWN_TIMEOUT_S) -> list[int]:
     """For a cluster that tests share: start again every broker found dead, then wait
-    until every broker's metadata lists every broker (the next test begins on a whole
+    until every broker counts every broker live (the next test begins on a whole
     cluster). Returns the brokers found dead: the test before left them so."""
     dead = [node for node, broker in cluster.brokers.items() if not broker.is_running()]
     for node in dead:
         cluster.brokers[node].start()
-    everyone = set(cluster.brokers)
-    for node, broker in cluster.brokers.items():
-        cluster.wait_until(
-            lambda b=broker: _brokers_known(b) == everyone,
-            timeout_s,
-            f"broker {node} knows brokers {sorted(everyone)}",
-        )
+    cluster.wait_whole(timeout_s)
     return dead
 
 
@@ -228,11 +233,6 @@ def shared_or_own_cluster(
             f"the test left brokers {dead} of the module's cluster dead (started again): "
             f"mark it {OWN_CLUSTER_MARK}"
         )
-
-
-def _brokers_known(broker: WeirProcess) -> set[int]:
-    metadata = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=5)
-    return set(metadata.brokers)
 
 
 Placement = Callable[[int], tuple[str, tuple[str, ...]]]

@@ -97,6 +97,8 @@ etcd_keyfile = "{certificates["client_key"]}"
         )
 
     brokers = WeirCluster(base / "brokers", etcd, settings_for=settings_for)
+    for broker in brokers.brokers.values():  # its /metrics (WeirCluster.wait_whole)
+        broker.http_credentials = ("admin", ADMIN_PASSWORD)
     try:
         brokers.start()
         yield brokers

@@ -69,6 +69,8 @@ super_users = ["User:admin"]
         )
 
     brokers = WeirCluster(base / "brokers", etcd, settings_for=settings_for)
+    for broker in brokers.brokers.values():  # its /metrics (WeirCluster.wait_whole)
+        broker.http_credentials = ("admin", ADMIN_PASSWORD)
     try:
         brokers.start()
         yield brokers
