@@ -28,7 +28,7 @@ from weir.broker.http.rest_admin_topics import (
     LATEST_TIMESTAMP,
     LIST_OFFSETS_VERSION,
     NO_LEADER,
-    READ_UNCOMMITTED,
+    list_offsets_body,
     metadata,
 )
 from weir.format.errors import ErrorCode
@@ -183,21 +183,7 @@ async def log_bounds(
 async def _list_offsets(
     call: AdminCall, leader: int, keys: list[Partition], timestamp: int
 ) -> dict[Partition, int]:
-    body = {
-        "replica_id": -1,
-        "isolation_level": READ_UNCOMMITTED,
-        "topics": [
-            {
-                "name": name,
-                "partitions": [
-                    {"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp}
-                    for t, p in keys
-                    if t == name
-                ],
-            }
-            for name in sorted({t for t, _ in keys})
-        ],
-    }
+    body = list_offsets_body(keys, timestamp)
     response = await call.send(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body, node_id=leader)
     found = {}
     for topic in response.topics:

@@ -15,7 +15,7 @@ from weir.broker.http.rest_admin_topics import (
     LATEST_TIMESTAMP,
     LIST_OFFSETS_VERSION,
     NO_LEADER,
-    READ_UNCOMMITTED,
+    list_offsets_body,
     metadata,
 )
 from weir.format.errors import ErrorCode
@@ -104,25 +104,7 @@ async def end_offsets(
                 by_leader.setdefault(partition.leader_id, []).append(key)
     found: dict[tuple[str, int], int] = {}
     for leader, keys in sorted(by_leader.items()):
-        body = {
-            "replica_id": -1,
-            "isolation_level": READ_UNCOMMITTED,
-            "topics": [
-                {
-                    "name": name,
-                    "partitions": [
-                        {
-                            "partition_index": p,
-                            "current_leader_epoch": -1,
-                            "timestamp": LATEST_TIMESTAMP,
-                        }
-                        for t, p in keys
-                        if t == name
-                    ],
-                }
-                for name in sorted({t for t, _ in keys})
-            ],
-        }
+        body = list_offsets_body(keys, LATEST_TIMESTAMP)
         try:
             answered = await call.send(
                 ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body, node_id=leader

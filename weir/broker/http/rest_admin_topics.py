@@ -8,7 +8,7 @@ read) and `last_stable_offset` (what read_committed consumers may read)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from starlette.responses import Response
@@ -259,6 +259,29 @@ async def delete_topic(call: AdminCall) -> Response:
 # -- partitions ------------------------------------------------------------------------------
 
 
+def list_offsets_body(
+    partitions: Iterable[tuple[str, int]], timestamp: int, isolation_level: int = READ_UNCOMMITTED
+) -> dict[str, Any]:
+    """A ListOffsets request (as a client sends it: replica -1, no leader epoch) for
+    `partitions` (topic, index), all at `timestamp` (an offset spec or milliseconds)."""
+    wanted = sorted(set(partitions))
+    return {
+        "replica_id": -1,
+        "isolation_level": isolation_level,
+        "topics": [
+            {
+                "name": name,
+                "partitions": [
+                    {"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp}
+                    for t, p in wanted
+                    if t == name
+                ],
+            }
+            for name in sorted({t for t, _ in wanted})
+        ],
+    }
+
+
 async def partition_offsets(
     call: AdminCall, topic: str, partitions: list[Any]
 ) -> dict[int, dict[str, int | None]]:
@@ -281,27 +304,9 @@ async def partition_offsets(
     )
     for leader, indexes in sorted(by_leader.items()):
         for field_name, timestamp, isolation in lookups:
+            body = list_offsets_body(((topic, i) for i in indexes), timestamp, isolation)
             response = await call.send(
-                ApiKey.LIST_OFFSETS,
-                LIST_OFFSETS_VERSION,
-                {
-                    "replica_id": -1,
-                    "isolation_level": isolation,
-                    "topics": [
-                        {
-                            "name": topic,
-                            "partitions": [
-                                {
-                                    "partition_index": i,
-                                    "current_leader_epoch": -1,
-                                    "timestamp": timestamp,
-                                }
-                                for i in indexes
-                            ],
-                        }
-                    ],
-                },
-                node_id=leader,
+                ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body, node_id=leader
             )
             for answered in response.topics:
                 for part in answered.partitions:
