@@ -35,11 +35,30 @@ from weir.wire.protocol import (
     RequestHeader,
     decode_request,
     encode_response,
+    encode_response_chunks,
     is_supported,
     parse_request_header,
 )
 
 log = logging.getLogger(__name__)
+
+
+class ChunkedFrame:
+    """A response frame as buffers to send in order: a Fetch response's record
+    sets are the buffers the log read them into (`ChunkWriter` keeps them by
+    reference), sent gathered (one sendmsg) rather than joined into a copy."""
+
+    __slots__ = ("chunks", "size_bytes")
+
+    def __init__(self, chunks: list[bytes | bytearray | memoryview]) -> None:
+        self.chunks = chunks
+        self.size_bytes = sum(len(chunk) for chunk in chunks)
+
+    def __len__(self) -> int:
+        return self.size_bytes
+
+    def joined(self) -> bytes:
+        return b"".join(self.chunks)
 
 
 # Not frozen: a frozen dataclass costs about 7x more to construct (1.4 µs against
@@ -49,7 +68,7 @@ class RequestOutcome:
     """A request's encoded response, or a decision to close, or `pending`: the
     rest of the work, awaited by the connection's writer in request order."""
 
-    response: bytes | None
+    response: bytes | ChunkedFrame | None
     close_connection: bool = False
     pending: Callable[[], Awaitable[RequestOutcome]] | None = None
 
@@ -260,11 +279,21 @@ def _encode(
     if isinstance(body, EncodedResponse):
         return RequestOutcome(body.frame)
     try:
+        if header.api_key == ApiKey.FETCH:
+            return _fetch_outcome(header, body)
         frame = encode_response(header.api_key, header.api_version, header.correlation_id, body)
     except Exception:  # a handler built a body its version cannot carry: a bug
         log.exception("cannot encode the %s response", _api_name(header.api_key))
         return CLOSE
     return RequestOutcome(frame)
+
+
+def _fetch_outcome(header: RequestHeader, body: object) -> RequestOutcome:
+    """A Fetch response: its chunks when it carries record sets, else one frame."""
+    chunks = encode_response_chunks(header.api_key, header.api_version, header.correlation_id, body)
+    if len(chunks) > 1:
+        return RequestOutcome(ChunkedFrame(chunks))
+    return RequestOutcome(b"".join(chunks))
 
 
 def _encode_fetch(header: RequestHeader, body: Body[object], quota: RequestQuota) -> RequestOutcome:

@@ -24,6 +24,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import trio
 
@@ -37,13 +38,14 @@ from weir.broker.listen import open_listeners
 from weir.broker.security_config import Listener, SecurityProtocol
 from weir.broker.server.connection_limits import ALL_ADDRESSES, AddressSlots, RefusalLog
 from weir.broker.server.connection_watchdog import ConnectionWatchdog
-from weir.broker.server.dispatch import RequestOutcome, handle_frame
+from weir.broker.server.dispatch import ChunkedFrame, RequestOutcome, handle_frame
 from weir.broker.server.framing import (
     REQUEST_HEADER_BYTES_MIN,
     ConnectionClosedError,
     FrameReader,
     FrameSizeError,
 )
+from weir.broker.server.gather_send import send_buffers
 from weir.broker.tls import HANDSHAKE_TIMEOUT_S, CertificatePrincipals, ServerTlsContext
 from weir.security.principal import ANONYMOUS, KafkaPrincipal, user
 from weir.security.principal_mapping import NoMatchingRuleError
@@ -428,7 +430,7 @@ class _SendBatch:
     """Ready responses sent together, and the bytes to release once they are."""
 
     def __init__(self) -> None:
-        self.responses: list[bytes] = []
+        self.responses: list[bytes | ChunkedFrame] = []
         self.response_bytes = 0
         self.charged_bytes = 0
 
@@ -440,8 +442,16 @@ class _SendBatch:
             self.response_bytes += len(response)
 
     def has_room_for(self, item: _InFlight) -> bool:
+        """Whether `item` may join: a chunked frame (a Fetch response, sent
+        gathered) is sent alone, and the batch stays under SEND_BATCH_BYTES_MAX."""
         response = item.outcome.response
-        return response is None or self.response_bytes + len(response) <= SEND_BATCH_BYTES_MAX
+        if response is None:
+            return True
+        if isinstance(response, ChunkedFrame) or any(
+            isinstance(sent, ChunkedFrame) for sent in self.responses
+        ):
+            return False
+        return self.response_bytes + len(response) <= SEND_BATCH_BYTES_MAX
 
 
 async def _write_responses(
@@ -501,9 +511,13 @@ async def _send(
 ) -> None:
     """Send the batch; a joined batch is a copy, charged while it is held."""
     if len(batch.responses) == 1:
-        await _send_in_pieces(stream, batch.responses[0], watchdog)
+        response = batch.responses[0]
+        if isinstance(response, ChunkedFrame):
+            await _send_chunked(stream, response, watchdog)
+        else:
+            await _send_in_pieces(stream, response, watchdog)
         return
-    data = b"".join(batch.responses)
+    data = b"".join(cast("list[bytes]", batch.responses))
     account.take(len(data))
     try:
         await _send_in_pieces(stream, data, watchdog)
@@ -511,8 +525,19 @@ async def _send(
         account.release(len(data))
 
 
+async def _send_chunked(
+    stream: trio.abc.Stream, frame: ChunkedFrame, watchdog: ConnectionWatchdog
+) -> None:
+    """A Fetch response's buffers, gathered on a socket (TLS: joined, then sent)."""
+    if not isinstance(stream, trio.SocketStream):
+        await _send_in_pieces(stream, frame.joined(), watchdog)
+        return
+    await send_buffers(stream.socket, frame.chunks, watchdog.expect_send_progress)
+    watchdog.sent()
+
+
 async def _send_in_pieces(
-    stream: trio.abc.Stream, data: bytes, watchdog: ConnectionWatchdog
+    stream: trio.abc.Stream, data: bytes | bytearray | memoryview, watchdog: ConnectionWatchdog
 ) -> None:
     if len(data) <= SEND_PIECE_BYTES:
         watchdog.expect_send_progress()
