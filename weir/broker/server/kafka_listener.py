@@ -431,6 +431,7 @@ class _SendBatch:
 
     def __init__(self) -> None:
         self.responses: list[bytes | ChunkedFrame] = []
+        self.chunked = False  # holds a ChunkedFrame: nothing else joins it
         self.response_bytes = 0
         self.charged_bytes = 0
 
@@ -440,6 +441,7 @@ class _SendBatch:
         if response is not None:
             self.responses.append(response)
             self.response_bytes += len(response)
+            self.chunked = self.chunked or isinstance(response, ChunkedFrame)
 
     def has_room_for(self, item: _InFlight) -> bool:
         """Whether `item` may join: a chunked frame (a Fetch response, sent
@@ -447,9 +449,7 @@ class _SendBatch:
         response = item.outcome.response
         if response is None:
             return True
-        if isinstance(response, ChunkedFrame) or any(
-            isinstance(sent, ChunkedFrame) for sent in self.responses
-        ):
+        if isinstance(response, ChunkedFrame) or self.chunked:
             return False
         return self.response_bytes + len(response) <= SEND_BATCH_BYTES_MAX
 
