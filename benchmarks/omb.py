@@ -3,11 +3,20 @@ acknowledgement), Apache Kafka 4.4 and Tansu in one run, with a compiled generat
 
     flock /work/bench.lock .venv/bin/python benchmarks/omb.py --rounds 2
 
-The generator is `benchmarks/loadgen` (Go, franz-go 1.22.2, built here into
-`.cache/go/loadgen`, as `share_consume.py` builds its own): `--producers` producer
-clients and `--consumers` consumer clients in one process, a goroutine each, acks=all,
-linger 5 ms, batch 128 KiB, no compression, no idempotence (the settings of the
-perf-tool runs in BENCHMARKS.md). Each round first runs fio (sequential write,
+The generator is `benchmarks/loadgen` (Go, franz-go 1.22.2 for connections and
+request encoding, built here into `.cache/go/loadgen`, as `share_consume.py` builds its
+own), `--producers` and `--consumers` clients in one process, a goroutine each. By
+default it builds its Produce requests itself (`-raw`: RecordBatch v2, acks=all, no
+compression, no producer id, batches of 128 KiB, requests of at most 1 MiB as the Java
+client's max.request.size, `--inflight` requests per connection) and counts fetched
+records from the batch headers: franz-go's own producer and consumer spend about
+0.5-0.9 µs of CPU on each record, more than a broker spends on a 100 B record, so they
+would measure themselves on this 2-core machine (`--client-produce` uses them, for
+comparison; the fixed-rate phase's consumers always do, they read each record's send
+time). Fetches are the Java consumer's sizes (50 MiB, 1 MiB a partition, 500 ms wait),
+one in flight per consumer, without fetch sessions. Every broker gets the same request
+versions (`--max-versions`, Kafka 3.9's: Tansu 0.6 hangs up on newer ApiVersions).
+Each round first runs fio (sequential write,
 fdatasync after every 1 MiB block: the durable-append ceiling of the disk that holds
 the brokers' data), then each broker in turn (the order reversed every other round),
 started fresh on free loopback ports with its defaults (`side_by_side/brokers.py`:
@@ -22,7 +31,9 @@ memory storage), each workload on a fresh topic:
    max rate, then drained from the start by `--consumers` assigned consumers;
 4. fixed rate: a produce at `--fixed-rate-fraction` of this broker's own max rate
    (step 2, same round, same size, `--main-partitions`) for `--fixed-seconds` after
-   `--fixed-warmup-seconds`, the send time in each payload, consumers reading along:
+   `--fixed-warmup-seconds`: every 5 ms (linger) each producer sends the records that
+   fell due, each with its due time in its payload, and latency counts from that due
+   time (the linger wait and any backlog included); consumers read along:
    send -> acknowledgement and send -> receipt latency, p50/p99/p99.9/max. On Weir,
    the fsync rounds of that window from its `/metrics` (`weir_fsync_round_seconds`):
    their mean beside the mean latency is the fsync's share.

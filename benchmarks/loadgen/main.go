@@ -5,14 +5,20 @@
 // Modes (the topic must exist; e2e and backlog expect it fresh, i.e. empty):
 //
 //	produce  -producers clients produce -value-bytes records, at the highest rate the
-//	         broker takes (buffers full: Produce blocks) or at -rate records/s in
-//	         total, until -records or -duration; latency is send -> acknowledgement.
+//	         broker takes or at -rate records/s in total, until -records or
+//	         -duration; latency is send -> acknowledgement.
 //	consume  -consumers clients read the topic from its start (assign: partitions
 //	         split among them; with -group: a consumer group) until -records were
 //	         read, or nothing came for -idle.
 //	e2e      consumers start first, then a produce at -rate with the send time in
 //	         each payload; latency is send -> acknowledgement and send -> receipt.
 //	backlog  a produce (fill), then the consumers drain everything it wrote.
+//
+// Produce goes through franz-go's producer (produce.go: linger, batch size, acks,
+// no idempotence by default), or with -raw through requests built here (raw.go:
+// next to no CPU per record); consume through franz-go's consumer (consume.go), or
+// with -raw through Fetch requests whose records are counted, not decoded
+// (rawfetch.go). Latencies go to a log-linear histogram (histogram.go).
 //
 // Protocol with the harness: "MARK <phase> start" and "MARK <phase> end" on stdout
 // around each measured window (so the harness can read the broker's CPU at those
