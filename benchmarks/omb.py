@@ -12,8 +12,7 @@ client's max.request.size, `--inflight` requests per connection) and counts fetc
 records from the batch headers: franz-go's own producer and consumer spend about
 0.5-0.9 µs of CPU on each record, more than a broker spends on a 100 B record, so they
 would measure themselves on this 2-core machine (`--client-produce` uses them, for
-comparison; the fixed-rate phase's consumers always do, they read each record's send
-time). Fetches are the Java consumer's sizes (50 MiB, 1 MiB a partition, 500 ms wait),
+comparison). Fetches are the Java consumer's sizes (50 MiB, 1 MiB a partition, 500 ms wait),
 one in flight per consumer, without fetch sessions. Every broker gets the same request
 versions (`--max-versions`, Kafka 3.9's: Tansu 0.6 hangs up on newer ApiVersions).
 Each round first runs fio (sequential write,
@@ -33,7 +32,8 @@ memory storage), each workload on a fresh topic:
    (step 2, same round, same size, `--main-partitions`) for `--fixed-seconds` after
    `--fixed-warmup-seconds`: every 5 ms (linger) each producer sends the records that
    fell due, each with its due time in its payload, and latency counts from that due
-   time (the linger wait and any backlog included); consumers read along:
+   time (the linger wait and any backlog included); consumers read along, reading
+   each record's due time from its bytes:
    send -> acknowledgement and send -> receipt latency, p50/p99/p99.9/max. On Weir,
    the fsync rounds of that window from its `/metrics` (`weir_fsync_round_seconds`):
    their mean beside the mean latency is the fsync's share.

@@ -17,8 +17,8 @@
 // Produce goes through franz-go's producer (produce.go: linger, batch size, acks,
 // no idempotence by default), or with -raw through requests built here (raw.go:
 // next to no CPU per record); consume through franz-go's consumer (consume.go), or
-// with -raw through Fetch requests whose records are counted, not decoded
-// (rawfetch.go). Latencies go to a log-linear histogram (histogram.go).
+// with -raw through Fetch requests whose records are counted from the batch
+// headers, not decoded (rawfetch.go; e2e reads only each value's send time). Latencies go to a log-linear histogram (histogram.go).
 //
 // Protocol with the harness: "MARK <phase> start" and "MARK <phase> end" on stdout
 // around each measured window (so the harness can read the broker's CPU at those
@@ -234,28 +234,44 @@ func runConsume(ctx context.Context, c *config) (any, error) {
 // runEndToEnd: consumers first (assigned from the start of the fresh topic), then
 // the paced produce; the consumers stop once they have every record written.
 func runEndToEnd(ctx context.Context, c *config) (any, error) {
-	cons, err := newConsumers(c, true)
-	if err != nil {
-		return nil, err
+	var read func(context.Context) consumeResult
+	var setFrom, expect func(int64)
+	var closeReaders func()
+	if c.raw {
+		f, err := newRawFetcher(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		read = func(ctx context.Context) consumeResult { return f.run(ctx, "", true) }
+		setFrom, expect, closeReaders = f.measureFrom.Store, f.expect, f.close
+	} else {
+		cons, err := newConsumers(c, true)
+		if err != nil {
+			return nil, err
+		}
+		read = func(ctx context.Context) consumeResult { return cons.run(ctx, 0, "") }
+		setFrom, expect, closeReaders = cons.measureFrom.Store, cons.expect, cons.close
 	}
 	p, err := newProducer(c, true)
 	if err != nil {
-		cons.close()
+		closeReaders()
 		return nil, err
 	}
 	defer p.close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	consumed := make(chan consumeResult, 1)
-	go func() { consumed <- cons.run(ctx, 0, "") }()
+	go func() { consumed <- read(ctx) }()
 	mark("produce", "start")
-	cons.measureFrom.Store(time.Now().Add(c.warmup).UnixNano())
+	setFrom(time.Now().Add(c.warmup).UnixNano())
 	result, err := p.runEither(ctx)
 	mark("produce", "end")
 	if err != nil {
-		cons.finish()
+		cancel()
 		<-consumed
 		return nil, err
 	}
-	cons.expect(result.Records + result.Primed)
+	expect(result.Records + result.Primed)
 	got := <-consumed
 	return map[string]any{"mode": c.mode, "produce": result, "consume": got}, nil
 }

@@ -27,11 +27,13 @@ const (
 	fetchMaxWaitMs         = 500
 	batchHeaderBytes       = 61
 	controlBatch           = 0x20
+	compressionBits        = 0x07
 )
 
 // scanBatches counts the records of the whole v2 batches in data (control
-// batches apart) and returns the offset after the last one (next; -1: none).
-func scanBatches(data []byte) (records int64, next int64) {
+// batches apart) and returns the offset after the last one (next; -1: none). With
+// stamped, it hands it each record's send time (its value's first 8 bytes).
+func scanBatches(data []byte, stamped func(int64)) (records int64, next int64) {
 	next = -1
 	for len(data) >= batchHeaderBytes {
 		size := 12 + int(binary.BigEndian.Uint32(data[8:12]))
@@ -40,13 +42,42 @@ func scanBatches(data []byte) (records int64, next int64) {
 		}
 		base := int64(binary.BigEndian.Uint64(data[0:8]))
 		lastDelta := int64(int32(binary.BigEndian.Uint32(data[23:27])))
-		if binary.BigEndian.Uint16(data[21:23])&controlBatch == 0 {
+		attributes := binary.BigEndian.Uint16(data[21:23])
+		if attributes&controlBatch == 0 {
 			records += int64(int32(binary.BigEndian.Uint32(data[57:61])))
+			if stamped != nil && attributes&compressionBits == 0 {
+				scanStamps(data[batchHeaderBytes:size], stamped)
+			}
 		}
 		next = base + lastDelta + 1
 		data = data[size:]
 	}
 	return records, next
+}
+
+// scanStamps walks uncompressed records: length, attributes, timestamp delta,
+// offset delta, key, then the value, whose first 8 bytes are the send time.
+func scanStamps(records []byte, stamped func(int64)) {
+	for len(records) > 0 {
+		length, n := binary.Varint(records)
+		if n <= 0 || int(length) > len(records)-n {
+			return
+		}
+		body := records[n : n+int(length)]
+		records = records[n+int(length):]
+		at := 1       // attributes
+		for range 2 { // timestamp delta, offset delta
+			_, n = binary.Varint(body[at:])
+			at += n
+		}
+		keyLength, n := binary.Varint(body[at:])
+		at += n + int(max(keyLength, 0))
+		valueLength, n := binary.Varint(body[at:])
+		at += n
+		if valueLength >= 8 && at+8 <= len(body) {
+			stamped(int64(binary.BigEndian.Uint64(body[at:])))
+		}
+	}
 }
 
 // topicLeader is the topic's id and its one leader (Produce and Fetch v13 name
@@ -73,68 +104,128 @@ func topicLeader(ctx context.Context, cl *kgo.Client, topic string) (int32, [16]
 	return leader, described.TopicID, nil
 }
 
-// rawDrain reads target records; the window runs from the first request to the
-// response that completed the count.
-func rawDrain(ctx context.Context, c *config, target int64, phase string) (consumeResult, error) {
-	count := min(c.consumers, c.partitions)
-	clients := make([]*kgo.Client, 0, count)
-	defer func() {
-		for _, cl := range clients {
-			cl.Close()
-		}
-	}()
-	for i := range count {
+// rawFetcher is -consumers clients fetching from one leader; it stops once it has
+// read target records (set up front, or by expect once the producer is done).
+type rawFetcher struct {
+	cfg         *config
+	clients     []*kgo.Client
+	leader      int32
+	topicID     [16]byte
+	target      atomic.Int64 // 0: not known yet
+	measureFrom atomic.Int64 // Unix ns; records sent before stay out of the latencies
+	total       atomic.Int64
+	endNs       atomic.Int64 // when the last record needed arrived
+	errs        errorLog
+}
+
+func newRawFetcher(ctx context.Context, c *config) (*rawFetcher, error) {
+	f := &rawFetcher{cfg: c}
+	for i := range min(c.consumers, c.partitions) {
 		cl, err := kgo.NewClient(baseOptions(c, fmt.Sprintf("loadgen-fetcher-%d", i))...)
 		if err != nil {
-			return consumeResult{}, err
+			f.close()
+			return nil, err
 		}
-		clients = append(clients, cl)
+		f.clients = append(f.clients, cl)
 	}
-	leader, topicID, err := topicLeader(ctx, clients[0], c.topic)
-	if err != nil {
-		return consumeResult{}, err
+	var err error
+	if f.leader, f.topicID, err = topicLeader(ctx, f.clients[0], c.topic); err != nil {
+		f.close()
+		return nil, err
 	}
+	return f, nil
+}
+
+func (f *rawFetcher) close() {
+	for _, cl := range f.clients {
+		cl.Close()
+	}
+}
+
+func (f *rawFetcher) expect(records int64) { f.target.Store(records) }
+
+// run fetches until the target; stamped (e2e): each record's send -> receipt
+// latency. The window runs from the first request to the response that completed
+// the count; a non-empty phase is marked on stdout around it.
+func (f *rawFetcher) run(ctx context.Context, phase string, stamped bool) consumeResult {
+	defer f.close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var total, endNs atomic.Int64
-	var errs errorLog
-	perConsumer := make([]int64, count)
+	perConsumer := make([]int64, len(f.clients))
+	latencies := make([]histogram, len(f.clients))
 	start := time.Now()
-	mark(phase, "start")
+	if phase != "" {
+		mark(phase, "start")
+	}
 	var wg sync.WaitGroup
-	for i, cl := range clients {
-		fetch := fetchRequest(c, topicID, i)
+	for i, cl := range f.clients {
 		wg.Go(func() {
-			for ctx.Err() == nil {
-				resp, err := cl.Broker(int(leader)).Request(ctx, fetch)
-				if err != nil {
-					if ctx.Err() == nil {
-						errs.add(err)
-						time.Sleep(10 * time.Millisecond)
-					}
-					continue
-				}
-				n := advance(fetch, resp.(*kmsg.FetchResponse), &errs)
-				perConsumer[i] += n
-				if total.Add(n) >= target {
-					atomicMax(&endNs, time.Now().UnixNano())
-					cancel()
-				}
-			}
+			perConsumer[i] = f.poll(ctx, cancel, cl, i, stamped, &latencies[i])
 		})
 	}
 	wg.Wait()
-	mark(phase, "end")
-	records := total.Load()
-	elapsed := time.Duration(endNs.Load() - start.UnixNano())
-	errCount, samples := errs.snapshot()
+	if phase != "" {
+		mark(phase, "end")
+	}
+	var latency histogram
+	for i := range latencies {
+		latency.merge(&latencies[i])
+	}
+	records := f.total.Load()
+	errCount, samples := f.errs.snapshot()
 	return consumeResult{
-		window:       newWindow(records, records*int64(c.valueBytes), elapsed),
-		TimedOut:     records < target,
+		window:       newWindow(records, records*int64(f.cfg.valueBytes), time.Duration(f.endNs.Load()-start.UnixNano())),
+		Latency:      latency.summary(),
+		TimedOut:     records < f.target.Load() || f.target.Load() == 0,
 		PerConsumer:  perConsumer,
 		Errors:       errCount,
 		ErrorSamples: samples,
-	}, nil
+	}
+}
+
+func (f *rawFetcher) poll(ctx context.Context, done context.CancelFunc, cl *kgo.Client, index int,
+	stamped bool, latency *histogram) int64 {
+	fetch := fetchRequest(f.cfg, f.topicID, index)
+	var mine int64
+	for ctx.Err() == nil {
+		resp, err := cl.Broker(int(f.leader)).Request(ctx, fetch)
+		if err != nil {
+			if ctx.Err() == nil {
+				f.errs.add(err)
+				time.Sleep(10 * time.Millisecond)
+			}
+			continue
+		}
+		var onStamp func(int64)
+		if stamped {
+			now, from := time.Now().UnixNano(), f.measureFrom.Load()
+			onStamp = func(sent int64) {
+				if sent >= from && sent <= now {
+					latency.record(time.Duration(now - sent))
+				}
+			}
+		}
+		n := advance(fetch, resp.(*kmsg.FetchResponse), onStamp, &f.errs)
+		mine += n
+		total := f.total.Add(n)
+		if n > 0 {
+			atomicMax(&f.endNs, time.Now().UnixNano())
+		}
+		if target := f.target.Load(); target > 0 && total >= target {
+			done()
+		}
+	}
+	return mine
+}
+
+// rawDrain reads target records (consume and backlog modes).
+func rawDrain(ctx context.Context, c *config, target int64, phase string) (consumeResult, error) {
+	f, err := newRawFetcher(ctx, c)
+	if err != nil {
+		return consumeResult{}, err
+	}
+	f.expect(target)
+	return f.run(ctx, phase, false), nil
 }
 
 func fetchRequest(c *config, topicID [16]byte, index int) *kmsg.FetchRequest {
@@ -158,7 +249,8 @@ func fetchRequest(c *config, topicID [16]byte, index int) *kmsg.FetchRequest {
 
 // advance moves each partition's fetch offset past what the response carried and
 // returns the records counted.
-func advance(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, errs *errorLog) int64 {
+func advance(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, stamped func(int64),
+	errs *errorLog) int64 {
 	var records int64
 	partitions := req.Topics[0].Partitions
 	for _, topic := range resp.Topics {
@@ -167,7 +259,7 @@ func advance(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, errs *errorLog) i
 				errs.add(fmt.Errorf("fetch partition %d: %w", part.Partition, err))
 				continue
 			}
-			n, next := scanBatches(part.RecordBatches)
+			n, next := scanBatches(part.RecordBatches, stamped)
 			records += n
 			for i := range partitions {
 				if partitions[i].Partition == part.Partition && next >= 0 {
