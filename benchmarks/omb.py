@@ -32,11 +32,12 @@ memory storage), each workload on a fresh topic:
    (step 2, same round, same size, `--main-partitions`) for `--fixed-seconds` after
    `--fixed-warmup-seconds`: every 5 ms (linger) each producer sends the records that
    fell due, each with its due time in its payload, and latency counts from that due
-   time (the linger wait and any backlog included); consumers read along, reading
-   each record's due time from its bytes:
-   send -> acknowledgement and send -> receipt latency, p50/p99/p99.9/max. On Weir,
-   the fsync rounds of that window from its `/metrics` (`weir_fsync_round_seconds`):
-   their mean beside the mean latency is the fsync's share.
+   time (the linger wait and any backlog included): send -> acknowledgement,
+   p50/p99/p99.9/max. On Weir, the fsync rounds of that window from its `/metrics`
+   (`weir_fsync_round_seconds`): their mean beside the mean latency is the fsync's share;
+5. end to end: the same at `--e2e-rate-fraction` of the max rate, consumers reading
+   along (each record's due time read from its bytes): send -> receipt. A broker then
+   serves each record twice, so it runs at a lower fraction than step 4.
 
 Broker CPU is the broker's process tree (threads and children: Weir's syncfs helper,
 every JVM thread) from /proc at the generator's window marks, divided by the window's
@@ -83,6 +84,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--warmup-records", type=int, default=1_000_000)
     parser.add_argument("--fixed-rate-fraction", type=float, default=0.5)
+    parser.add_argument("--e2e-rate-fraction", type=float, default=0.25)
     parser.add_argument("--fixed-seconds", type=float, default=5)
     parser.add_argument("--fixed-warmup-seconds", type=float, default=1)
     parser.add_argument("--producers", type=int, default=4, help="producer clients")

@@ -1,7 +1,8 @@
 """One broker's pass of an `omb.py` round: start it, warm it up, then the workloads
 (max-rate produce per size and partition count, a backlog fill and drain per size,
-a fixed-rate produce with end-to-end latency at a fraction of the broker's own max
-rate), every one with `benchmarks/loadgen` on a fresh topic; stop it.
+a fixed-rate produce at a fraction of the broker's own max rate, and one with
+consumers reading along for end-to-end latency), every one with `benchmarks/loadgen`
+on a fresh topic; stop it.
 
 The generator prints "MARK <phase> start|end" around each measured window; the CPU
 of the broker (its process tree), of the generator and of the machine is read from
@@ -216,7 +217,7 @@ class Pass:
                 **window_figures(start, end, int(result["records"]), self.cpus),
                 "loadavg": os.getloadavg()[0],
             }
-            if "consume" in report and workload == "fixed-rate":
+            if "consume" in report and workload == "e2e":
                 sample["e2e_latency"] = report["consume"].get("latency")
                 sample["e2e_records"] = report["consume"]["records"]
             self.samples.append(sample)
@@ -254,15 +255,24 @@ class Pass:
             if drain["timed_out"] or drain["records"] < fill["records"] + fill["primed"]:
                 raise BrokerError(f"backlog {size} B: drained {drain['records']} of {fill}")
 
-    def fixed_rate(self, max_rates: dict[int, float]) -> None:
+    def paced(self, workload: str, mode: str, fraction: float, max_rates: dict[int, float]) -> None:
+        """A produce at `fraction` of this broker's max rate (same round, same size)."""
         for size in self.args.sizes:
-            rate = max_rates[size] * self.args.fixed_rate_fraction
+            rate = max_rates[size] * fraction
             opts = [
-                "-mode", "e2e", "-rate", f"{rate:.0f}",
+                "-mode", mode, "-rate", f"{rate:.0f}",
                 "-duration", f"{self.args.fixed_seconds + self.args.fixed_warmup_seconds}s",
                 "-warmup", f"{self.args.fixed_warmup_seconds}s", *raw_options(self.args),
             ]  # fmt: skip
-            self.measure("fixed-rate", size, self.args.main_partitions, opts, f"fixed-{size}b")
+            self.measure(workload, size, self.args.main_partitions, opts, f"{workload}-{size}b")
+
+    def fixed_rate(self, max_rates: dict[int, float]) -> None:
+        """Produce latency at --fixed-rate-fraction of the max rate, nobody consuming."""
+        self.paced("fixed-rate", "produce", self.args.fixed_rate_fraction, max_rates)
+
+    def end_to_end(self, max_rates: dict[int, float]) -> None:
+        """Send -> receive at --e2e-rate-fraction, consumers reading along."""
+        self.paced("e2e", "e2e", self.args.e2e_rate_fraction, max_rates)
 
 
 def sample_line(s: dict[str, Any]) -> str:
@@ -296,6 +306,7 @@ def broker_pass(
         max_rates = work.max_rate()
         work.backlog()
         work.fixed_rate(max_rates)
+        work.end_to_end(max_rates)
         work.samples.append(
             {"broker": name, "round": round_no, "workload": "idle", "broker_cpu_util": idle}
         )
