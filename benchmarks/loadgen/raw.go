@@ -34,40 +34,40 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // encodeBatch returns a RecordBatch v2 holding one record of value per stamp (the
 // record's first 8 bytes replaced by the stamp when value has room), keys null.
 func encodeBatch(value []byte, stamps []int64) []byte {
-	var records []byte
+	var scratch [binary.MaxVarintLen64]byte
+	varintLen := func(v int64) int { return binary.PutVarint(scratch[:], v) }
+	batch := make([]byte, batchHeaderBytes, batchHeaderBytes+len(stamps)*(len(value)+24))
 	for i, stamp := range stamps {
-		body := []byte{0}                          // attributes
-		body = binary.AppendVarint(body, 0)        // timestamp delta
-		body = binary.AppendVarint(body, int64(i)) // offset delta
-		body = binary.AppendVarint(body, -1)       // key: null
-		body = binary.AppendVarint(body, int64(len(value)))
-		start := len(body)
-		body = append(body, value...)
+		length := 1 + varintLen(0) + varintLen(int64(i)) + varintLen(-1) +
+			varintLen(int64(len(value))) + len(value) + varintLen(0)
+		batch = binary.AppendVarint(batch, int64(length))
+		batch = append(batch, 0)                     // attributes
+		batch = binary.AppendVarint(batch, 0)        // timestamp delta
+		batch = binary.AppendVarint(batch, int64(i)) // offset delta
+		batch = binary.AppendVarint(batch, -1)       // key: null
+		batch = binary.AppendVarint(batch, int64(len(value)))
+		start := len(batch)
+		batch = append(batch, value...)
 		if len(value) >= 8 {
-			binary.BigEndian.PutUint64(body[start:], uint64(stamp))
+			binary.BigEndian.PutUint64(batch[start:], uint64(stamp))
 		}
-		body = binary.AppendVarint(body, 0) // headers
-		records = binary.AppendVarint(records, int64(len(body)))
-		records = append(records, body...)
+		batch = binary.AppendVarint(batch, 0) // headers
 	}
 	timestampMs := uint64(time.Now().UnixMilli())
-	batch := binary.BigEndian.AppendUint64(nil, 0)           // base offset (the broker sets it)
-	batch = binary.BigEndian.AppendUint32(batch, 0)          // batch length, below
-	batch = binary.BigEndian.AppendUint32(batch, 0xffffffff) // partition leader epoch: -1
-	batch = append(batch, 2)                                 // magic
-	batch = binary.BigEndian.AppendUint32(batch, 0)          // CRC, below
-	crcFrom := len(batch)
-	batch = binary.BigEndian.AppendUint16(batch, 0) // attributes: no compression
-	batch = binary.BigEndian.AppendUint32(batch, uint32(len(stamps)-1))
-	batch = binary.BigEndian.AppendUint64(batch, timestampMs)
-	batch = binary.BigEndian.AppendUint64(batch, timestampMs)
-	batch = binary.BigEndian.AppendUint64(batch, 0xffffffffffffffff) // producer id: -1
-	batch = binary.BigEndian.AppendUint16(batch, 0xffff)             // producer epoch: -1
-	batch = binary.BigEndian.AppendUint32(batch, 0xffffffff)         // base sequence: -1
-	batch = binary.BigEndian.AppendUint32(batch, uint32(len(stamps)))
-	batch = append(batch, records...)
-	binary.BigEndian.PutUint32(batch[8:], uint32(len(batch)-12))
-	binary.BigEndian.PutUint32(batch[crcFrom-4:], crc32.Checksum(batch[crcFrom:], castagnoli))
+	header := batch[:batchHeaderBytes]
+	binary.BigEndian.PutUint64(header[0:], 0)                     // base offset (the broker sets it)
+	binary.BigEndian.PutUint32(header[8:], uint32(len(batch)-12)) // batch length
+	binary.BigEndian.PutUint32(header[12:], 0xffffffff)           // partition leader epoch: -1
+	header[16] = 2                                                // magic
+	binary.BigEndian.PutUint16(header[21:], 0)                    // attributes: no compression
+	binary.BigEndian.PutUint32(header[23:], uint32(len(stamps)-1))
+	binary.BigEndian.PutUint64(header[27:], timestampMs)
+	binary.BigEndian.PutUint64(header[35:], timestampMs)
+	binary.BigEndian.PutUint64(header[43:], 0xffffffffffffffff) // producer id: -1
+	binary.BigEndian.PutUint16(header[51:], 0xffff)             // producer epoch: -1
+	binary.BigEndian.PutUint32(header[53:], 0xffffffff)         // base sequence: -1
+	binary.BigEndian.PutUint32(header[57:], uint32(len(stamps)))
+	binary.BigEndian.PutUint32(header[17:], crc32.Checksum(batch[21:], castagnoli))
 	return batch
 }
 
