@@ -1,7 +1,7 @@
 """OpenMessaging-Benchmark-style workloads: Weir (durable: an fsync before every
 acknowledgement), Apache Kafka 4.4 and Tansu in one run, with a compiled generator.
 
-    flock /work/bench.lock .venv/bin/python benchmarks/omb.py --rounds 2
+    .venv/bin/python benchmarks/omb.py --rounds 2
 
 The generator is `benchmarks/loadgen` (Go, franz-go 1.22.2 for connections and
 request encoding, built here into `.cache/go/loadgen`, as `share_consume.py` builds its
