@@ -70,10 +70,21 @@ class ConnectionWatchdog:
             return "the peer has not read its responses for too long"
         return None
 
+    def _next_check(self, confirming: bool, stamp_ahead_s: float) -> float:
+        """When to look next: a check interval on when confirming a passed deadline,
+        else at the earliest deadline stamped now or that can be stamped later."""
+        now = trio.current_time()
+        soonest = min(self.deadline, self.send_deadline, now + stamp_ahead_s)
+        if confirming:
+            return now + self.check_interval_s
+        return max(now + self.check_interval_s, soonest)
+
     async def run(self, connection_scope: trio.CancelScope) -> None:
         seen_passed: tuple[float, float] | None = None
+        # A deadline stamped from now on lies at least this far ahead.
+        stamp_ahead_s = min(self.idle_timeout_s, self.receive_timeout_s)
         while True:
-            await trio.sleep(self.check_interval_s)
+            await trio.sleep_until(self._next_check(seen_passed is not None, stamp_ahead_s))
             reason = self._expired(trio.current_time())
             if reason is None:
                 seen_passed = None
