@@ -62,6 +62,7 @@ from scale_load import (
 )
 from scale_report import plot_results, print_tables
 from side_by_side.cpu import idle_cpu_util
+from side_by_side.profiling import py_spy_recording, summarize_py_spy
 
 from compat_tests.harness import WeirProcess
 from weir.broker.config import Limits
@@ -158,6 +159,14 @@ def metrics_ms(broker: WeirProcess, runs: int) -> dict[str, float]:
     return {"median_ms": times[len(times) // 2], "max_ms": times[-1], "response_bytes": size}
 
 
+def idle_profile(broker: WeirProcess, args: argparse.Namespace, name: str) -> dict[str, Any]:
+    """py-spy over another idle window (after the measured one: it costs CPU itself)."""
+    raw = args.results.parent / f"scale_idle_{name}.txt"
+    with py_spy_recording(broker.pid, raw, 100):
+        time.sleep(args.idle_s)
+    return summarize_py_spy(raw, 15)
+
+
 def note(started_s: float, text: str) -> None:
     print(f"[{time.monotonic() - started_s:7.1f} s] {text}", flush=True)
 
@@ -207,6 +216,8 @@ def measure(size: Size, args: argparse.Namespace, limit: int) -> dict[str, Any]:
         note(t0, f"{size.connections} connections open in {out['connections_s']:.1f} s")
         time.sleep(2)
         out["idle_cpu_util"] = idle_cpu_util(broker.pid, args.idle_s)
+        if args.profile:
+            out["idle_profile"] = idle_profile(broker, args, f"{size.partitions}_loaded")
         out["metadata"] = metadata_all_topics_ms(broker.bootstrap, args.runs)
         out["metrics"] = metrics_ms(broker, args.runs)
         note(t0, f"idle CPU {out['idle_cpu_util']:.3f}, metadata "
@@ -221,6 +232,10 @@ def measure(size: Size, args: argparse.Namespace, limit: int) -> dict[str, Any]:
         time.sleep(1)
         rss["after_restart"] = rss_mb(broker.pid)
         out["idle_cpu_util_after_restart"] = idle_cpu_util(broker.pid, args.idle_s)
+        if args.profile:
+            out["idle_profile_after_restart"] = idle_profile(
+                broker, args, f"{size.partitions}_restarted"
+            )
         out["metadata_after_restart"] = metadata_all_topics_ms(broker.bootstrap, args.runs)
         out["shutdown_after_restart_s"] = timed_s(lambda: broker.stop(STOP_TIMEOUT_S))
         note(t0, f"restarted in {out['recovery_start_s']:.2f} s, idle CPU "
@@ -257,9 +272,11 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=RESULTS_PATH)
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the data dirs")
+    parser.add_argument("--profile", action="store_true", help="py-spy the idle broker")
     parser.add_argument("--plot", action="store_true", help="draw the PNGs, print the tables")
     args = parser.parse_args()
     limit = hard_open_files_limit()
+    args.results.parent.mkdir(parents=True, exist_ok=True)
     for fraction in [float(f) for f in args.fractions.split(",") if f]:
         size = Size.of(fraction)
         refusal = budget_refusal(size, limit)
