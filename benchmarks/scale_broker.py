@@ -250,6 +250,39 @@ def measure(size: Size, args: argparse.Namespace, limit: int) -> dict[str, Any]:
     return out
 
 
+def measure_idle_connections(
+    counts: list[int], args: argparse.Namespace, limit: int, tree: Path
+) -> dict[str, Any]:
+    """One empty broker of source tree `tree`: idle CPU and RSS with each count of
+    idle client connections open (opened cumulatively, in ascending order)."""
+    base = Path(tempfile.mkdtemp(prefix="weir-scale-conn-", dir=args.work_dir))
+    (base / "weir.toml").write_text(
+        SETTINGS.format(connections_max=max(counts) + CONNECTIONS_SPARE)
+    )
+    broker = WeirProcess(base / "data", base / "logs", open_files_limit=limit,
+                         extra_args=("--config", str(base / "weir.toml")),
+                         extra_env={"PYTHONPATH": str(tree)})  # fmt: skip
+    points: list[dict[str, float]] = []
+    connections: list[Any] = []
+    try:
+        broker.start(READY_TIMEOUT_S)
+        time.sleep(2)
+        for count in sorted(counts):
+            connections += open_connections(broker.bootstrap, count - len(connections))
+            time.sleep(2)
+            idle = idle_cpu_util(broker.pid, args.idle_s)
+            points.append(
+                {"connections": count, "idle_cpu_util": idle, "rss_mb": rss_mb(broker.pid)}
+            )
+            print(f"{tree}: {count} idle connections: idle CPU {idle:.3f}", flush=True)
+        broker.stop(STOP_TIMEOUT_S)
+    finally:
+        close_connections(connections)
+        broker.kill()
+        shutil.rmtree(base, ignore_errors=True)
+    return {"tree": str(tree), "uptime_before": load_average(), "points": points}
+
+
 def load_average() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -273,10 +306,26 @@ def main() -> None:
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the data dirs")
     parser.add_argument("--profile", action="store_true", help="py-spy the idle broker")
+    parser.add_argument(
+        "--idle-connections",
+        default="",
+        help="comma-separated counts: only idle CPU with that many connections",
+    )
+    parser.add_argument(
+        "--trees",
+        default=str(REPO),
+        help="comma-separated source trees for --idle-connections, alternating",
+    )
     parser.add_argument("--plot", action="store_true", help="draw the PNGs, print the tables")
     args = parser.parse_args()
     limit = hard_open_files_limit()
     args.results.parent.mkdir(parents=True, exist_ok=True)
+    counts = [int(c) for c in args.idle_connections.split(",") if c]
+    if counts:
+        runs = [measure_idle_connections(counts, args, limit, Path(t).resolve())
+                for t in args.trees.split(",")]  # fmt: skip
+        path = args.results.parent / "scale_idle_connections.json"
+        path.write_text(json.dumps(runs, indent=1) + "\n")
     for fraction in [float(f) for f in args.fractions.split(",") if f]:
         size = Size.of(fraction)
         refusal = budget_refusal(size, limit)
