@@ -50,6 +50,7 @@ from typing import Any
 import httpx
 from console_scale import make_groups
 from scale_load import (
+    SEGMENT_BYTES_DEFAULT,
     SEGMENT_BYTES_MIN,
     Layout,
     close_connections,
@@ -297,6 +298,49 @@ def measure_idle_connections(
     return {"tree": str(tree), "uptime_before": load_average(), "points": points}
 
 
+def measure_metadata_steps(
+    counts: list[int], args: argparse.Namespace, limit: int
+) -> dict[str, Any]:
+    """One broker, topics only (no data, no connections, no groups): Metadata of every
+    topic and GET /metrics as its partitions grow to each count; with --profile,
+    py-spy over `--runs` Metadata requests at the largest."""
+    base = Path(tempfile.mkdtemp(prefix="weir-scale-meta-", dir=args.work_dir))
+    (base / "weir.toml").write_text(SETTINGS.format(connections_max=CONNECTIONS_SPARE))
+    broker = WeirProcess(base / "data", base / "logs", open_files_limit=limit,
+                         extra_args=("--config", str(base / "weir.toml")),
+                         extra_env=BROKER_ENV)  # fmt: skip
+    points: list[dict[str, Any]] = []
+    created = 0
+    try:
+        broker.start(READY_TIMEOUT_S)
+        for count in sorted(counts):
+            layout = Layout((count - created) // PARTITIONS_PER_TOPIC, PARTITIONS_PER_TOPIC)
+            create_topics(
+                broker.bootstrap,
+                layout,
+                SEGMENT_BYTES_DEFAULT,
+                first=created // PARTITIONS_PER_TOPIC,
+            )
+            created = count
+            time.sleep(2)
+            point = {"partitions": count, "rss_mb": rss_mb(broker.pid),
+                     "metadata": metadata_all_topics_ms(broker.bootstrap, args.runs),
+                     "metrics": metrics_ms(broker, args.runs)}  # fmt: skip
+            points.append(point)
+            print(f"{count} partitions: metadata {point['metadata']['median_ms']:.1f} ms, "
+                  f"/metrics {point['metrics']['median_ms']:.0f} ms", flush=True)  # fmt: skip
+        if args.profile:
+            raw = args.results.parent / "scale_metadata_profile.txt"
+            with py_spy_recording(broker.pid, raw, 200):
+                metadata_all_topics_ms(broker.bootstrap, args.runs)
+            points[-1]["metadata_profile"] = summarize_py_spy(raw, 25)
+        broker.stop(STOP_TIMEOUT_S)
+    finally:
+        broker.kill()
+        shutil.rmtree(base, ignore_errors=True)
+    return {"uptime_before": load_average(), "points": points}
+
+
 def load_average() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -330,6 +374,11 @@ def main() -> None:
         default=str(REPO),
         help="comma-separated source trees for --idle-connections, alternating",
     )
+    parser.add_argument(
+        "--metadata-steps",
+        default="",
+        help="comma-separated partition counts: only Metadata and /metrics",
+    )
     parser.add_argument("--plot", action="store_true", help="draw the PNGs, print the tables")
     args = parser.parse_args()
     limit = hard_open_files_limit()
@@ -342,6 +391,10 @@ def main() -> None:
         runs = [measure_idle_connections(counts, args, limit, tree) for tree in trees]
         path = args.results.parent / "scale_idle_connections.json"
         path.write_text(json.dumps(runs, indent=1) + "\n")
+    steps = [int(c) for c in args.metadata_steps.split(",") if c]
+    if steps:
+        path = args.results.parent / "scale_metadata_steps.json"
+        path.write_text(json.dumps(measure_metadata_steps(steps, args, limit), indent=1) + "\n")
     for fraction in [float(f) for f in args.fractions.split(",") if f]:
         size = Size.of(fraction)
         refusal = budget_refusal(size, limit)

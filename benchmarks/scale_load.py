@@ -32,6 +32,7 @@ PHASE_TIMEOUT_S = 600.0
 # more than half of it, so each round of one record per partition rolls every
 # partition once.
 SEGMENT_BYTES_MIN = 1024
+SEGMENT_BYTES_DEFAULT = 1 << 30
 FILL_VALUE_BYTES = 800
 SEGMENT_BYTES_CONFIG = "segment.bytes"
 
@@ -51,8 +52,8 @@ class Layout:
     def partitions(self) -> int:
         return self.topics * self.partitions_per_topic
 
-    def topic_names(self) -> list[str]:
-        return [f"scale-{index:04d}" for index in range(self.topics)]
+    def topic_names(self, first: int = 0) -> list[str]:
+        return [f"scale-{index:04d}" for index in range(first, first + self.topics)]
 
     def spread(self) -> list[tuple[str, int]]:
         """Every (topic, partition), partitions of one topic interleaved with the others'."""
@@ -65,13 +66,14 @@ def admin_client(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 300_000})
 
 
-def create_topics(bootstrap: str, layout: Layout, segment_bytes: int) -> float:
-    """Creates the layout's topics with `segment.bytes`; returns the seconds it took."""
+def create_topics(bootstrap: str, layout: Layout, segment_bytes: int, first: int = 0) -> float:
+    """Creates the layout's topics (numbered from `first`) with `segment.bytes`; returns
+    the seconds it took."""
     admin = admin_client(bootstrap)
     topics = [
         NewTopic(name, layout.partitions_per_topic, 1,
                  config={SEGMENT_BYTES_CONFIG: str(segment_bytes)})
-        for name in layout.topic_names()
+        for name in layout.topic_names(first)
     ]  # fmt: skip
     started = time.perf_counter()
     for start in range(0, len(topics), CREATE_BATCH_TOPICS):
