@@ -62,7 +62,13 @@ from scale_load import (
     produce_spread,
     reset_segment_bytes,
 )
-from scale_report import plot_results, print_tables
+from scale_report import (
+    plot_idle_connections,
+    plot_metadata_steps,
+    plot_results,
+    print_side_tables,
+    print_tables,
+)
 from side_by_side.cpu import idle_cpu_util
 from side_by_side.profiling import py_spy_recording, summarize_py_spy
 
@@ -403,9 +409,24 @@ def main() -> None:
             continue
         save(args.results, measure(size, args, limit))
     if args.plot:
-        results = json.loads(args.results.read_text())
-        plot_results(results, REPO / "docs" / "benchmarks")
-        print_tables(results)
+        plot_all(args.results)
+
+
+def plot_all(results_path: Path) -> None:
+    out_dir = REPO / "docs" / "benchmarks"
+    results = json.loads(results_path.read_text())
+    plot_results(results, out_dir)
+    print_tables(results)
+    connections_path = results_path.parent / "scale_idle_connections.json"
+    runs = json.loads(connections_path.read_text()) if connections_path.exists() else []
+    labels = ["this tree" if Path(r["tree"]) == REPO else r["tree"] for r in runs]
+    if runs:
+        plot_idle_connections(runs, out_dir, labels)
+    steps_path = results_path.parent / "scale_metadata_steps.json"
+    steps = json.loads(steps_path.read_text()) if steps_path.exists() else {}
+    if steps:
+        plot_metadata_steps(steps, out_dir)
+    print_side_tables(runs, labels, steps)
 
 
 if __name__ == "__main__":

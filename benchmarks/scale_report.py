@@ -157,3 +157,67 @@ def print_tables(results: list[dict[str, Any]]) -> None:
         slope, intercept = _fit(counts, steps)
         print(f"| {stage} (KiB per {unit}) | {each} | {slope * 1024:.1f} "
               f"(intercept {intercept:.1f} MiB) |")  # fmt: skip
+
+
+def plot_idle_connections(runs: list[dict[str, Any]], out_dir: Path, labels: list[str]) -> Path:
+    """Idle CPU and RSS against open client connections, one line a source tree."""
+    figure, (cpu_axis, rss_axis) = plt.subplots(1, 2, figsize=(12, 4))
+    for run, label in zip(runs, labels, strict=True):
+        counts = [p["connections"] for p in run["points"]]
+        cpu_axis.plot(counts, [100 * p["idle_cpu_util"] for p in run["points"]],
+                      marker="o", label=label)  # fmt: skip
+        rss_axis.plot(counts, [p["rss_mb"] for p in run["points"]], marker="o", label=label)
+    cpu_axis.set_title("Idle CPU of an empty broker against idle connections")
+    cpu_axis.set_ylabel("% of a core")
+    rss_axis.set_title("RSS against idle connections")
+    rss_axis.set_ylabel("MiB")
+    for axis in (cpu_axis, rss_axis):
+        axis.set_xlabel("open client connections (one ApiVersions each)")
+        axis.set_ylim(bottom=0)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    path = out_dir / "scale-connections.png"
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return path
+
+
+def plot_metadata_steps(data: dict[str, Any], out_dir: Path) -> Path:
+    """Metadata (every topic) and GET /metrics against partitions, topics alone."""
+    points = data["points"]
+    counts = [p["partitions"] for p in points]
+    figure, (meta_axis, metrics_axis) = plt.subplots(1, 2, figsize=(12, 4))
+    meta_axis.plot(counts, [p["metadata"]["median_ms"] for p in points], marker="o")
+    meta_axis.set_title("Metadata v1, every topic (median)")
+    meta_axis.set_ylabel("ms")
+    metrics_axis.plot(counts, [p["metrics"]["median_ms"] for p in points], marker="o")
+    metrics_axis.set_title("GET /metrics (median)")
+    metrics_axis.set_ylabel("ms")
+    for axis in (meta_axis, metrics_axis):
+        axis.set_xlabel("partitions (topics of 50; no data, groups or connections)")
+        axis.set_ylim(bottom=0)
+        axis.grid(alpha=0.3)
+    figure.tight_layout()
+    path = out_dir / "scale-metadata.png"
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+    return path
+
+
+def print_side_tables(runs: list[dict[str, Any]], labels: list[str], steps: dict[str, Any]) -> None:
+    if runs:
+        print("| idle connections | " + " | ".join(labels) + " |")
+        print("|---:|" + "---:|" * len(labels))
+        for index, point in enumerate(runs[0]["points"]):
+            cells = [f"{100 * r['points'][index]['idle_cpu_util']:.1f} % / "
+                     f"{r['points'][index]['rss_mb']:.0f} MiB" for r in runs]  # fmt: skip
+            print(f"| {point['connections']:,} | " + " | ".join(cells) + " |")
+        print()
+    if steps:
+        print("| partitions | Metadata (ms) | bytes | /metrics (ms) | bytes | RSS (MiB) |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for p in steps["points"]:
+            print(f"| {p['partitions']:,} | {p['metadata']['median_ms']:.1f} | "
+                  f"{p['metadata']['response_bytes']:,.0f} | {p['metrics']['median_ms']:.0f} | "
+                  f"{p['metrics']['response_bytes']:,.0f} | {p['rss_mb']:.0f} |")  # fmt: skip
