@@ -137,14 +137,15 @@ def _row(name: str, values: list[str]) -> str:
 
 def print_tables(results: list[dict[str, Any]]) -> None:
     def fmt(value: Any, spec: str) -> list[str]:
-        return [format(value(r), spec) for r in results]
+        return [format(v, ",.0f" if spec == "auto" and v >= 1000 else spec.replace("auto", ",.2f"))
+                for v in (value(r) for r in results)]  # fmt: skip
 
     header = [_size_label(r) for r in results]
     print(_row("", header))
     print("|---|" + "---:|" * len(results))
     for title, unit, series in PANELS:
         for label, value in series:
-            print(_row(f"{title}, {label} ({unit})", fmt(value, ",.2f")))
+            print(_row(f"{title}, {label} ({unit})", fmt(value, "auto")))
     print(_row("Metadata response (bytes)", fmt(lambda r: r["metadata"]["response_bytes"], ",.0f")))
     print(_row("/metrics response (bytes)", fmt(lambda r: r["metrics"]["response_bytes"], ",.0f")))
     print(_row("Open descriptors, loaded", fmt(lambda r: r["open_files"], ",")))
@@ -157,6 +158,7 @@ def print_tables(results: list[dict[str, Any]]) -> None:
         slope, intercept = _fit(counts, steps)
         print(f"| {stage} (KiB per {unit}) | {each} | {slope * 1024:.1f} "
               f"(intercept {intercept:.1f} MiB) |")  # fmt: skip
+    print()
 
 
 def plot_idle_connections(runs: list[dict[str, Any]], out_dir: Path, labels: list[str]) -> Path:
