@@ -385,6 +385,11 @@ def main() -> None:
         default="",
         help="comma-separated partition counts: only Metadata and /metrics",
     )
+    parser.add_argument(
+        "--tree-labels",
+        default="",
+        help="comma-separated: tree=label, names the trees in the plots",
+    )
     parser.add_argument("--plot", action="store_true", help="draw the PNGs, print the tables")
     args = parser.parse_args()
     limit = hard_open_files_limit()
@@ -409,17 +414,19 @@ def main() -> None:
             continue
         save(args.results, measure(size, args, limit))
     if args.plot:
-        plot_all(args.results)
+        names = dict(pair.split("=", 1) for pair in args.tree_labels.split(",") if pair)
+        plot_all(args.results, names)
 
 
-def plot_all(results_path: Path) -> None:
+def plot_all(results_path: Path, names: dict[str, str]) -> None:
     out_dir = REPO / "docs" / "benchmarks"
     results = json.loads(results_path.read_text())
     plot_results(results, out_dir)
     print_tables(results)
     connections_path = results_path.parent / "scale_idle_connections.json"
     runs = json.loads(connections_path.read_text()) if connections_path.exists() else []
-    labels = ["this tree" if Path(r["tree"]) == REPO else r["tree"] for r in runs]
+    labels = [names.get(r["tree"], "this tree" if Path(r["tree"]) == REPO else r["tree"])
+              for r in runs]  # fmt: skip
     if runs:
         plot_idle_connections(runs, out_dir, labels)
     steps_path = results_path.parent / "scale_metadata_steps.json"
