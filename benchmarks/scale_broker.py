@@ -27,6 +27,11 @@ docs/benchmarks/scale-*.png and prints the markdown tables. On demand, not in CI
         benchmarks/scale_broker.py --fractions 0.1,0.2
     PYTHONPATH=$PWD /work/main/.venv/bin/python benchmarks/scale_broker.py --plot
 
+Two narrower modes isolate what the sizes mix: `--idle-connections 0,1000,5000`
+(an empty broker's idle CPU and RSS with that many idle connections, for each of
+`--trees`, source trees run alternately) and `--metadata-steps 1000,5000` (Metadata
+and /metrics as topics alone grow on one broker).
+
 The broker's open-files limit is raised to the hard limit; a size whose
 partitions do not fit its descriptor budget (weir/broker/descriptor_budget.py) is
 refused before it starts, with the arithmetic.
