@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import sys
 import tempfile
 import time
@@ -231,7 +232,12 @@ def at_rest(cluster: WeirCluster, seconds: float) -> dict[str, Any]:
         "broker_cpu_util": {str(n): (cpu_after[n] - cpu_before[n]) / seconds for n in brokers},
         "broker_rss_bytes": {str(n): b.rss_bytes() for n, b in brokers.items()},
         "broker_open_files": {str(n): b.open_files_count() for n, b in brokers.items()},
+        "broker_data_files": {str(n): files_under(b.data_dir) for n, b in brokers.items()},
     }
+
+
+def files_under(directory: Path) -> int:
+    return sum(len(files) for _, _, files in os.walk(directory))
 
 
 def time_leaders_moving(cluster: WeirCluster, victim: int) -> dict[str, Any]:
@@ -290,7 +296,11 @@ def wait_full_isr(cluster: WeirCluster, timeout_s: float = 300.0) -> float:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    result: dict[str, Any] = {"partitions": args.partitions, "rf3_share": args.rf3_share}
+    result: dict[str, Any] = {
+        "partitions": args.partitions,
+        "rf3_share": args.rf3_share,
+        "label": args.label,
+    }
     with (
         tempfile.TemporaryDirectory(prefix="weir-cluster-scale-") as tmp,
         running_cluster(Path(tmp), settings=DEFAULT_SETTINGS) as cluster,
@@ -332,52 +342,73 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 # -- the plots --------------------------------------------------------------------------------
 
 
+def by_build(results: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Results per build label ("" first: this tree), each sorted by partitions."""
+    builds: dict[str, list[dict[str, Any]]] = {}
+    for result in sorted(results, key=lambda r: (r.get("label", ""), r["partitions"])):
+        builds.setdefault(result.get("label", ""), []).append(result)
+    return builds
+
+
 def plot(results: list[dict[str, Any]]) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    results = sorted(results, key=lambda r: r["partitions"])
-    sizes = [r["partitions"] for r in results]
     DOCS_DIR.mkdir(parents=True, exist_ok=True)
     written = []
+    builds = by_build(results)
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for key, label in (("controller_failover", "controller killed"), ("broker_loss", "broker")):
-        left.plot(sizes, [r[key]["all_leaders_moved_s"] for r in results], "o-", label=label)
-    left.plot(
-        sizes, [r["controller_failover"]["controller_s"] for r in results], "s--",
-        label="new controller",
-    )  # fmt: skip
-    left.set(xlabel="partitions", ylabel="seconds after SIGKILL", xscale="log")
-    left.set_title("until every movable partition has a live leader")
-    left.legend()
-    right.plot(sizes, [r["create_s"] for r in results], "o-", label="create all topics")
-    right.plot(sizes, [r["restart_ready_s"] for r in results], "o-", label="broker restart")
-    right.set(xlabel="partitions", ylabel="seconds", xscale="log")
-    right.set_title("creating, restarting")
-    right.legend()
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for build, runs in builds.items():
+        sizes = [r["partitions"] for r in runs]
+        style = "--" if build else "-"
+        name = f" ({build})" if build else ""
+        for key, label in (("controller_failover", "controller"), ("broker_loss", "other broker")):
+            left.plot(
+                sizes, [r[key]["all_leaders_moved_s"] for r in runs], "o" + style,
+                label=f"{label} killed: all moved{name}",
+            )  # fmt: skip
+        if not build:
+            left.plot(
+                sizes, [r["controller_failover"]["controller_s"] for r in runs], "s:",
+                label="controller killed: new controller",
+            )  # fmt: skip
+            right.plot(sizes, [r["create_s"] for r in runs], "o-", label="create all topics")
+            right.plot(
+                sizes, [r["restart_ready_s"] for r in runs], "o-", label="killed broker restarted"
+            )
+    left.set(xlabel="partitions (3 brokers)", ylabel="seconds after SIGKILL", xscale="log")
+    left.set_title("until every partition with a live ISR member is led", fontsize=10)
+    left.set_ylim(bottom=0)
+    left.legend(fontsize=8)
+    right.set(xlabel="partitions (3 brokers)", ylabel="seconds", xscale="log")
+    right.set_title("creating the topics, restarting a broker", fontsize=10)
+    right.set_ylim(bottom=0)
+    right.legend(fontsize=8)
     figure.tight_layout()
     path = DOCS_DIR / "cluster-failover.png"
     figure.savefig(path, dpi=100)
     written.append(path)
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    left.plot(sizes, [r["rest"]["etcd_requests_per_s"] for r in results], "o-", label="etcd")
-    left.set(xlabel="partitions", ylabel="requests/s at rest", xscale="log")
-    left.set_title("etcd requests at rest (all 3 brokers)")
+    runs = builds.get("", [])
+    sizes = [r["partitions"] for r in runs]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    left.plot(sizes, [r["rest"]["etcd_requests_per_s"] for r in runs], "o-", label="requests/s")
+    left.set(xlabel="partitions (3 brokers)", ylabel="etcd requests/s at rest", xscale="log")
+    left.set_title("etcd requests at rest (3 brokers, 60 s)", fontsize=10)
     left.set_ylim(bottom=0)
     for node in ("1", "2", "3"):
         right.plot(
-            sizes, [100 * r["rest"]["broker_cpu_util"][node] for r in results], "o-",
+            sizes, [100 * r["rest"]["broker_cpu_util"][node] for r in runs], "o-",
             label=f"broker {node}",
         )  # fmt: skip
-    right.plot(sizes, [100 * r["rest"]["etcd_cpu_util"] for r in results], "s--", label="etcd")
-    right.set(xlabel="partitions", ylabel="% of one core", xscale="log")
-    right.set_title("idle CPU at rest")
+    right.plot(sizes, [100 * r["rest"]["etcd_cpu_util"] for r in runs], "s--", label="etcd")
+    right.set(xlabel="partitions (3 brokers)", ylabel="% of one core", xscale="log")
+    right.set_title("CPU at rest", fontsize=10)
     right.set_ylim(bottom=0)
-    right.legend()
+    right.legend(fontsize=8)
     figure.tight_layout()
     path = DOCS_DIR / "cluster-rest.png"
     figure.savefig(path, dpi=100)
@@ -387,8 +418,13 @@ def plot(results: list[dict[str, Any]]) -> list[Path]:
 
 
 def table(results: list[dict[str, Any]]) -> list[str]:
-    results = sorted(results, key=lambda r: r["partitions"])
-    lines = ["| | " + " | ".join(f"{r['partitions']:,} partitions" for r in results) + " |"]
+    results = [r for runs in by_build(results).values() for r in runs]
+
+    def heading(result: dict[str, Any]) -> str:
+        label = result.get("label", "")
+        return f"{result['partitions']:,} partitions" + (f" ({label})" if label else "")
+
+    lines = ["| | " + " | ".join(heading(r) for r in results) + " |"]
     lines.append("|---|" + "---:|" * len(results))
 
     def row(label: str, cells: list[str]) -> None:
@@ -429,6 +465,14 @@ def table(results: list[dict[str, Any]]) -> list[str]:
             f"{r[key]['led_before']:,} / {r[key]['moved']:,} / {r[key]['offline']:,}"
             for r in results
         ])  # fmt: skip
+    row("open files (each)", [
+        ", ".join(f"{v:,}" for _, v in sorted(r["rest"]["broker_open_files"].items()))
+        for r in results
+    ])  # fmt: skip
+    row("files in the data dir (each)", [
+        ", ".join(f"{v:,}" for _, v in sorted(r["rest"].get("broker_data_files", {}).items()))
+        for r in results
+    ])  # fmt: skip
     row("killed broker restarted: ready", [seconds(r["restart_ready_s"]) for r in results])
     row("then full ISR", [seconds(r["restart_full_isr_s"]) for r in results])
     return lines
@@ -445,6 +489,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rf3-share", type=float, default=0.3)
     parser.add_argument("--rest-s", type=float, default=60.0)
     parser.add_argument("--settle-s", type=float, default=10.0)
+    parser.add_argument("--label", default="", help="a name for the build measured")
     parser.add_argument("--plot", action="store_true", help="only plot the results so far")
     return parser.parse_args(argv)
 
@@ -454,7 +499,8 @@ def main() -> int:
     if not args.plot:
         result = run(args)
         RESULTS_DIR.mkdir(exist_ok=True)
-        path = RESULTS_DIR / f"cluster-scale-{args.partitions}.json"
+        suffix = f"-{args.label}" if args.label else ""
+        path = RESULTS_DIR / f"cluster-scale-{args.partitions}{suffix}.json"
         path.write_text(json.dumps(result, indent=1))
         print(f"wrote {path}")
     results = load_results()

@@ -146,7 +146,8 @@ def run_producers(job: ProduceJob, processes: int, watched_pids: list[int]) -> d
     go = context.Event()
     results = context.Queue()
     children = [
-        context.Process(target=producer_main, args=(job, go, results)) for _ in range(processes)
+        context.Process(target=producer_main, args=(job, go, results), daemon=True)
+        for _ in range(processes)
     ]
     for child in children:
         child.start()
@@ -315,7 +316,9 @@ def consumers_cost(leader: WeirProcess, topic: str, readers: int) -> dict[str, f
     before = sum(proc_cpu_seconds(leader.pid))
     started = time.perf_counter()
     children = [
-        context.Process(target=consumer_main, args=(leader.bootstrap, topic, ends, results))
+        context.Process(
+            target=consumer_main, args=(leader.bootstrap, topic, ends, results), daemon=True
+        )
         for _ in range(readers)
     ]
     for child in children:
