@@ -46,6 +46,7 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from side_by_side.cpu import proc_cpu_seconds  # noqa: E402
+from side_by_side.profiling import py_spy_recording, summarize_py_spy  # noqa: E402
 
 from compat_tests.cluster_harness import WeirCluster, running_cluster  # noqa: E402
 
@@ -63,6 +65,7 @@ DOCS_DIR = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
 CREATE_BATCH = 10
 POLL_INTERVAL_S = 0.1
 MOVE_TIMEOUT_S = 120.0
+PROFILE_RATE_HZ = 47
 # No settings file lines: the broker defaults (Kafka's session timeout and so on).
 DEFAULT_SETTINGS = ""
 _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -201,14 +204,18 @@ def wait_all_reported(cluster: WeirCluster, partitions: int, timeout_s: float = 
     return time.monotonic() - started
 
 
-def at_rest(cluster: WeirCluster, seconds: float) -> dict[str, Any]:
+def at_rest(cluster: WeirCluster, seconds: float, profile_path: Path | None) -> dict[str, Any]:
     client_url = cluster.etcd.members[0].client_url
     etcd_pid = cluster.etcd.members[0].process.pid  # type: ignore[union-attr]
     brokers = dict(cluster.brokers.items())
     before = etcd_metrics(client_url)
     cpu_before = {n: sum(proc_cpu_seconds(b.pid)) for n, b in brokers.items()}
     etcd_cpu_before = sum(proc_cpu_seconds(etcd_pid))
-    time.sleep(seconds)
+    if profile_path is None:
+        time.sleep(seconds)
+    else:  # py-spy samples without pausing the broker (--nonblocking), in its own process
+        with py_spy_recording(brokers[1].pid, profile_path, PROFILE_RATE_HZ):
+            time.sleep(seconds)
     after = etcd_metrics(client_url)
     cpu_after = {n: sum(proc_cpu_seconds(b.pid)) for n, b in brokers.items()}
     etcd_cpu_after = sum(proc_cpu_seconds(etcd_pid))
@@ -295,22 +302,30 @@ def wait_full_isr(cluster: WeirCluster, timeout_s: float = 300.0) -> float:
     return time.monotonic() - started
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace, path: Path) -> dict[str, Any]:
+    """The measurements, written to `path` after every step (a run cut short by its
+    time limit keeps what it measured)."""
     result: dict[str, Any] = {
         "partitions": args.partitions,
         "rf3_share": args.rf3_share,
         "label": args.label,
     }
+    per_topic = args.partitions_per_topic or args.partitions // 10
+
+    def save() -> None:
+        path.write_text(json.dumps(result, indent=1))
+
     with (
         tempfile.TemporaryDirectory(prefix="weir-cluster-scale-") as tmp,
         running_cluster(Path(tmp), settings=DEFAULT_SETTINGS) as cluster,
     ):
         client_url = cluster.etcd.members[0].client_url
         result["create_s"] = create_topics(
-            cluster.bootstrap, args.partitions, args.partitions_per_topic, args.rf3_share
+            cluster.bootstrap, args.partitions, per_topic, args.rf3_share
         )
         print(f"created {args.partitions} partitions in {result['create_s']:.1f} s", flush=True)
         result["all_reported_s"] = wait_all_reported(cluster, args.partitions)
+        save()
         time.sleep(args.settle_s)
         view = read_view(client_url)
         result["metadata_bytes"] = view.metadata_bytes
@@ -318,10 +333,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["replicas_per_broker"] = dict(
             Counter(str(r) for rs in view.replicas.values() for r in rs)
         )
-        result["rest"] = at_rest(cluster, args.rest_s)
+        profile_path = Path(tmp) / "rest-profile.txt" if args.profile_rest else None
+        result["rest"] = at_rest(cluster, args.rest_s, profile_path)
+        if profile_path is not None:
+            result["rest_profile"] = summarize_py_spy(profile_path, 20)
+        save()
         print(f"at rest: {json.dumps(result['rest'])}", flush=True)
         result["controller_failover"] = time_leaders_moving(cluster, view.controller)
         print(f"controller killed: {result['controller_failover']}", flush=True)
+        save()
         victim = result["controller_failover"]["victim"]
         started = time.monotonic()
         cluster.brokers[victim].start(ready_timeout_s=300)
@@ -336,10 +356,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         others = [n for n in cluster.brokers if n not in (view.controller, victim)]
         result["broker_loss"] = time_leaders_moving(cluster, others[0])
         print(f"broker killed: {result['broker_loss']}", flush=True)
+        save()
     return result
 
 
 # -- the plots --------------------------------------------------------------------------------
+
+
+def dig(result: dict[str, Any], *keys: str) -> float:
+    """result[k1][k2]..., NaN where a run cut short did not measure it (a gap in a plot)."""
+    value: Any = result
+    for key in keys:
+        if not isinstance(value, dict) or value.get(key) is None:
+            return float("nan")
+        value = value[key]
+    return float(value)
 
 
 def by_build(results: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -367,18 +398,17 @@ def plot(results: list[dict[str, Any]]) -> list[Path]:
         name = f" ({build})" if build else ""
         for key, label in (("controller_failover", "controller"), ("broker_loss", "other broker")):
             left.plot(
-                sizes, [r[key]["all_leaders_moved_s"] for r in runs], "o" + style,
+                sizes, [dig(r, key, "all_leaders_moved_s") for r in runs], "o" + style,
                 label=f"{label} killed: all moved{name}",
             )  # fmt: skip
         if not build:
             left.plot(
-                sizes, [r["controller_failover"]["controller_s"] for r in runs], "s:",
+                sizes, [dig(r, "controller_failover", "controller_s") for r in runs], "s:",
                 label="controller killed: new controller",
             )  # fmt: skip
-            right.plot(sizes, [r["create_s"] for r in runs], "o-", label="create all topics")
-            right.plot(
-                sizes, [r["restart_ready_s"] for r in runs], "o-", label="killed broker restarted"
-            )
+            right.plot(sizes, [dig(r, "create_s") for r in runs], "o-", label="create all topics")
+            restarts = [dig(r, "restart_ready_s") for r in runs]
+            right.plot(sizes, restarts, "o-", label="killed broker restarted")
     left.set(xlabel="partitions (3 brokers)", ylabel="seconds after SIGKILL", xscale="log")
     left.set_title("until every partition with a live ISR member is led", fontsize=10)
     left.set_ylim(bottom=0)
@@ -395,16 +425,17 @@ def plot(results: list[dict[str, Any]]) -> list[Path]:
     runs = builds.get("", [])
     sizes = [r["partitions"] for r in runs]
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    left.plot(sizes, [r["rest"]["etcd_requests_per_s"] for r in runs], "o-", label="requests/s")
+    requests = [dig(r, "rest", "etcd_requests_per_s") for r in runs]
+    left.plot(sizes, requests, "o-", label="requests/s")
     left.set(xlabel="partitions (3 brokers)", ylabel="etcd requests/s at rest", xscale="log")
     left.set_title("etcd requests at rest (3 brokers, 60 s)", fontsize=10)
     left.set_ylim(bottom=0)
     for node in ("1", "2", "3"):
         right.plot(
-            sizes, [100 * r["rest"]["broker_cpu_util"][node] for r in runs], "o-",
+            sizes, [100 * dig(r, "rest", "broker_cpu_util", node) for r in runs], "o-",
             label=f"broker {node}",
         )  # fmt: skip
-    right.plot(sizes, [100 * r["rest"]["etcd_cpu_util"] for r in runs], "s--", label="etcd")
+    right.plot(sizes, [100 * dig(r, "rest", "etcd_cpu_util") for r in runs], "s--", label="etcd")
     right.set(xlabel="partitions (3 brokers)", ylabel="% of one core", xscale="log")
     right.set_title("CPU at rest", fontsize=10)
     right.set_ylim(bottom=0)
@@ -417,6 +448,53 @@ def plot(results: list[dict[str, Any]]) -> list[Path]:
     return written
 
 
+Cell = Callable[[dict[str, Any]], str]
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def _each(field: str, fmt: str, scale: float = 1.0) -> Cell:
+    """One value per broker of `result["rest"][field]`, in node order."""
+    return lambda r: ", ".join(fmt.format(v * scale) for _, v in sorted(r["rest"][field].items()))
+
+
+def _rows() -> list[tuple[str, Cell]]:
+    rows: list[tuple[str, Cell]] = [
+        ("replicas per broker",
+         lambda r: ", ".join(str(v) for _, v in sorted(r["replicas_per_broker"].items()))),
+        ("create all topics (10 topics)", lambda r: _seconds(r["create_s"])),
+        ("metadata document in etcd", lambda r: f"{r['metadata_bytes'] / 1024:,.0f} KiB"),
+        ("etcd keys at rest", lambda r: f"{r['etcd_keys']:,}"),
+        ("etcd requests/s at rest", lambda r: f"{r['rest']['etcd_requests_per_s']:.2f}"),
+        ("etcd bytes/s at rest (in / out)",
+         lambda r: f"{r['rest']['etcd_received_bytes_per_s']:,.0f} / "
+         f"{r['rest']['etcd_sent_bytes_per_s']:,.0f}"),
+        ("etcd CPU at rest", lambda r: f"{100 * r['rest']['etcd_cpu_util']:.1f}%"),
+        ("broker CPU at rest (each)", _each("broker_cpu_util", "{:.1f}%", 100)),
+        ("broker RSS (each)", _each("broker_rss_bytes", "{:,.0f} MiB", 1 / 2**20)),
+        ("open files (each)", _each("broker_open_files", "{:,.0f}")),
+        ("files in the data dir (each)", _each("broker_data_files", "{:,.0f}")),
+    ]  # fmt: skip
+    for key, label in (("controller_failover", "controller"), ("broker_loss", "other broker")):
+        rows += [
+            (f"{label} killed: new controller", lambda r, k=key: _seconds(r[k]["controller_s"])),
+            (f"{label} killed: first leader moved",
+             lambda r, k=key: _seconds(r[k]["first_leader_moved_s"])),
+            (f"{label} killed: all leaders moved",
+             lambda r, k=key: _seconds(r[k]["all_leaders_moved_s"])),
+            (f"{label} killed: led / moved / offline (RF 1)",
+             lambda r, k=key: f"{r[k]['led_before']:,} / {r[k]['moved']:,} / {r[k]['offline']:,}"),
+        ]  # fmt: skip
+        if key == "controller_failover":
+            rows += [
+                ("killed broker restarted: ready", lambda r: _seconds(r["restart_ready_s"])),
+                ("then full ISR", lambda r: _seconds(r["restart_full_isr_s"])),
+            ]
+    return rows
+
+
 def table(results: list[dict[str, Any]]) -> list[str]:
     results = [r for runs in by_build(results).values() for r in runs]
 
@@ -424,57 +502,16 @@ def table(results: list[dict[str, Any]]) -> list[str]:
         label = result.get("label", "")
         return f"{result['partitions']:,} partitions" + (f" ({label})" if label else "")
 
+    def safe(cell: Cell, result: dict[str, Any]) -> str:
+        try:
+            return cell(result)
+        except (KeyError, TypeError):  # a run cut short: not measured
+            return "-"
+
     lines = ["| | " + " | ".join(heading(r) for r in results) + " |"]
     lines.append("|---|" + "---:|" * len(results))
-
-    def row(label: str, cells: list[str]) -> None:
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-
-    def seconds(value: float | None) -> str:
-        return "-" if value is None else f"{value:.2f} s"
-
-    row("replicas per broker", [
-        ", ".join(str(v) for _, v in sorted(r["replicas_per_broker"].items())) for r in results
-    ])  # fmt: skip
-    row("create all topics", [seconds(r["create_s"]) for r in results])
-    row("metadata document", [f"{r['metadata_bytes'] / 1024:,.0f} KiB" for r in results])
-    row("etcd keys", [f"{r['etcd_keys']:,}" for r in results])
-    row("etcd requests/s at rest", [f"{r['rest']['etcd_requests_per_s']:.2f}" for r in results])
-    row("etcd bytes/s at rest (in / out)", [
-        f"{r['rest']['etcd_received_bytes_per_s']:,.0f} / {r['rest']['etcd_sent_bytes_per_s']:,.0f}"
-        for r in results
-    ])  # fmt: skip
-    row("etcd CPU at rest", [f"{100 * r['rest']['etcd_cpu_util']:.1f}%" for r in results])
-    row("broker CPU at rest (each)", [
-        ", ".join(f"{100 * v:.1f}%" for _, v in sorted(r["rest"]["broker_cpu_util"].items()))
-        for r in results
-    ])  # fmt: skip
-    row("broker RSS (each)", [
-        ", ".join(f"{v / 2**20:,.0f} MiB" for _, v in sorted(r["rest"]["broker_rss_bytes"].items()))
-        for r in results
-    ])  # fmt: skip
-    for key, label in (("controller_failover", "controller"), ("broker_loss", "other broker")):
-        row(f"{label} killed: new controller", [seconds(r[key]["controller_s"]) for r in results])
-        row(f"{label} killed: first leader moved", [
-            seconds(r[key]["first_leader_moved_s"]) for r in results
-        ])  # fmt: skip
-        row(f"{label} killed: all leaders moved", [
-            seconds(r[key]["all_leaders_moved_s"]) for r in results
-        ])  # fmt: skip
-        row(f"{label} killed: led / moved / offline (RF 1)", [
-            f"{r[key]['led_before']:,} / {r[key]['moved']:,} / {r[key]['offline']:,}"
-            for r in results
-        ])  # fmt: skip
-    row("open files (each)", [
-        ", ".join(f"{v:,}" for _, v in sorted(r["rest"]["broker_open_files"].items()))
-        for r in results
-    ])  # fmt: skip
-    row("files in the data dir (each)", [
-        ", ".join(f"{v:,}" for _, v in sorted(r["rest"].get("broker_data_files", {}).items()))
-        for r in results
-    ])  # fmt: skip
-    row("killed broker restarted: ready", [seconds(r["restart_ready_s"]) for r in results])
-    row("then full ISR", [seconds(r["restart_full_isr_s"]) for r in results])
+    for label, cell in _rows():
+        lines.append(f"| {label} | " + " | ".join(safe(cell, r) for r in results) + " |")
     return lines
 
 
@@ -485,11 +522,18 @@ def load_results() -> list[dict[str, Any]]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=10_000)
-    parser.add_argument("--partitions-per-topic", type=int, default=100)
+    parser.add_argument(
+        "--partitions-per-topic", type=int, default=0,
+        help="default: a tenth of --partitions (10 topics at every size)",
+    )  # fmt: skip
     parser.add_argument("--rf3-share", type=float, default=0.3)
     parser.add_argument("--rest-s", type=float, default=60.0)
     parser.add_argument("--settle-s", type=float, default=10.0)
     parser.add_argument("--label", default="", help="a name for the build measured")
+    parser.add_argument(
+        "--no-profile-rest", dest="profile_rest", action="store_false",
+        help="no py-spy on broker 1 while at rest",
+    )  # fmt: skip
     parser.add_argument("--plot", action="store_true", help="only plot the results so far")
     return parser.parse_args(argv)
 
@@ -497,11 +541,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     if not args.plot:
-        result = run(args)
         RESULTS_DIR.mkdir(exist_ok=True)
         suffix = f"-{args.label}" if args.label else ""
         path = RESULTS_DIR / f"cluster-scale-{args.partitions}{suffix}.json"
-        path.write_text(json.dumps(result, indent=1))
+        run(args, path)
         print(f"wrote {path}")
     results = load_results()
     print("\n".join(table(results)))
