@@ -67,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from side_by_side.cpu import proc_cpu_seconds  # noqa: E402
 from side_by_side.profiling import py_spy_recording, summarize_py_spy  # noqa: E402
 
-from compat_tests.cluster_harness import running_cluster  # noqa: E402
+from compat_tests.cluster_harness import TEST_CLUSTER_SETTINGS, running_cluster  # noqa: E402
 from compat_tests.harness import WeirProcess  # noqa: E402
 
 PARTITIONS = 8
@@ -188,9 +188,10 @@ class Deployment:
 
 
 @contextlib.contextmanager
-def deployed(setup: str, base: Path) -> Iterator[Deployment]:
+def deployed(setup: str, base: Path, extra_settings: str = "") -> Iterator[Deployment]:
+    """`extra_settings`: settings file lines added for every broker (TOML)."""
     if setup == "single":
-        broker = WeirProcess(base / "single" / "data", base / "single" / "logs")
+        broker = WeirProcess.configured(base / "single", extra_settings)
         broker.start()
         try:
             yield Deployment(broker.bootstrap, [broker], [], 1)
@@ -198,7 +199,8 @@ def deployed(setup: str, base: Path) -> Iterator[Deployment]:
             broker.stop()
         return
     brokers_count, replication_factor = {"rf3": (3, 3), "pair": (2, 1)}[setup]
-    with running_cluster(base / setup, brokers_count=brokers_count) as cluster:
+    settings = TEST_CLUSTER_SETTINGS + extra_settings
+    with running_cluster(base / setup, brokers_count=brokers_count, settings=settings) as cluster:
         etcd_pids = [m.process.pid for m in cluster.etcd.members if m.process is not None]
         yield Deployment(
             cluster.bootstrap, list(cluster.brokers.values()), etcd_pids, replication_factor
@@ -237,7 +239,7 @@ def wait_led(bootstrap: str, topic: str, replicas: int, timeout_s: float = 60.0)
 
 def measure_setup(setup: str, base: Path, args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    with deployed(setup, base) as deployment:
+    with deployed(setup, base, args.extra_settings) as deployment:
         for size in args.sizes:
             topic = f"bench-{size}"
             create_topic(deployment.bootstrap, topic, deployment.replication_factor)
@@ -487,7 +489,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fetch-cost-mb", type=int, default=0)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--failovers", type=int, default=0)
+    parser.add_argument(
+        "--fsync-method", choices=("auto", "syncfs", "fdatasync"), default="auto",
+        help="every broker's fsync_method (syncfs also writes back the other brokers' "
+        "files when they share a filesystem)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    args.extra_settings = f'fsync_method = "{args.fsync_method}"\n'
+
     args.setups = [s for s in args.setups.split(",") if s]
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     unknown = set(args.setups) - set(SETUPS)
