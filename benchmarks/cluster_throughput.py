@@ -72,6 +72,7 @@ from compat_tests.harness import WeirProcess  # noqa: E402
 
 PARTITIONS = 8
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+DOCS_DIR = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
 SETUPS = {
     "single": "1 broker, RF 1",
     "rf3": "3 brokers, RF 3",
@@ -479,6 +480,34 @@ def produce_table(runs: dict[str, list[dict[str, Any]]], sizes: list[int]) -> li
     return lines
 
 
+def plot_produce(runs: dict[str, list[dict[str, Any]]], sizes: list[int]) -> Path:
+    """docs/benchmarks/cluster-produce.png: each setup's MB/s per size (median, and
+    every round as a dot), relative to one broker."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 3.8), squeeze=False)
+    for axis, size in zip(axes[0], sizes, strict=True):
+        names = list(runs)
+        medians = [statistics.median(r[str(size)]["mb_per_s"] for r in runs[n]) for n in names]
+        axis.bar(range(len(names)), medians, color="#8aa")
+        for position, name in enumerate(names):
+            axis.plot(
+                [position] * len(runs[name]), [r[str(size)]["mb_per_s"] for r in runs[name]],
+                "k.",
+            )  # fmt: skip
+        axis.set_xticks(range(len(names)), [SETUPS[n].split(" (")[0] for n in names], fontsize=8)
+        axis.set(ylabel="MB/s acknowledged (acks=all)", title=f"{size} B records")
+    figure.tight_layout()
+    path = DOCS_DIR / "cluster-produce.png"
+    DOCS_DIR.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--setups", default="single,rf3,pair")
@@ -489,6 +518,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fetch-cost-mb", type=int, default=0)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--failovers", type=int, default=0)
+    parser.add_argument(
+        "--plot-from", type=Path, help="only draw docs/benchmarks/cluster-produce.png from a "
+        "results file of an earlier run",
+    )  # fmt: skip
     parser.add_argument(
         "--fsync-method", choices=("auto", "syncfs", "fdatasync"), default="auto",
         help="every broker's fsync_method (syncfs also writes back the other brokers' "
@@ -507,6 +540,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
+    if args.plot_from is not None:
+        earlier = json.loads(args.plot_from.read_text())
+        print(plot_produce(earlier["produce"], earlier["args"]["sizes"]))
+        return 0
     report: dict[str, Any] = {"args": {k: v for k, v in vars(args).items()}}
     runs: dict[str, list[dict[str, Any]]] = {setup: [] for setup in args.setups}
     for round_index in range(args.rounds):
@@ -539,6 +576,7 @@ def main() -> int:
               f"idempotent, {PARTITIONS} partitions, medians of {args.rounds} alternating "
               "rounds\n")  # fmt: skip
         print("\n".join(produce_table(runs, args.sizes)))
+        print(plot_produce(runs, args.sizes))
     if failovers_s:
         print(f"failover (kill -9 to first acknowledged write on its partitions): median "
               f"{statistics.median(failovers_s):.2f} s, worst {max(failovers_s):.2f} s "
