@@ -510,8 +510,14 @@ def _rows() -> list[tuple[str, Cell]]:
         ("files in the data dir (each)", _each("broker_data_files", "{:,.0f}")),
     ]  # fmt: skip
     for key, label in (("controller_failover", "controller"), ("broker_loss", "other broker")):
+        if key == "controller_failover":
+            rows.append(
+                (
+                    "controller killed: new controller",
+                    lambda r: _seconds(r["controller_failover"]["controller_s"]),
+                )
+            )
         rows += [
-            (f"{label} killed: new controller", lambda r, k=key: _seconds(r[k]["controller_s"])),
             (f"{label} killed: first leader moved",
              lambda r, k=key: _seconds(r[k]["first_leader_moved_s"])),
             (f"{label} killed: all leaders moved",
