@@ -356,36 +356,64 @@ class ClusterMember:
         self.apply_roles()
 
     def apply_roles(self) -> None:
+        """Make every local replica lead, follow its leader or do neither, as the
+        partition states say (after anything that may change many roles: fencing, a
+        registration, the metadata, a broker's offline replicas)."""
         now_ms = monotonic_ms()
         active: dict[int, set[tuple[str, int]]] = {}
         for key, replica in self.broker.partitions.items():
-            topic = replica.topic
-            state = self.partition_state(topic, replica.index)
-            replication = replica.replication
-            if not isinstance(replication, Replication):
-                replication = Replication(
-                    node_id=self.node_id,
-                    replica=replica,
-                    replicas=tuple(topic.replicas(replica.index, self.node_id)),
-                    state=PartitionState(NO_LEADER, -1, ()),
-                    high_watermark=0,
-                    fenced=self.fenced,
-                )
-                replica.replication = replication
-            replication.replicas = tuple(topic.replicas(replica.index, self.node_id))
-            if state.leader == self.node_id:
-                replication.become_leader(state, now_ms)
-            else:
-                if replication.state != state:
-                    replication.become_follower(state)
-                fetcher = self._fetcher(state.leader) if state.leader != NO_LEADER else None
-                if fetcher is not None:
-                    fetcher.follow(key, FollowedPartition(replica, replication, state.leader_epoch))
-                    active.setdefault(state.leader, set()).add(key)
+            followed_leader = self._apply_role(replica, now_ms)
+            if followed_leader is not None:
+                active.setdefault(followed_leader, set()).add(key)
         for leader_id, fetcher in self.fetchers.items():
             for key in list(fetcher.partitions):
                 if key not in active.get(leader_id, set()):
                     fetcher.unfollow(key)
+        self._notify_leadership_listeners()
+
+    def apply_role_of(self, topic_id: uuid.UUID, index: int) -> None:
+        """`apply_roles` for one partition whose state changed: the others are as
+        they were. A failover changes thousands of states one etcd event at a time,
+        and each event passing over every local replica made it quadratic."""
+        topic = self.broker.controller.topic_by_id(topic_id)
+        replica = None if topic is None else self.broker.partitions.get((topic.name, index))
+        if replica is not None:
+            key = (replica.topic.name, replica.index)
+            followed_leader = self._apply_role(replica, monotonic_ms())
+            for leader_id, fetcher in self.fetchers.items():
+                if leader_id != followed_leader and key in fetcher.partitions:
+                    fetcher.unfollow(key)
+        self._notify_leadership_listeners()
+
+    def _apply_role(self, replica: PartitionReplica, now_ms: int) -> int | None:
+        """One local replica's role; the leader it now follows, or None."""
+        topic = replica.topic
+        state = self.partition_state(topic, replica.index)
+        replication = replica.replication
+        if not isinstance(replication, Replication):
+            replication = Replication(
+                node_id=self.node_id,
+                replica=replica,
+                replicas=tuple(topic.replicas(replica.index, self.node_id)),
+                state=PartitionState(NO_LEADER, -1, ()),
+                high_watermark=0,
+                fenced=self.fenced,
+            )
+            replica.replication = replication
+        replication.replicas = tuple(topic.replicas(replica.index, self.node_id))
+        if state.leader == self.node_id:
+            replication.become_leader(state, now_ms)
+            return None
+        if replication.state != state:
+            replication.become_follower(state)
+        fetcher = self._fetcher(state.leader) if state.leader != NO_LEADER else None
+        if fetcher is None:
+            return None
+        key = (topic.name, replica.index)
+        fetcher.follow(key, FollowedPartition(replica, replication, state.leader_epoch))
+        return state.leader
+
+    def _notify_leadership_listeners(self) -> None:
         for listener in self.broker.leadership_listeners:
             listener()
 

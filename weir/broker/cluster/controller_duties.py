@@ -56,7 +56,7 @@ class ControllerSeat(Protocol):
 
     def offline_holders(self, topic_id: uuid.UUID, index: int) -> frozenset[int]: ...
 
-    def apply_roles(self) -> None: ...
+    def apply_role_of(self, topic_id: uuid.UUID, index: int) -> None: ...
 
     def wake_housekeeping(self) -> None: ...
 
@@ -221,7 +221,7 @@ class ControllerDuties:
         self._member.states[(topic.topic_id, index)] = StoredState(new_state, result.revision)
         log.info("%s-%d: leader %d (epoch %d), ISR %s", topic.name, index, new_state.leader,
                  new_state.leader_epoch, list(new_state.isr))  # fmt: skip
-        self._member.apply_roles()
+        self._member.apply_role_of(topic.topic_id, index)
         return True
 
     async def elect(self, topic: TopicRecord, index: int, *, unclean: bool) -> ErrorCode:

@@ -67,6 +67,8 @@ class WatchedMember(Protocol):
 
     def apply_roles(self) -> None: ...
 
+    def apply_role_of(self, topic_id: uuid.UUID, index: int) -> None: ...
+
     def wake_housekeeping(self) -> None: ...
 
 
@@ -217,7 +219,7 @@ class EtcdWatch:
                     return  # our own change, applied when it was made
                 self._member.states[state_key] = StoredState(state, kv.mod_revision)
                 if not initial:
-                    self._member.apply_roles()
+                    self._member.apply_role_of(*state_key)
             elif key == METADATA_KEY and initial:
                 self._member.replace_metadata(kv)
             elif key.startswith(OFFLINE_REPLICAS_PREFIX):
