@@ -11,7 +11,7 @@ topics and a few wide ones) and 1,000 consumer groups, then the time of
 
 Each is the median of `--runs` (after one warm-up). On demand, not in CI:
 
-    PYTHONPATH=. /work/main/.venv/bin/python benchmarks/console_scale.py
+    PYTHONPATH=. .venv/bin/python benchmarks/console_scale.py
 
 Needs chromium and chromium-driver (scripts/test installs them) and etcd. A
 broker keeps 3 descriptors per partition it holds and refuses partitions beyond

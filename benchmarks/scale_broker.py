@@ -23,9 +23,9 @@ Each size's record is added to `--results` (JSON, one entry a size, replaced whe
 measured again), so sizes may be measured in separate runs; `--plot` then draws
 docs/benchmarks/scale-*.png and prints the markdown tables. On demand, not in CI:
 
-    flock /work/bench.lock env PYTHONPATH=$PWD /work/main/.venv/bin/python \
+    PYTHONPATH=. .venv/bin/python \
         benchmarks/scale_broker.py --fractions 0.1,0.2
-    PYTHONPATH=$PWD /work/main/.venv/bin/python benchmarks/scale_broker.py --plot
+    PYTHONPATH=. .venv/bin/python benchmarks/scale_broker.py --plot
 
 Two narrower modes isolate what the sizes mix: `--idle-connections 0,1000,5000`
 (an empty broker's idle CPU and RSS with that many idle connections, for each of
