@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
+from go_build import GO_CACHE, build_go_tool
 from side_by_side.brokers import (
     REPO_ROOT,
     BrokerError,
@@ -36,31 +37,12 @@ from side_by_side.cpu import idle_cpu_util, machine_cpu_seconds, proc_cpu_second
 from side_by_side.progress import log
 
 GENERATOR_DIR = REPO_ROOT / "benchmarks" / "loadgen"
-GO_CACHE = REPO_ROOT / ".cache" / "go"
 GENERATOR_BIN = GO_CACHE / "loadgen"
 FSYNC_SERIES = "weir_fsync_round_seconds"
 
 
 def build_generator() -> Path:
-    """`go build` the generator when its binary is older than one of its sources."""
-    sources = [*GENERATOR_DIR.glob("*.go"), GENERATOR_DIR / "go.mod", GENERATOR_DIR / "go.sum"]
-    if GENERATOR_BIN.exists() and all(
-        GENERATOR_BIN.stat().st_mtime >= s.stat().st_mtime for s in sources
-    ):
-        return GENERATOR_BIN
-    env = dict(
-        os.environ,
-        GOPATH=str(GO_CACHE),
-        GOMODCACHE=str(GO_CACHE / "mod"),
-        GOCACHE=str(GO_CACHE / "build"),
-        GOTOOLCHAIN="local",
-        GOFLAGS="-mod=readonly -modcacherw",
-    )
-    log(f"building {GENERATOR_BIN} (go build in {GENERATOR_DIR})")
-    subprocess.run(
-        ["go", "build", "-o", str(GENERATOR_BIN), "."], cwd=GENERATOR_DIR, env=env, check=True
-    )
-    return GENERATOR_BIN
+    return build_go_tool(GENERATOR_DIR)
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ from confluent_kafka.admin import (
     ConfigResource,
     ResourceType,
 )
+from go_build import GO_CACHE, build_go_tool
 from side_by_side.brokers import REPO_ROOT, BrokerError, BrokerProcess, start_broker, tail
 from side_by_side.confluent_load import create_topic
 from side_by_side.cpu import idle_cpu_util, machine_cpu_seconds, proc_cpu_seconds
@@ -74,7 +75,6 @@ from side_by_side.profiling import py_spy_recording, summarize_py_spy
 from side_by_side.progress import log
 
 GENERATOR_DIR = REPO_ROOT / "benchmarks" / "share_consume"
-GO_CACHE = REPO_ROOT / ".cache" / "go"
 GENERATOR_BIN = GO_CACHE / "share_consume"
 MODES = ("share", "classic", "consumer")
 METRICS = (
@@ -176,25 +176,7 @@ def serves(broker: str, mode: str, args: argparse.Namespace) -> bool:
 
 
 def build_generator() -> Path:
-    """`go build` the generator when its binary is older than its sources."""
-    sources = [GENERATOR_DIR / name for name in ("main.go", "go.mod", "go.sum")]
-    if GENERATOR_BIN.exists() and all(
-        GENERATOR_BIN.stat().st_mtime >= s.stat().st_mtime for s in sources
-    ):
-        return GENERATOR_BIN
-    env = dict(
-        os.environ,
-        GOPATH=str(GO_CACHE),
-        GOMODCACHE=str(GO_CACHE / "mod"),
-        GOCACHE=str(GO_CACHE / "build"),
-        GOTOOLCHAIN="local",
-        GOFLAGS="-mod=readonly -modcacherw",
-    )
-    log(f"building {GENERATOR_BIN} (go build in {GENERATOR_DIR})")
-    subprocess.run(
-        ["go", "build", "-o", str(GENERATOR_BIN), "."], cwd=GENERATOR_DIR, env=env, check=True
-    )
-    return GENERATOR_BIN
+    return build_go_tool(GENERATOR_DIR)
 
 
 @contextlib.contextmanager
