@@ -13,7 +13,6 @@ from weir.log.errors import LogError
 from weir.log.page_cache import (
     ColdRange,
     ReadNotCached,
-    WarmedReads,
     is_cached,
     is_cached_supported,
     warm,
@@ -125,34 +124,4 @@ def test_cachestat_tells_a_cached_range_from_an_evicted_one(
     assert not is_cached(fd, 0, size + 8192)  # pages past the end are not cached
     evict(log)
     assert not is_cached(fd, 0, size) and not is_cached(fd, size // 2, 10)
-    log.close()
-
-
-def test_a_warmed_range_is_served_to_the_retry_from_what_the_warm_up_read(
-    open_log: OpenLog, batch: MakeBatch, now_ms: int
-) -> None:
-    log = filled(open_log, batch, now_ms)
-    expected = bytes(log.read(0, bytes_max=1 << 20, end_offset=log.log_end_offset).records)
-    cold = cold_read(log)
-    assert cold.read_range == (0, len(expected)) and cold.file.try_hold()
-    warmed = WarmedReads()
-    assert warm([cold], warmed) == len(expected) and len(warmed) == 1
-    evict(log)  # the retry must not need the page cache: it takes the warmed bytes
-    found = log.read(
-        0, bytes_max=1 << 20, end_offset=log.log_end_offset, cached_only=True, warmed=warmed
-    )
-    assert bytes(found.records) == expected and len(warmed) == 0  # taken, once
-    log.close()
-
-
-def test_warmed_bytes_for_another_range_are_not_served(
-    open_log: OpenLog, batch: MakeBatch, now_ms: int
-) -> None:
-    log = filled(open_log, batch, now_ms)
-    segment = log.segments[0]
-    warmed = WarmedReads()
-    assert segment.log_file.try_hold()
-    warm([ColdRange(segment.log_file, 0, 100)], warmed)
-    assert warmed.take(segment.log_file, 0, 200) is None  # a different size
-    assert warmed.take(segment.log_file, 0, 100) is None  # taken (and dropped) above
     log.close()

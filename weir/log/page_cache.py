@@ -46,14 +46,6 @@ class ColdRange:
     file: SyncedFile
     start: int
     size: int
-    # Where the read that found them began (its first bytes were cached).
-    read_start: int = -1
-
-    @property
-    def read_range(self) -> tuple[int, int]:
-        """(start, size) of the whole read: what a retry will ask for."""
-        begin = self.start if self.read_start < 0 else self.read_start
-        return begin, self.start + self.size - begin
 
 
 class ReadNotCached(Exception):  # noqa: N818 (a signal, not a failure)
@@ -152,7 +144,7 @@ def pread_cached(synced: SyncedFile, size: int, start: int) -> bytes | bytearray
         return os.pread(fd, size, start)
     if count < size:
         if start + count < os.fstat(fd).st_size:
-            raise ReadNotCached(ColdRange(synced, start + count, size - count, read_start=start))
+            raise ReadNotCached(ColdRange(synced, start + count, size - count))
         del buffer[count:]
     return buffer
 
@@ -160,34 +152,9 @@ def pread_cached(synced: SyncedFile, size: int, start: int) -> bytes | bytearray
 _buffers = threading.local()
 
 
-class WarmedReads:
-    """What `warm` read for a deferred read, kept for its retry on the loop: the
-    retry's read of the same range takes these bytes instead of reading them from
-    the page cache a second time (`take`, once). Filled on the disk executor while
-    the loop awaits it; read on the loop after."""
-
-    def __init__(self) -> None:
-        self._reads: dict[tuple[int, int], tuple[SyncedFile, bytes]] = {}
-
-    def add(self, cold: ColdRange, data: bytes) -> None:
-        self._reads[(id(cold.file), cold.read_range[0])] = (cold.file, data)
-
-    def take(self, file: SyncedFile, start: int, size: int) -> bytes | None:
-        """The bytes warmed for exactly `size` bytes at `start` of `file`, or None."""
-        entry = self._reads.pop((id(file), start), None)
-        if entry is None or entry[0] is not file or len(entry[1]) != size:
-            return None
-        return entry[1]
-
-    def __len__(self) -> int:
-        return len(self._reads)
-
-
-def warm(ranges: list[ColdRange], keep: WarmedReads | None = None) -> int:
+def warm(ranges: list[ColdRange]) -> int:
     """(Disk executor) Read `ranges` so that the page cache holds them; each
-    file was `try_hold`-ed by the caller and is released here. With `keep`, each
-    range's whole read (its cached first part too) is read and kept there for the
-    retry. Returns the bytes read."""
+    file was `try_hold`-ed by the caller and is released here. Returns the bytes read."""
     buffer: bytearray | None = getattr(_buffers, "buffer", None)
     if buffer is None:
         buffer = _buffers.buffer = bytearray(WARM_CHUNK_BYTES)
@@ -195,13 +162,6 @@ def warm(ranges: list[ColdRange], keep: WarmedReads | None = None) -> int:
     for cold in ranges:
         try:
             fd = cold.file.fd
-            if keep is not None:
-                begin, size = cold.read_range
-                data = os.pread(fd, size, begin)
-                total += len(data)
-                if len(data) == size:
-                    keep.add(cold, data)
-                continue
             position, end = cold.start, cold.start + cold.size
             while position < end:
                 view = memoryview(buffer)[: min(WARM_CHUNK_BYTES, end - position)]

@@ -15,7 +15,6 @@ from weir.format.record_batch import (
     decode_records,
 )
 from weir.log.errors import LogCorrupt, LogError, OffsetOutOfRange
-from weir.log.page_cache import WarmedReads
 from weir.log.partition_base import PartitionLogState, log
 from weir.log.segment import NO_TIMESTAMP, Segment
 from weir.log.settings import BATCH_INFLATE_BYTES_MAX
@@ -29,19 +28,12 @@ class ReadResult:
 
 class ReadMixin(PartitionLogState):
     def read(
-        self,
-        offset: int,
-        *,
-        bytes_max: int,
-        end_offset: int,
-        cached_only: bool = False,
-        warmed: WarmedReads | None = None,
+        self, offset: int, *, bytes_max: int, end_offset: int, cached_only: bool = False
     ) -> ReadResult:
         """Whole batches from the one holding `offset`, none reaching
         `end_offset` (the high watermark), within `bytes_max` unless the first
         batch alone is larger (KIP-74). Raises OffsetOutOfRange; with
-        `cached_only`, ReadNotCached when the records are not in the page cache.
-        `warmed`: what the disk executor read for a deferred read's retry."""
+        `cached_only`, ReadNotCached when the records are not in the page cache."""
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRange(offset, self.log_start_offset, self.log_end_offset)
         end_offset = min(end_offset, self.log_end_offset)
@@ -49,9 +41,7 @@ class ReadMixin(PartitionLogState):
             return ReadResult(b"", offset)
         try:
             for segment in self._segments[self._segment_index(offset) :]:
-                found = segment.read(
-                    offset, bytes_max, end_offset, cached_only=cached_only, warmed=warmed
-                )
+                found = segment.read(offset, bytes_max, end_offset, cached_only=cached_only)
                 if found is not None:
                     data, next_offset = found
                     return ReadResult(data, next_offset if data else offset)

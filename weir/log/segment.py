@@ -38,7 +38,7 @@ from weir.log.index import (
     OffsetIndex,
     TimeIndex,
 )
-from weir.log.page_cache import WarmedReads, pread_cached
+from weir.log.page_cache import pread_cached
 from weir.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn, TransactionIndex
 
 LOG_SUFFIX = ".log"
@@ -497,20 +497,13 @@ class Segment:
         return None
 
     def read(
-        self,
-        offset: int,
-        bytes_max: int,
-        end_offset: int,
-        *,
-        cached_only: bool = False,
-        warmed: WarmedReads | None = None,
+        self, offset: int, bytes_max: int, end_offset: int, *, cached_only: bool = False
     ) -> tuple[bytes | bytearray, int] | None:
         """Whole batches from the one holding `offset`, none reaching `end_offset`,
         at most `bytes_max` bytes unless the first batch alone is larger.
         Returns (bytes, next offset), or None when no batch here holds `offset`.
         `cached_only`: raise ReadNotCached rather than wait for the disk to read
-        the records (the event loop's reads, see page_cache.py). `warmed`: bytes
-        the disk executor read for this range, taken instead of reading again."""
+        the records (the event loop's reads, see page_cache.py)."""
         found = self.find_batch(offset)
         if found is None:
             return None
@@ -524,10 +517,7 @@ class Segment:
             end_limit = bound[0]
         limit = min(end_limit, start + max(bytes_max, first.size))
         stop = self._last_boundary(start + first.size, limit)
-        prefetched = warmed.take(self.log_file, start, stop - start) if warmed else None
-        if prefetched is not None:
-            data: bytes | bytearray = prefetched
-        elif cached_only:
+        if cached_only:
             data = pread_cached(self.log_file, stop - start, start)
         else:
             data = self._pread(stop - start, start)

@@ -19,10 +19,8 @@ Reads never wait on the disk on the event loop: they take only what the page
 cache holds (`weir/log/page_cache.py`). When a partition's records are not
 cached, the fetch is deferred: its cold ranges are read into the page cache on
 the disk executor, then the whole fetch is read again (and charged) on the
-loop, as a long-poll's retry is; a range the executor read whole is kept and
-taken by the retry's read of it (`WarmedReads`), not read a second time.
-After COLD_READ_ATTEMPTS_MAX warm-ups that memory pressure undid, the read
-waits on the loop rather than never finishing.
+loop, as a long-poll's retry is. After COLD_READ_ATTEMPTS_MAX warm-ups that
+memory pressure undid, the read waits on the loop rather than never finishing.
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ from weir.broker.partition_replica import PartitionReplica
 from weir.format.errors import ErrorCode
 from weir.log.disk_executor import DiskJob
 from weir.log.errors import LogError, OffsetOutOfRange
-from weir.log.page_cache import ColdRange, ReadNotCached, WarmedReads, warm
+from weir.log.page_cache import ColdRange, ReadNotCached, warm
 from weir.wire.messages.fetch import (
     FetchRequest,
     FetchRequestPartition,
@@ -86,8 +84,6 @@ class FetchPlan:
     waiters: list[trio.Event] = field(default_factory=list)
     # What the last read found outside the page cache (its answer is not sent).
     cold: list[ColdRange] = field(default_factory=list)
-    # What the disk executor read of them, for the next read to take.
-    warmed: WarmedReads = field(default_factory=WarmedReads)
     cached_only: bool = True
     # What the last read returned: (topic, bytes, offsets moved over) per partition.
     delivered: list[tuple[str, int, int]] = field(default_factory=list)
@@ -193,8 +189,7 @@ async def _warm(broker: Broker, plan: FetchPlan, warmups: int) -> None:
         plan.cached_only = False  # the next read may wait (memory is that short)
         broker.metrics.cold_reads_on_loop_total += 1
     if held:
-        plan.warmed = WarmedReads()
-        warmed_bytes = await broker.disk.run(DiskJob.COLD_READ, partial(warm, held, plan.warmed))
+        warmed_bytes = await broker.disk.run(DiskJob.COLD_READ, partial(warm, held))
         broker.metrics.cold_read_bytes_total += warmed_bytes
 
 
@@ -349,7 +344,6 @@ def _read_partition(
                 bytes_max=max(bytes_max, 1),
                 end_offset=read_end,
                 cached_only=plan.cached_only,
-                warmed=plan.warmed,
             )
         except ReadNotCached as exc:
             plan.cold.append(exc.cold)  # this answer is not sent: warmed and read again
