@@ -15,7 +15,7 @@ from weir.broker.broker import Broker
 from weir.broker.config import BrokerConfig
 from weir.broker.handlers.context import ClientConnection
 from weir.broker.handlers.request_authorization import Session
-from weir.broker.server.dispatch import handle_frame
+from weir.broker.server.dispatch import ChunkedFrame, handle_frame
 from weir.controller.client_quotas import QuotaAlteration
 from weir.format.record_batch import build_batch
 from weir.security.principal import user
@@ -49,6 +49,11 @@ def connection(who: str = "alice") -> ClientConnection:
     return connection
 
 
+def frame_bytes(response: bytes | ChunkedFrame) -> bytes:
+    """A response frame as one buffer (a Fetch response comes as its chunks)."""
+    return response.joined() if isinstance(response, ChunkedFrame) else response
+
+
 async def send(
     broker: Broker, conn: ClientConnection, api_key: int, version: int, body: dict[str, Any]
 ) -> Any:
@@ -59,7 +64,7 @@ async def send(
     assert not outcome.close_connection
     if outcome.response is None:
         return None
-    return decode_response(api_key, version, memoryview(outcome.response)[4:])[1]
+    return decode_response(api_key, version, memoryview(frame_bytes(outcome.response))[4:])[1]
 
 
 def produce_body(records_count: int = 10, acks: int = -1) -> dict[str, Any]:
@@ -120,7 +125,7 @@ async def send_as(broker: Broker, client_id: str, api_key: int, version: int, bo
     if outcome.pending is not None:
         outcome = await outcome.pending()
     assert outcome.response is not None
-    return decode_response(api_key, version, memoryview(outcome.response)[4:])[1]
+    return decode_response(api_key, version, memoryview(frame_bytes(outcome.response))[4:])[1]
 
 
 async def test_a_user_quota_follows_the_sessions_principal(broker: Broker) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from weir.broker.broker import Broker
 from weir.broker.handlers.context import ClientConnection
 from weir.broker.handlers.request_authorization import Session
-from weir.broker.server.dispatch import handle_frame
+from weir.broker.server.dispatch import ChunkedFrame, handle_frame
 from weir.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from weir.security.authorizer import AclAuthorizer, AuthorizerSettings
 from weir.security.principal import user
@@ -56,6 +56,9 @@ async def send(
     assert not outcome.close_connection, "the connection was closed"
     if outcome.response is None:
         return None
-    correlation_id, decoded = decode_response(api_key, version, memoryview(outcome.response)[4:])
+    response = outcome.response
+    if isinstance(response, ChunkedFrame):  # a Fetch response carrying records
+        response = response.joined()
+    correlation_id, decoded = decode_response(api_key, version, memoryview(response)[4:])
     assert correlation_id == CORRELATION_ID
     return decoded
